@@ -1,0 +1,170 @@
+"""Span consolidation: overlapping hits of one file become one fused, explained hit.
+
+Each arm ranks its own chunks; the same code is often ranked by several arms as different but
+overlapping spans (a 40-line window and the function inside it). Hits whose line spans overlap
+or touch (``end + 1 == start``) in the same file form one group; the group takes each arm's
+best rank, and those ranks are fused with weighted RRF (see :mod:`core.fusion`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from .fusion import check_k, check_weights
+from .types import (
+    LEXICAL,
+    SEMANTIC,
+    STRUCTURAL,
+    ConsolidatedHit,
+    Contribution,
+    Hit,
+    make_docid,
+)
+
+#: The family of each built-in arm. ``hybrid`` already mixes lexical and semantic evidence.
+ARM_FAMILIES: dict[str, str] = {
+    "bm25": LEXICAL,
+    "fts5": LEXICAL,
+    "lexical+ctx": LEXICAL,
+    "dense": SEMANTIC,
+    "deep": SEMANTIC,
+    "hybrid": SEMANTIC,
+    "symbols": STRUCTURAL,
+}
+
+HIGH, MEDIUM, LOW = "high", "medium", "low"
+
+
+def confidence(arms: Sequence[str], families: Mapping[str, str] | None = None) -> str:
+    """How much to trust a hit, from which arms found it.
+
+    ``high``: at least two arms of different families agree. ``medium``: a semantic arm
+    alone, or two or more arms of one family. ``low``: anything else (one lexical or one
+    structural arm alone, or nothing).
+    """
+    fams = families or ARM_FAMILIES
+    found = [fams.get(a, a) for a in arms]
+    if len(set(found)) >= 2:
+        return HIGH
+    if len(found) >= 2 or found == [SEMANTIC]:
+        return MEDIUM
+    return LOW
+
+
+def _check_rankings(per_arm_hits: Mapping[str, Sequence[Hit]]) -> None:
+    spans: dict[str, tuple[str, int, int, str | None, str]] = {}
+    for arm, hits in per_arm_hits.items():
+        seen: set[str] = set()
+        for hit in hits:
+            if hit.docid in seen:
+                raise ValueError(f"arm {arm}: chunk {hit.docid!r} appears twice")
+            seen.add(hit.docid)
+            if isinstance(hit.score, bool) or not math.isfinite(hit.score):
+                raise ValueError(f"arm {arm}: non-finite score {hit.score!r} for {hit.docid!r}")
+            if hit.start_line < 1 or hit.end_line < hit.start_line:
+                raise ValueError(f"arm {arm}: bad span {hit.start_line}-{hit.end_line}")
+            prev = spans.get(hit.docid)
+            if prev is None:
+                spans[hit.docid] = (hit.path, hit.start_line, hit.end_line, hit.text, arm)
+                continue
+            same_place = prev[:3] == (hit.path, hit.start_line, hit.end_line)
+            same_text = prev[3] is None or hit.text is None or prev[3] == hit.text
+            if not (same_place and same_text):
+                raise ValueError(
+                    f"chunk {hit.docid!r} differs between arms {prev[4]} and {arm}"
+                )
+
+
+def _groups(hits: list[Hit], merge_adjacent: bool) -> list[list[Hit]]:
+    """Union overlapping (and, optionally, touching) spans of one file, transitively."""
+    gap = 1 if merge_adjacent else 0
+    hits.sort(key=lambda h: (h.start_line, h.end_line, h.docid, h.arm))
+    groups: list[list[Hit]] = []
+    end = -1
+    for hit in hits:
+        if groups and hit.start_line <= end + gap:
+            groups[-1].append(hit)
+            end = max(end, hit.end_line)
+        else:
+            groups.append([hit])
+            end = hit.end_line
+    return groups
+
+
+def consolidate(
+    per_arm_hits: Mapping[str, Sequence[Hit]],
+    k: float = 60,
+    weights: Mapping[str, float] | None = None,
+    merge_adjacent: bool = True,
+    families: Mapping[str, str] | None = None,
+) -> list[ConsolidatedHit]:
+    """Merge overlapping spans across arms and rank the groups with weighted RRF.
+
+    Parameters
+    ----------
+    per_arm_hits
+        Arm name -> that arm's ranking (``Hit.rank`` is 1-based within the arm).
+    k
+        RRF constant, 1..10^6.
+    weights
+        Arm name -> weight (>= 0, finite); arms not named weigh 1.0. An arm weighted 0
+        still shows in ``contributors`` but neither scores nor counts toward agreement.
+    merge_adjacent
+        Also merge spans that touch (``end + 1 == start``), not only overlapping ones.
+    families
+        Arm name -> family for the confidence rule (defaults to :data:`ARM_FAMILIES`).
+
+    Returns
+    -------
+    Consolidated hits, best first, ``rank`` 1-based; ties broken by (path, start, end, docid).
+    The result does not depend on the order of ``per_arm_hits``.
+    """
+    kf = check_k(k)
+    ws = check_weights(weights)
+    _check_rankings(per_arm_hits)
+
+    by_path: dict[str, list[Hit]] = {}
+    for arm in sorted(per_arm_hits):
+        for hit in per_arm_hits[arm]:
+            by_path.setdefault(hit.path, []).append(hit)
+
+    out: list[ConsolidatedHit] = []
+    for path in sorted(by_path):
+        for members in _groups(by_path[path], merge_adjacent):
+            best: dict[str, Hit] = {}
+            for hit in members:
+                cur = best.get(hit.arm)
+                if cur is None or (hit.rank, hit.docid) < (cur.rank, cur.docid):
+                    best[hit.arm] = hit
+            contributors = []
+            for arm in sorted(best):
+                hit = best[arm]
+                value = ws.get(arm, 1.0) / (kf + hit.rank)
+                contributors.append(Contribution(arm, hit.rank, hit.docid, hit.score, value))
+            voting = [c for c in contributors if c.contribution > 0]
+            if not voting:
+                continue
+            lead = max(voting, key=lambda c: (c.contribution, best[c.arm].context != path, c.docid))
+            start = min(h.start_line for h in members)
+            end = max(h.end_line for h in members)
+            provenance = [c.arm for c in voting]
+            out.append(
+                ConsolidatedHit(
+                    path=path,
+                    start_line=start,
+                    end_line=end,
+                    docid=make_docid(path, start, end),
+                    context=best[lead.arm].context or path,
+                    score=math.fsum(c.contribution for c in voting),
+                    rank=0,
+                    provenance=provenance,
+                    agreement=len(provenance),
+                    confidence=confidence(provenance, families),
+                    contributors=contributors,
+                )
+            )
+    out.sort(key=lambda h: (-h.score, h.path, h.start_line, h.end_line, h.docid))
+    for rank, hit in enumerate(out, start=1):
+        hit.rank = rank
+    return out

@@ -1,0 +1,134 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.consolidate import confidence, consolidate
+from core.types import Hit, make_docid
+
+
+def hit(arm, path, start, end, rank, score=1.0, context="", text=None):
+    return Hit(arm, make_docid(path, start, end), path, start, end, rank, score, context, text)
+
+
+def test_overlapping_spans_of_one_file_merge_and_fuse_best_ranks():
+    out = consolidate(
+        {
+            "bm25": [hit("bm25", "a.py", 1, 40, 1), hit("bm25", "a.py", 31, 70, 2)],
+            "dense": [hit("dense", "a.py", 10, 20, 3, context="a.py > f")],
+        },
+        k=60,
+    )
+    assert len(out) == 1
+    h = out[0]
+    assert (h.path, h.start_line, h.end_line, h.docid) == ("a.py", 1, 70, "a.py:1-70")
+    assert h.score == pytest.approx(1 / 61 + 1 / 63)
+    assert h.provenance == ["bm25", "dense"] and h.agreement == 2
+    assert [(c.arm, c.rank, c.docid) for c in h.contributors] == [
+        ("bm25", 1, "a.py:1-40"),
+        ("dense", 3, "a.py:10-20"),
+    ]
+    assert h.rank == 1
+
+
+def test_touching_spans_merge_only_when_asked():
+    hits = {"bm25": [hit("bm25", "a.py", 1, 10, 1), hit("bm25", "a.py", 11, 20, 2)]}
+    assert len(consolidate(hits)) == 1
+    assert len(consolidate(hits, merge_adjacent=False)) == 2
+    gap = {"bm25": [hit("bm25", "a.py", 1, 10, 1), hit("bm25", "a.py", 12, 20, 2)]}
+    assert len(consolidate(gap)) == 2
+
+
+def test_same_lines_in_different_files_do_not_merge():
+    out = consolidate({"bm25": [hit("bm25", "a.py", 1, 10, 1), hit("bm25", "b.py", 1, 10, 2)]})
+    assert [h.path for h in out] == ["a.py", "b.py"]
+
+
+def test_sorted_by_score_then_path_start_end_docid():
+    out = consolidate(
+        {"x": [hit("x", "b.py", 1, 5, 1)], "y": [hit("y", "a.py", 1, 5, 1)]},
+        families={"x": "lexical", "y": "lexical"},
+    )
+    assert [h.path for h in out] == ["a.py", "b.py"]
+    assert [h.rank for h in out] == [1, 2]
+
+
+def test_result_does_not_depend_on_dict_order():
+    a = {"bm25": [hit("bm25", "a.py", 1, 9, 1)], "dense": [hit("dense", "b.py", 1, 9, 1)]}
+    b = dict(reversed(list(a.items())))
+    assert [x.to_dict() for x in consolidate(a)] == [x.to_dict() for x in consolidate(b)]
+
+
+def test_weights_scale_contributions_and_zero_weight_does_not_vote():
+    hits = {"bm25": [hit("bm25", "a.py", 1, 9, 1)], "dense": [hit("dense", "a.py", 1, 9, 1)]}
+    (h,) = consolidate(hits, k=10, weights={"dense": 2.0})
+    assert h.score == pytest.approx(1 / 11 + 2 / 11)
+    (h,) = consolidate(hits, k=10, weights={"dense": 0.0})
+    assert h.provenance == ["bm25"] and h.agreement == 1 and h.confidence == "low"
+    assert [c.arm for c in h.contributors] == ["bm25", "dense"]
+    assert consolidate({"dense": hits["dense"]}, weights={"dense": 0}) == []
+
+
+def test_context_comes_from_the_strongest_member():
+    out = consolidate(
+        {
+            "bm25": [hit("bm25", "a.py", 1, 40, 5, context="a.py")],
+            "symbols": [hit("symbols", "a.py", 3, 9, 1, context="a.py > Foo > bar")],
+        }
+    )
+    assert out[0].context == "a.py > Foo > bar"
+
+
+def test_same_chunk_id_with_different_text_or_span_is_refused():
+    with pytest.raises(ValueError, match="differs"):
+        consolidate(
+            {
+                "bm25": [hit("bm25", "a.py", 1, 9, 1, text="one")],
+                "fts5": [hit("fts5", "a.py", 1, 9, 1, text="two")],
+            }
+        )
+    bad = Hit("fts5", "a.py:1-9", "b.py", 1, 9, 1, 1.0)
+    with pytest.raises(ValueError, match="differs"):
+        consolidate({"bm25": [hit("bm25", "a.py", 1, 9, 1)], "fts5": [bad]})
+
+
+def test_duplicate_chunk_in_one_arm_and_bad_scores_are_refused():
+    with pytest.raises(ValueError, match="twice"):
+        consolidate({"bm25": [hit("bm25", "a.py", 1, 9, 1), hit("bm25", "a.py", 1, 9, 2)]})
+    with pytest.raises(ValueError, match="non-finite"):
+        consolidate({"bm25": [hit("bm25", "a.py", 1, 9, 1, score=float("nan"))]})
+    with pytest.raises(ValueError):
+        consolidate({"bm25": [hit("bm25", "a.py", 1, 9, 1)]}, k=0)
+    with pytest.raises(ValueError):
+        consolidate({"bm25": [hit("bm25", "a.py", 1, 9, 1)]}, weights={"bm25": -1})
+
+
+@pytest.mark.parametrize(
+    "arms, expected",
+    [
+        (["bm25", "dense"], "high"),
+        (["fts5", "symbols"], "high"),
+        (["dense", "symbols"], "high"),
+        (["bm25", "fts5"], "medium"),
+        (["dense"], "medium"),
+        (["bm25"], "low"),
+        (["symbols"], "low"),
+        ([], "low"),
+    ],
+)
+def test_confidence_rule(arms, expected):
+    assert confidence(arms) == expected
+
+
+spans = st.tuples(st.sampled_from(["a.py", "b.py"]), st.integers(1, 60), st.integers(0, 30))
+
+
+@given(st.lists(spans, max_size=25, unique_by=lambda s: (s[0], s[1], s[2])))
+def test_groups_never_overlap_and_cover_every_hit(raw):
+    ranking = [hit("bm25", p, s, s + n, i + 1) for i, (p, s, n) in enumerate(raw)]
+    out = consolidate({"bm25": ranking})
+    for a in out:
+        for b in out:
+            if a is not b and a.path == b.path:
+                assert a.end_line + 1 < b.start_line or b.end_line + 1 < a.start_line
+    for h in ranking:
+        assert any(g.path == h.path and g.start_line <= h.start_line and h.end_line <= g.end_line for g in out)
