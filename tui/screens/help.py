@@ -1,0 +1,110 @@
+"""The help modal: how to read the result columns, the fusion formula, the key bindings.
+
+Styles live in ``tui/app.tcss`` (``#help-body``).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+#: The fused score, shown verbatim so the help and the tests agree on it.
+FORMULA = "score = Σ w_i / (k + rank_i)"
+
+_EXPLANATION = f"""\
+# ranklens help
+
+Every query runs on several retrievers ("arms") at once; their rankings are fused into one.
+
+## Columns
+
+- **agree** `n/m`: *n* arms ranked this span among their candidates; *m* is the number of
+  arms that have answered so far (it grows while slower arms finish).
+- **conf**
+  - **high**: at least 2 arms from *different* families ranked it;
+  - **medium**: one semantic arm alone, or two arms of the same family;
+  - **low**: anything else.
+
+  Families: *lexical* = `bm25`, `fts5`; *semantic* = `dense`; *structural* = `symbols`.
+- **via**: the arms that ranked the span.
+- **↑3 / ↓1**: after a re-fuse (weights or k changed, or another arm answered) the hit
+  moved up 3 / down 1 places compared with the ranking shown before.
+
+## Fusion (weighted reciprocal rank fusion)
+
+```
+{FORMULA}
+```
+
+- the sum runs over the arms that ranked the span; `w_i` is arm *i*'s weight and `k` the
+  smoothing constant (both in the tuning panel);
+- `rank_i` is 1-based: an arm's top hit has rank 1;
+- overlapping spans of one file are merged into one hit, and each arm counts once, with
+  its best rank among the merged spans.
+"""
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def help_markdown(bindings: list[tuple[str, str]]) -> str:
+    """The help text, with a table of ``bindings`` (``(key, description)`` pairs)."""
+    lines = [_EXPLANATION, "## Keys", ""]
+    if bindings:
+        lines += ["| key | action |", "| --- | --- |"]
+        # A literal "|" in a cell would end it.
+        lines += [f"| `{_cell(key)}` | {_cell(text)} |" for key, text in bindings]
+    else:
+        lines.append("No key bindings.")
+    lines += ["", "*Press escape, q or ? to close.*"]
+    return "\n".join(lines)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Modal help text; opened with ``?``, closed with escape, ``q`` or ``?``.
+
+    Parameters
+    ----------
+    bindings:
+        ``(key, description)`` pairs, listed as given; pass the app's live bindings so the
+        help stays true.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "close", "Close help"),
+    ]
+
+    def __init__(
+        self,
+        bindings: list[tuple[str, str]],
+        *,
+        name: str | None = None,
+        id: str | None = None,  # noqa: A002
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.bindings = list(bindings)
+
+    @property
+    def markdown(self) -> str:
+        """The Markdown source shown."""
+        return help_markdown(self.bindings)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body") as body:
+            body.border_title = "Help"
+            yield Markdown(self.markdown)
+
+    def on_mount(self) -> None:
+        # Focus the scroller so arrows/page keys scroll the text.
+        self.query_one("#help-body").focus()
+
+    def action_close(self) -> None:
+        """Close the help."""
+        self.dismiss(None)

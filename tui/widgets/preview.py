@@ -1,0 +1,330 @@
+"""The preview pane: a highlighted span of a file and the fused trace of the hit under it.
+
+The widget does no I/O: the app reads the file and hands over the text (any slice of it,
+with the line number of its first line); the widget cuts the span plus a few lines of
+context out of it, highlights it with the lexer chosen from the file name, marks the span's
+lines, emphasises the query terms and lists what every arm said about the hit.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from rich.console import Group
+from rich.style import Style
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from core.types import ConsolidatedHit
+
+# Identifiers and numbers, and the sub-words inside an identifier (snake_case, camelCase,
+# HTTPServer, digits). The same split the lexical arms index with, so what is emphasised
+# is what could have matched.
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+#: Lines highlighted before the window so a lexer state (an open docstring, say) that
+#: started above it is usually right, without highlighting a whole large file.
+LEXER_LOOKBEHIND = 200
+
+#: How query terms are emphasised in the code (on top of the syntax colours).
+TERM_STYLE = Style(bold=True, underline=True)
+
+
+@lru_cache(maxsize=256)
+def lexer_for(path: str) -> str:
+    """The pygments lexer alias for a file name, or ``"text"`` when none matches.
+
+    An alias (not a lexer instance) is returned so rich builds the lexer itself with
+    ``stripnl=False``; pygments' default strips leading blank lines, which would shift
+    every line number below them.
+    """
+    from pygments.lexers import get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
+    try:
+        lexer = get_lexer_for_filename(path)
+    except ClassNotFound:
+        return "text"
+    return lexer.aliases[0] if lexer.aliases else "text"
+
+
+def query_terms(query: str) -> set[str]:
+    """Lowercased identifiers of the query and their sub-words (``getUser`` -> getuser, get, user)."""
+    terms: set[str] = set()
+    for match in _WORD.finditer(query):
+        word = match.group(0)
+        terms.add(word.lower())
+        terms.update(part.lower() for part in _PART.findall(word))
+    return terms
+
+
+def term_ranges(line: str, terms: set[str]) -> list[tuple[int, int]]:
+    """Column ranges ``[start, end)`` in ``line`` to emphasise for ``terms``.
+
+    An identifier equal to a term (ignoring case) is emphasised whole; otherwise each of
+    its sub-words equal to a term is. One-letter sub-words are skipped so a query word
+    such as ``x`` does not light up every ``xOffset``.
+    """
+    ranges: list[tuple[int, int]] = []
+    if not terms:
+        return ranges
+    for match in _WORD.finditer(line):
+        word = match.group(0)
+        if word.lower() in terms:
+            ranges.append(match.span())
+            continue
+        for part in _PART.finditer(word):
+            if len(part.group(0)) > 1 and part.group(0).lower() in terms:
+                ranges.append((match.start() + part.start(), match.start() + part.end()))
+    return ranges
+
+
+def _fmt_score(score: float) -> str:
+    return f"{score:.4g}"
+
+
+class Preview(VerticalScroll):
+    """Scrollable preview of one hit: header, highlighted code, fused trace.
+
+    Call :meth:`show` to display a hit and :meth:`clear` to blank the pane.
+
+    Parameters
+    ----------
+    context_lines:
+        Lines shown above and below the span (when the text passed in has them).
+    theme:
+        Pygments style for the code; ``None`` picks one matching the app's dark/light theme.
+    """
+
+    DEFAULT_CSS = """
+    Preview {
+        height: 1fr;
+        background: $surface;
+        scrollbar-gutter: stable;
+    }
+    Preview > #preview-header {
+        width: 1fr;
+        height: auto;
+        padding: 0 1;
+        background: $panel;
+        color: $text;
+        text-style: bold;
+    }
+    Preview > #preview-code {
+        width: 1fr;
+        height: auto;
+    }
+    Preview > #preview-trace {
+        width: 1fr;
+        height: auto;
+        padding: 1 1 0 1;
+    }
+    Preview > #preview-message {
+        width: 1fr;
+        height: auto;
+        padding: 1 2;
+        color: $text-muted;
+    }
+    Preview.-empty > #preview-header,
+    Preview.-empty > #preview-code,
+    Preview.-empty > #preview-trace {
+        display: none;
+    }
+    Preview > #preview-message {
+        display: none;
+    }
+    Preview.-empty > #preview-message {
+        display: block;
+    }
+    """
+
+    def __init__(
+        self,
+        *,
+        context_lines: int = 3,
+        theme: str | None = None,
+        name: str | None = None,
+        id: str | None = None,  # noqa: A002
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.context_lines = context_lines
+        self.theme = theme
+        self._syntax: Syntax | None = None
+        self._trace: Group | None = None
+        self.add_class("-empty")
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="preview-header", markup=False)
+        yield Static(id="preview-code")
+        yield Static(id="preview-trace")
+        yield Static(id="preview-message", markup=False)
+
+    # -- public API -----------------------------------------------------------------------
+
+    @property
+    def syntax(self) -> Syntax | None:
+        """The code renderable currently shown (``None`` when cleared)."""
+        return self._syntax
+
+    @property
+    def trace(self) -> Group | None:
+        """The trace renderable currently shown (``None`` when cleared or without a hit)."""
+        return self._trace
+
+    def show(
+        self,
+        *,
+        path: str,
+        text: str,
+        first_line: int,
+        span: tuple[int, int],
+        query: str,
+        hit: ConsolidatedHit | None,
+        arms: list[str],
+    ) -> None:
+        """Show ``span`` of ``path`` with context, emphasised ``query`` terms and the trace.
+
+        Parameters
+        ----------
+        path:
+            File path (for the header and the lexer choice).
+        text:
+            The file's text, or a slice of it, starting at line ``first_line``.
+        first_line:
+            1-based number of the first line of ``text``.
+        span:
+            ``(start, end)``, 1-based inclusive lines of the hit.
+        query:
+            The query whose terms are emphasised.
+        hit:
+            The fused hit whose trace is shown under the code, or ``None`` for no trace.
+        arms:
+            Arms to list in the trace, in order (the arms that answered the query); the
+            agreement's denominator is their number.
+        """
+        start, end = span
+        self._syntax = self._build_syntax(path, text, first_line, start, end, query)
+        self._trace = None if hit is None else self.build_trace(hit, arms)
+        header = Text(f"{path}:{start}-{end}")
+        if hit is not None and hit.context and hit.context != path:
+            header.append(f"  {hit.context}", style="dim")
+        self.query_one("#preview-header", Static).update(header)
+        self.query_one("#preview-code", Static).update(self._syntax)
+        self.query_one("#preview-trace", Static).update(self._trace or "")
+        self.remove_class("-empty")
+        self.scroll_home(animate=False)
+
+    def clear(self, message: str = "") -> None:
+        """Blank the pane, optionally showing ``message`` instead (e.g. "no results")."""
+        self._syntax = None
+        self._trace = None
+        self.query_one("#preview-header", Static).update("")
+        self.query_one("#preview-code", Static).update("")
+        self.query_one("#preview-trace", Static).update("")
+        self.query_one("#preview-message", Static).update(message)
+        self.add_class("-empty")
+        self.scroll_home(animate=False)
+
+    # -- building blocks ------------------------------------------------------------------
+
+    def _is_dark(self) -> bool:
+        try:
+            return self.app.current_theme.dark
+        except Exception:  # no app yet: Textual's default theme is dark
+            return True
+
+    def _pick_theme(self) -> str:
+        if self.theme is not None:
+            return self.theme
+        return "github-dark" if self._is_dark() else "default"
+
+    def _build_syntax(
+        self, path: str, text: str, first_line: int, start: int, end: int, query: str
+    ) -> Syntax:
+        # Count lines on "\n" only, as editors and the chunker do (splitlines() would also
+        # split on form feeds and other separators and shift the numbering).
+        lines = [line.rstrip("\r") for line in text.split("\n")]
+        if len(lines) > 1 and lines[-1] == "":
+            lines.pop()
+        last_line = first_line + max(0, len(lines) - 1)
+        window_start = max(first_line, start - self.context_lines)
+        window_end = max(window_start, min(last_line, end + self.context_lines))
+        # Keep some lines above the window for the lexer, drop everything below it.
+        code_first = max(first_line, window_start - LEXER_LOOKBEHIND)
+        code_lines = lines[code_first - first_line : window_end - first_line + 1]
+        syntax = Syntax(
+            "\n".join(code_lines),
+            lexer_for(path),
+            theme=self._pick_theme(),
+            line_numbers=True,
+            start_line=code_first,
+            # line_range is relative to the code handed over, numbers are absolute.
+            line_range=(window_start - code_first + 1, window_end - code_first + 1),
+            highlight_lines=set(range(start, end + 1)),
+            tab_size=4,
+            word_wrap=False,
+        )
+        span_background = Style(bgcolor="grey23" if self._is_dark() else "grey93")
+        terms = query_terms(query)
+        for number in range(window_start, window_end + 1):
+            index = number - code_first  # 0-based in code_lines
+            line = code_lines[index] if index < len(code_lines) else ""
+            row = index + 1  # stylize_range rows are 1-based in the code
+            if start <= number <= end and line:
+                # Under the syntax colours, so tokens keep their foreground.
+                syntax.stylize_range(span_background, (row, 0), (row, len(line)), style_before=True)
+            for col_start, col_end in term_ranges(line, terms):
+                syntax.stylize_range(TERM_STYLE, (row, col_start), (row, col_end))
+        return syntax
+
+    @staticmethod
+    def build_trace(hit: ConsolidatedHit, arms: list[str]) -> Group:
+        """The fused trace: one row per arm (rank, native score, RRF share) and a summary.
+
+        Arms in ``arms`` that did not rank the hit are shown dimmed as ``absent``; arms that
+        contributed but are not in ``arms`` are appended so no contribution is hidden.
+        """
+        table = Table(
+            box=None,
+            show_edge=False,
+            pad_edge=False,
+            header_style="bold",
+            padding=(0, 2, 0, 0),
+        )
+        table.add_column("arm")
+        table.add_column("rank", justify="right")
+        table.add_column("score", justify="right")
+        table.add_column("rrf", justify="right")
+        by_arm = {c.arm: c for c in hit.contributors}
+        listed = list(arms) + [c.arm for c in hit.contributors if c.arm not in arms]
+        for arm in listed:
+            contribution = by_arm.get(arm)
+            if contribution is None:
+                table.add_row(arm, "absent", "", "", style="dim")
+            else:
+                table.add_row(
+                    arm,
+                    str(contribution.rank),
+                    _fmt_score(contribution.score),
+                    _fmt_score(contribution.contribution),
+                )
+        summary = Text.assemble(
+            ("score ", "dim"),
+            (_fmt_score(hit.score), "bold"),
+            ("  agree ", "dim"),
+            f"{hit.agreement}/{len(listed)}",
+            ("  conf ", "dim"),
+            hit.confidence,
+            ("  via ", "dim"),
+            ", ".join(hit.provenance) or "—",
+        )
+        return Group(table, Text(""), summary)
