@@ -1,0 +1,820 @@
+import os
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file, line_windows
+from core.languages import TREE_SITTER_LANGUAGES, language_for
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def defs(chunks):
+    """Definition/section chunks keyed by breadcrumb."""
+    return {c.context: c for c in chunks if c.kind != "window"}
+
+
+def spans(chunks):
+    return {c.context: (c.start_line, c.end_line) for c in chunks if c.kind != "window"}
+
+
+# ----------------------------------------------------------------------------- languages
+
+
+@pytest.mark.parametrize(
+    "path, language",
+    [
+        ("a/b.py", "python"),
+        ("stubs/x.pyi", "python"),
+        ("x.js", "javascript"),
+        ("x.mjs", "javascript"),
+        ("x.cjs", "javascript"),
+        ("x.jsx", "javascript"),
+        ("x.ts", "typescript"),
+        ("x.mts", "typescript"),
+        ("x.cts", "typescript"),
+        ("x.tsx", "tsx"),
+        ("x.go", "go"),
+        ("x.rs", "rust"),
+        ("X.java", "java"),
+        ("x.c", "c"),
+        ("x.h", "c"),
+        ("x.cc", "cpp"),
+        ("x.cpp", "cpp"),
+        ("x.cxx", "cpp"),
+        ("x.hpp", "cpp"),
+        ("x.hh", "cpp"),
+        ("x.hxx", "cpp"),
+        ("x.h++", "cpp"),
+        ("x.rb", "ruby"),
+        ("sub/Rakefile", "ruby"),
+        ("Gemfile", "ruby"),
+        ("README.md", "markdown"),
+        ("x.markdown", "markdown"),
+        ("x.json", "json"),
+        ("x.yml", "yaml"),
+        ("x.yaml", "yaml"),
+        ("pyproject.toml", "toml"),
+        ("run.sh", "shell"),
+        ("x.html", "html"),
+        ("x.css", "css"),
+        ("x.sql", "sql"),
+        ("x.rst", "rst"),
+        ("x.txt", "text"),
+        ("x.kt", "kotlin"),
+        ("x.swift", "swift"),
+        ("x.cs", "csharp"),
+        ("x.php", "php"),
+        ("x.scala", "scala"),
+        ("x.lua", "lua"),
+        ("X.PY", "python"),
+        ("LICENSE", "text"),
+        ("weird.unknownext", "text"),
+        ("trailingdot.", "text"),
+        (".hidden", "text"),
+    ],
+)
+def test_language_for(path, language):
+    assert language_for(path) == language
+
+
+def test_tree_sitter_languages_cover_the_required_set():
+    required = set("python javascript typescript tsx go rust java c cpp ruby markdown".split())
+    assert required <= TREE_SITTER_LANGUAGES
+
+
+def test_language_names_are_pygments_aliases():
+    pygments = pytest.importorskip("pygments.lexers")
+    from core.languages import BASENAMES, EXTENSIONS
+
+    for name in set(EXTENSIONS.values()) | set(BASENAMES.values()):
+        pygments.get_lexer_by_name(name)
+
+
+# --------------------------------------------------------------------------------- python
+
+PYTHON = src(
+    '''
+    import os
+
+
+    # Not attached: a blank line follows.
+
+    @dataclass
+    @other(1)
+    class Shape(Base):
+        """A shape.
+
+        More text.
+        """
+
+        def area(self,
+                 scale: float = 1.0) -> float:
+            """Area of the shape."""
+            return 0.0
+
+        async def _helper(self):
+            def inner():
+                pass
+            return inner
+
+
+    # Frees the thing.
+    # Second line.
+    def free(x):
+        return x
+    '''
+)
+
+
+def test_python_definitions():
+    chunks = chunk_file("pkg/shapes.py", PYTHON)
+    assert spans(chunks) == {
+        "pkg/shapes.py > Shape": (6, 22),
+        "pkg/shapes.py > Shape > area": (14, 17),
+        "pkg/shapes.py > Shape > _helper": (19, 22),
+        "pkg/shapes.py > Shape > _helper > inner": (20, 21),
+        "pkg/shapes.py > free": (27, 28),
+    }
+    d = defs(chunks)
+    shape = d["pkg/shapes.py > Shape"]
+    assert shape.kind == "definition"
+    assert shape.symbol == "Shape"
+    assert shape.signature == "class Shape(Base)"
+    assert shape.docstring == "A shape.\n\nMore text."
+    assert shape.text.startswith("@dataclass\n@other(1)\nclass Shape(Base):")  # decorators in span
+    assert shape.language == "python"
+    area = d["pkg/shapes.py > Shape > area"]
+    assert area.symbol == "area"
+    assert area.signature == "def area(self, scale: float = 1.0) -> float"
+    assert area.docstring == "Area of the shape."
+    assert area.docid == "pkg/shapes.py:14-17"
+    assert d["pkg/shapes.py > Shape > _helper"].signature == "async def _helper(self)"
+    assert d["pkg/shapes.py > Shape > _helper"].docstring == ""
+    free = d["pkg/shapes.py > free"]
+    assert free.docstring == "Frees the thing.\nSecond line."  # comment block as fallback
+    assert free.signature == "def free(x)"
+
+
+def test_python_decorated_function_keeps_one_chunk_with_the_decorator_span():
+    chunks = chunk_file("d.py", "@cache\ndef f():\n    return 1\n")
+    assert [(c.kind, c.docid, c.symbol) for c in chunks] == [("definition", "d.py:1-3", "f")]
+
+
+# ----------------------------------------------------------------------------- javascript
+
+JAVASCRIPT = src(
+    """
+    // Adds two numbers.
+    // Really.
+    function add(a, b) {
+      return a + b;
+    }
+
+    /**
+     * A greeter.
+     */
+    export class Greeter {
+      greet(name) {
+        return `hi ${name}`;
+      }
+    }
+
+    const mul = (a, b) => a * b;
+    export const sub = function (a, b) {
+      return a - b;
+    };
+    let x = 1, y = () => 2;
+    """
+)
+
+
+def test_javascript_definitions():
+    chunks = chunk_file("src/math.js", JAVASCRIPT)
+    assert spans(chunks) == {
+        "src/math.js > add": (3, 5),
+        "src/math.js > Greeter": (10, 14),
+        "src/math.js > Greeter > greet": (11, 13),
+        "src/math.js > mul": (16, 16),
+        "src/math.js > sub": (17, 19),
+        "src/math.js > y": (20, 20),
+    }
+    d = defs(chunks)
+    assert d["src/math.js > add"].signature == "function add(a, b)"
+    assert d["src/math.js > add"].docstring == "Adds two numbers.\nReally."
+    greeter = d["src/math.js > Greeter"]
+    assert greeter.signature == "export class Greeter"
+    assert greeter.docstring == "A greeter."
+    assert greeter.text.startswith("export class Greeter {")
+    assert d["src/math.js > Greeter > greet"].signature == "greet(name)"
+    assert d["src/math.js > mul"].signature == "const mul = (a, b) =>"
+    assert d["src/math.js > sub"].signature == "export const sub = function (a, b)"
+    assert d["src/math.js > sub"].symbol == "sub"
+    # A declarator sharing its statement with another keeps its own (one-line) span.
+    assert d["src/math.js > y"].symbol == "y"
+
+
+# ----------------------------------------------------------------------- typescript / tsx
+
+TYPESCRIPT = src(
+    """
+    /** A shape. */
+    export interface Shape {
+      area(): number;
+    }
+
+    type Id = string | number;
+
+    export abstract class Base implements Shape {
+      abstract name(): string;
+      area(): number {
+        return 0;
+      }
+      handler = (e: Event): void => {};
+    }
+
+    export function make(id: Id): Shape {
+      return new Circle();
+    }
+
+    enum Color { Red, Green }
+    """
+)
+
+
+@pytest.mark.parametrize("ext, language", [("ts", "typescript"), ("tsx", "tsx")])
+def test_typescript_definitions(ext, language):
+    path = f"web/shape.{ext}"
+    chunks = chunk_file(path, TYPESCRIPT)
+    assert spans(chunks) == {
+        f"{path} > Shape": (2, 4),
+        f"{path} > Id": (6, 6),
+        f"{path} > Base": (8, 14),
+        f"{path} > Base > area": (10, 12),
+        f"{path} > Base > handler": (13, 13),
+        f"{path} > make": (16, 18),
+        f"{path} > Color": (20, 20),
+    }
+    d = defs(chunks)
+    assert d[f"{path} > Shape"].docstring == "A shape."
+    assert d[f"{path} > Shape"].signature == "export interface Shape"
+    assert d[f"{path} > Id"].signature == "type Id = string | number;"
+    assert d[f"{path} > Base"].signature == "export abstract class Base implements Shape"
+    assert d[f"{path} > make"].signature == "export function make(id: Id): Shape"
+    assert d[f"{path} > Base > handler"].signature == "handler = (e: Event): void =>"
+    assert all(c.language == language for c in chunks)
+
+
+def test_tsx_component():
+    code = src(
+        """
+        export const App = ({ title }: Props) => {
+          return <div className="app">{title}</div>;
+        };
+        """
+    )
+    d = defs(chunk_file("ui/App.tsx", code))
+    assert list(d) == ["ui/App.tsx > App"]
+    assert (d["ui/App.tsx > App"].start_line, d["ui/App.tsx > App"].end_line) == (1, 3)
+    assert d["ui/App.tsx > App"].signature == "export const App = ({title}: Props) =>"
+
+
+# ------------------------------------------------------------------------------------- go
+
+GO = src(
+    """
+    package geo
+
+    // Point is a point.
+    type Point struct {
+    	X, Y int
+    }
+
+    type (
+    	ID    int
+    	Shape interface{ Area() float64 }
+    )
+
+    // Dist returns the distance.
+    // It never fails.
+    func Dist(a, b Point) float64 {
+    	return 0
+    }
+
+    func (p *Point) Move(dx int) {
+    	p.X += dx
+    }
+    """
+)
+
+
+def test_go_definitions():
+    chunks = chunk_file("geo/point.go", GO)
+    assert spans(chunks) == {
+        "geo/point.go > Point": (4, 6),
+        "geo/point.go > ID": (9, 9),
+        "geo/point.go > Shape": (10, 10),
+        "geo/point.go > Dist": (15, 17),
+        "geo/point.go > Point > Move": (19, 21),  # receiver type as the parent
+    }
+    d = defs(chunks)
+    assert d["geo/point.go > Point"].signature == "type Point struct"
+    assert d["geo/point.go > Point"].docstring == "Point is a point."
+    assert d["geo/point.go > Dist"].signature == "func Dist(a, b Point) float64"
+    assert d["geo/point.go > Dist"].docstring == "Dist returns the distance.\nIt never fails."
+    move = d["geo/point.go > Point > Move"]
+    assert move.symbol == "Move"
+    assert move.signature == "func (p *Point) Move(dx int)"
+
+
+# ----------------------------------------------------------------------------------- rust
+
+RUST = src(
+    """
+    //! Crate docs: not attached to the first item.
+
+    /// A stack.
+    #[derive(Debug, Clone)]
+    pub struct Stack<T> {
+        items: Vec<T>,
+    }
+
+    impl<T> Stack<T> {
+        /// Pushes an item.
+        pub fn push(&mut self, item: T) {
+            self.items.push(item);
+        }
+    }
+
+    pub trait Shape {
+        fn area(&self) -> f64;
+    }
+
+    enum Kind { A, B }
+
+    mod inner {
+        fn helper() {}
+    }
+    """
+)
+
+
+def test_rust_definitions():
+    chunks = chunk_file("src/lib.rs", RUST)
+    # The struct and its impl share a breadcrumb; the impl's methods live under the type.
+    assert [(c.context, c.start_line, c.end_line) for c in chunks if c.kind == "definition"] == [
+        ("src/lib.rs > Stack", 4, 7),  # the attribute belongs to the span
+        ("src/lib.rs > Stack", 9, 14),
+        ("src/lib.rs > Stack > push", 11, 13),
+        ("src/lib.rs > Shape", 16, 18),
+        ("src/lib.rs > Kind", 20, 20),
+        ("src/lib.rs > inner", 22, 24),
+        ("src/lib.rs > inner > helper", 23, 23),
+    ]
+    d = defs(chunks)
+    stack = next(c for c in chunks if c.docid == "src/lib.rs:4-7")
+    impl = next(c for c in chunks if c.docid == "src/lib.rs:9-14")
+    assert (impl.symbol, impl.signature) == ("Stack", "impl<T> Stack<T>")
+    assert stack.signature == "pub struct Stack<T>"
+    assert stack.docstring == "A stack."
+    assert stack.text.startswith("#[derive(Debug, Clone)]")
+    push = d["src/lib.rs > Stack > push"]
+    assert push.signature == "pub fn push(&mut self, item: T)"
+    assert push.docstring == "Pushes an item."
+    assert d["src/lib.rs > Shape"].signature == "pub trait Shape"
+
+
+# ----------------------------------------------------------------------------------- java
+
+JAVA = src(
+    """
+    package shapes;
+
+    /**
+     * A circle.
+     */
+    public class Circle implements Shape {
+        private final double r;
+
+        public Circle(double r) {
+            this.r = r;
+        }
+
+        // The area.
+        @Override
+        public double area() {
+            return Math.PI * r * r;
+        }
+
+        interface Visitor { void visit(Circle c); }
+
+        enum Unit { CM, MM }
+    }
+    """
+)
+
+
+def test_java_definitions():
+    chunks = chunk_file("src/Circle.java", JAVA)
+    assert spans(chunks) == {
+        "src/Circle.java > Circle": (6, 22),
+        "src/Circle.java > Circle > Circle": (9, 11),
+        "src/Circle.java > Circle > area": (14, 17),
+        "src/Circle.java > Circle > Visitor": (19, 19),
+        "src/Circle.java > Circle > Unit": (21, 21),
+    }
+    d = defs(chunks)
+    assert d["src/Circle.java > Circle"].signature == "public class Circle implements Shape"
+    assert d["src/Circle.java > Circle"].docstring == "A circle."
+    assert d["src/Circle.java > Circle > Circle"].signature == "public Circle(double r)"
+    area = d["src/Circle.java > Circle > area"]
+    assert area.signature == "@Override public double area()"
+    assert area.docstring == "The area."
+
+
+# -------------------------------------------------------------------------------------- c
+
+C = src(
+    """
+    #include <stdio.h>
+
+    /* Adds two
+     * numbers. */
+    static int add(int a, int b)
+    {
+        return a + b;
+    }
+
+    struct point {
+        int x, y;
+    };
+
+    typedef struct {
+        int w;
+    } size_t2;
+
+    char *name(void) { return "x"; }
+
+    struct point origin;
+    int prototype(int);
+    """
+)
+
+
+def test_c_definitions():
+    chunks = chunk_file("src/m.c", C)
+    assert spans(chunks) == {
+        "src/m.c > add": (5, 8),
+        "src/m.c > point": (10, 12),
+        "src/m.c > size_t2": (14, 16),
+        "src/m.c > name": (18, 18),
+    }
+    d = defs(chunks)
+    assert d["src/m.c > add"].signature == "static int add(int a, int b)"
+    assert d["src/m.c > add"].docstring == "Adds two\nnumbers."
+    assert d["src/m.c > point"].signature == "struct point"
+    assert d["src/m.c > size_t2"].signature == "typedef struct"
+    assert d["src/m.c > name"].signature == "char *name(void)"
+
+
+# ------------------------------------------------------------------------------------ cpp
+
+CPP = src(
+    """
+    namespace geo {
+
+    /// A shape.
+    class Shape {
+     public:
+      virtual ~Shape() {}
+      double area() const { return 0; }
+      int sides();
+    };
+
+    int Shape::sides() { return 0; }
+
+    template <typename T>
+    T twice(T x) {
+      return x * 2;
+    }
+
+    }  // namespace geo
+    """
+)
+
+
+def test_cpp_definitions():
+    chunks = chunk_file("src/shape.cpp", CPP)
+    assert spans(chunks) == {
+        "src/shape.cpp > geo": (1, 18),
+        "src/shape.cpp > geo > Shape": (4, 9),
+        "src/shape.cpp > geo > Shape > ~Shape": (6, 6),
+        "src/shape.cpp > geo > Shape > area": (7, 7),
+        "src/shape.cpp > geo > Shape > sides": (11, 11),  # out-of-line: Shape:: as parent
+        "src/shape.cpp > geo > twice": (13, 16),  # template line in the span
+    }
+    d = defs(chunks)
+    assert d["src/shape.cpp > geo"].signature == "namespace geo"
+    assert d["src/shape.cpp > geo > Shape"].signature == "class Shape"
+    assert d["src/shape.cpp > geo > Shape"].docstring == "A shape."
+    assert d["src/shape.cpp > geo > Shape > area"].signature == "double area() const"
+    assert d["src/shape.cpp > geo > Shape > sides"].signature == "int Shape::sides()"
+    assert d["src/shape.cpp > geo > twice"].signature == "template <typename T> T twice(T x)"
+    assert d["src/shape.cpp > geo > twice"].symbol == "twice"
+
+
+# ----------------------------------------------------------------------------------- ruby
+
+RUBY = src(
+    """
+    # Geometry helpers.
+    module Geo
+      class Circle < Shape
+        # The area.
+        def area
+          3.14 * @r * @r
+        end
+
+        def self.unit
+          new(1)
+        end
+      end
+    end
+    """
+)
+
+
+def test_ruby_definitions():
+    chunks = chunk_file("lib/geo.rb", RUBY)
+    assert spans(chunks) == {
+        "lib/geo.rb > Geo": (2, 13),
+        "lib/geo.rb > Geo > Circle": (3, 12),
+        "lib/geo.rb > Geo > Circle > area": (5, 7),
+        "lib/geo.rb > Geo > Circle > self.unit": (9, 11),
+    }
+    d = defs(chunks)
+    assert d["lib/geo.rb > Geo"].docstring == "Geometry helpers."
+    assert d["lib/geo.rb > Geo"].signature == "module Geo"
+    assert d["lib/geo.rb > Geo > Circle"].signature == "class Circle < Shape"
+    assert d["lib/geo.rb > Geo > Circle > area"].signature == "def area"
+    assert d["lib/geo.rb > Geo > Circle > area"].docstring == "The area."
+    assert d["lib/geo.rb > Geo > Circle > self.unit"].signature == "def self.unit"
+
+
+def test_ruby_basenames_are_parsed_as_ruby():
+    chunks = chunk_file("Rakefile", "def build\n  sh 'make'\nend\n")
+    assert [(c.kind, c.symbol, c.language) for c in chunks] == [("definition", "build", "ruby")]
+
+
+# ------------------------------------------------------------------------------- markdown
+
+MARKDOWN = src(
+    """
+    Preamble text.
+
+    # Install
+
+    Run the installer.
+
+    ## From source
+
+    Clone it.
+
+    ## From PyPI ##
+
+    pip install it.
+
+    # Usage
+
+    Run it.
+    """
+)
+
+
+def test_markdown_sections():
+    chunks = chunk_file("docs/README.md", MARKDOWN)
+    assert spans(chunks) == {
+        "docs/README.md > Install": (3, 13),
+        "docs/README.md > Install > From source": (7, 9),
+        "docs/README.md > Install > From PyPI": (11, 13),
+        "docs/README.md > Usage": (15, 17),
+    }
+    d = defs(chunks)
+    assert all(c.kind == "section" for c in d.values())
+    assert d["docs/README.md > Install > From source"].symbol == "From source"
+    assert d["docs/README.md > Install > From source"].signature == "## From source"
+    assert d["docs/README.md > Usage"].text == "# Usage\n\nRun it."
+
+
+# -------------------------------------------------------------------------------- windows
+
+
+def numbered(n: int) -> str:
+    return "".join(f"line {i}\n" for i in range(1, n + 1))
+
+
+def windows(chunks):
+    return [(c.start_line, c.end_line) for c in chunks if c.kind == "window"]
+
+
+def test_windows_advance_by_window_minus_overlap_and_end_on_the_last_line():
+    assert windows(chunk_file("n.txt", numbered(100))) == [(1, 40), (31, 70), (61, 100)]
+    assert windows(chunk_file("n.txt", numbered(101))) == [(1, 40), (31, 70), (61, 100), (91, 101)]
+    assert windows(chunk_file("n.txt", numbered(71))) == [(1, 40), (31, 70), (61, 71)]
+    # No window after one that already reaches the end (61-70 would lie inside 31-70).
+    assert windows(chunk_file("n.txt", numbered(70))) == [(1, 40), (31, 70)]
+    assert windows(chunk_file("n.txt", numbered(40))) == [(1, 40)]
+    assert windows(chunk_file("n.txt", numbered(41))) == [(1, 40), (31, 41)]
+    assert windows(chunk_file("n.txt", numbered(3))) == [(1, 3)]
+    assert windows(chunk_file("n.txt", numbered(10), window=4, overlap=0)) == [
+        (1, 4), (5, 8), (9, 10),
+    ]
+    assert windows(chunk_file("n.txt", numbered(5), window=1, overlap=0)) == [
+        (i, i) for i in range(1, 6)
+    ]
+    assert line_windows(0) == []
+
+
+def test_window_chunks_carry_text_path_and_language():
+    chunks = chunk_file("notes/n.txt", numbered(45))
+    first = chunks[0]
+    assert (first.kind, first.context, first.language) == ("window", "notes/n.txt", "text")
+    assert first.symbol == first.signature == first.docstring == ""
+    assert first.text == "\n".join(f"line {i}" for i in range(1, 41))
+    assert first.docid == "notes/n.txt:1-40"
+    assert DEFAULT_WINDOW == 40 and DEFAULT_OVERLAP == 10
+
+
+def test_language_argument_overrides_the_extension():
+    chunks = chunk_file("script", "def f():\n    return 1\n", language="python")
+    assert [(c.kind, c.symbol, c.language) for c in chunks] == [("definition", "f", "python")]
+
+
+@pytest.mark.parametrize("window, overlap", [(0, 0), (-1, 0), (10, 10), (10, 11), (10, -1)])
+def test_invalid_window_parameters_raise(window, overlap):
+    with pytest.raises(ValueError):
+        chunk_file("a.txt", "x\n", window=window, overlap=overlap)
+    with pytest.raises(ValueError):
+        line_windows(10, window, overlap)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n_lines=st.integers(min_value=1, max_value=400),
+    window=st.integers(min_value=1, max_value=60),
+    data=st.data(),
+)
+def test_windows_cover_every_line_and_never_exceed_the_size(n_lines, window, data):
+    overlap = data.draw(st.integers(min_value=0, max_value=window - 1))
+    chunks = chunk_file("f.txt", numbered(n_lines), window=window, overlap=overlap)
+    spans_ = windows(chunks)
+    assert spans_ == line_windows(n_lines, window, overlap)
+    covered = set()
+    for start, end in spans_:
+        assert 1 <= start <= end <= n_lines
+        assert end - start + 1 <= window
+        covered.update(range(start, end + 1))
+    assert covered == set(range(1, n_lines + 1))
+    assert spans_[0][0] == 1 and spans_[-1][1] == n_lines
+    for (s1, e1), (s2, e2) in zip(spans_, spans_[1:]):
+        assert s2 - s1 == window - overlap  # uniform stride
+        assert e1 - s2 + 1 == overlap  # neighbours share exactly `overlap` lines
+        assert e1 - s1 + 1 == window  # only the last window may be short
+        assert e1 < n_lines  # nothing follows a window that reached the end
+
+
+# ------------------------------------------------------------------------ docids, sorting
+
+
+@pytest.mark.parametrize(
+    "path, text",
+    [
+        ("p.py", PYTHON),
+        ("p.js", JAVASCRIPT),
+        ("p.ts", TYPESCRIPT),
+        ("p.go", GO),
+        ("p.rs", RUST),
+        ("P.java", JAVA),
+        ("p.c", C),
+        ("p.cpp", CPP),
+        ("p.rb", RUBY),
+        ("p.md", MARKDOWN),
+    ],
+)
+def test_docids_unique_and_sorted(path, text):
+    chunks = chunk_file(path, text, window=5, overlap=2)
+    docids = [c.docid for c in chunks]
+    assert len(docids) == len(set(docids))
+    assert chunks == sorted(chunks, key=lambda c: (c.start_line, c.end_line, c.kind))
+    n = len(text.rstrip("\n").split("\n"))
+    # A window with a definition's exact span gives way to it: together they cover all.
+    covered = {i for c in chunks for i in range(c.start_line, c.end_line + 1)}
+    assert covered == set(range(1, n + 1))
+    for c in chunks:
+        assert c.text == "\n".join(text.split("\n")[c.start_line - 1 : c.end_line])
+
+
+def test_definition_with_a_window_span_replaces_the_window():
+    code = "def f():\n    return 1\n"
+    chunks = chunk_file("w.py", code)
+    assert [(c.kind, c.docid) for c in chunks] == [("definition", "w.py:1-2")]
+
+
+def test_same_span_definitions_keep_the_outer_one():
+    # The class and its one-line method share line 1: one chunk, the class.
+    chunks = chunk_file("o.java", "class A { void m() {} }\n")
+    assert [(c.kind, c.symbol) for c in chunks] == [("definition", "A")]
+
+
+def test_long_definitions_are_kept_whole():
+    body = "".join(f"    x{i} = {i}\n" for i in range(500))
+    chunks = chunk_file("big.py", "def big():\n" + body)
+    big = [c for c in chunks if c.kind == "definition"]
+    assert [(c.start_line, c.end_line) for c in big] == [(1, 501)]
+    assert big[0].text.count("\n") == 500
+
+
+def test_signature_and_docstring_are_capped():
+    params = ", ".join(f"parameter_{i}" for i in range(60))
+    doc = "word " * 400
+    code = f'def f({params}):\n    """{doc}"""\n'
+    (f,) = [c for c in chunk_file("cap.py", code) if c.kind == "definition"]
+    assert len(f.signature) <= 200 and f.signature.startswith("def f(parameter_0, ")
+    assert len(f.docstring) <= 500 and f.docstring.startswith("word word")
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t\n", "\n\n\n"])
+def test_empty_and_whitespace_files_give_no_chunks(text):
+    assert chunk_file("e.py", text) == []
+
+
+UNICODE_PY = 'def größe(café: str) -> str:\n    """Größe — 文字 🐍."""\n    return café\n'
+
+BAD_INPUT = {
+    "binary": ("bin.py", os.urandom(4096).decode("latin-1")),
+    "nul_bytes": ("bin.c", "\x00\x01\x02int main(\x00\xff" * 200),
+    "python_syntax_error": ("syntax.py", "def broken(:\n    class\n  return )]\n" * 20),
+    "javascript_syntax_error": ("syntax.js", "function (( { class { ]\n" * 20),
+    "unclosed_parens": ("parens.py", "(" * 50_000),
+    "unclosed_braces": ("braces.rs", "{" * 50_000),
+    "lone_surrogate": ("surrogate.py", "def f():\n    '\ud800'\n"),
+    "unicode": ("unicode.py", UNICODE_PY),
+    "empty_headings": ("headings.md", "#\n##\n###\n" * 10),
+    "stray_comment_ends": ("comments.c", "*/\n" * 500 + "int f(void) { return 0; }\n"),
+    "crlf": ("crlf.go", "package a\r\n\r\n// F.\r\nfunc F() {\r\n}\r\n"),
+    "no_final_newline": ("no_newline.rb", "class A; end"),
+}
+
+
+@pytest.mark.parametrize("path, text", BAD_INPUT.values(), ids=BAD_INPUT.keys())
+def test_bad_input_never_raises_and_keeps_windows(path, text):
+    chunks = chunk_file(path, text)
+    assert chunks, "every non-blank file keeps at least one window"
+    n = len(text.split("\n")) - (1 if text.endswith("\n") else 0)
+    covered = {i for c in chunks for i in range(c.start_line, c.end_line + 1)}
+    assert covered == set(range(1, n + 1))
+    assert len({c.docid for c in chunks}) == len(chunks)
+
+
+@pytest.mark.parametrize(
+    "path, text", [("p.py", "(\n" * 30_000), ("b.rs", "{" * 50_000)], ids=["parens", "braces"]
+)
+def test_wide_error_nodes_stay_fast(path, text):
+    # One ERROR node with tens of thousands of children made the query cursor take
+    # seconds; chunking queries wide nodes child by child.
+    start = time.perf_counter()
+    chunk_file(path, text)
+    assert time.perf_counter() - start < 2.0
+
+
+def test_unicode_definition():
+    (c,) = chunk_file("u.py", UNICODE_PY)
+    assert (c.symbol, c.signature) == ("größe", "def größe(café: str) -> str")
+    assert c.docstring == "Größe — 文字 🐍."
+
+
+def test_crlf_lines_lose_their_carriage_return():
+    chunks = chunk_file("crlf.go", "package a\r\n\r\n// F.\r\nfunc F() {\r\n}\r\n")
+    (f,) = [c for c in chunks if c.kind == "definition"]
+    assert (f.start_line, f.end_line, f.docstring, f.text) == (4, 5, "F.", "func F() {\n}")
+
+
+def test_unknown_language_gets_windows_only():
+    chunks = chunk_file("x.kt", "fun main() {\n}\n")
+    assert [(c.kind, c.language) for c in chunks] == [("window", "kotlin")]
+
+
+def test_threads_share_no_parser():
+    files = [("p.py", PYTHON), ("p.go", GO), ("p.rs", RUST), ("p.cpp", CPP), ("p.md", MARKDOWN)] * 8
+    expected = [chunk_file(p, t) for p, t in files]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert list(pool.map(lambda pt: chunk_file(*pt), files)) == expected
