@@ -1,0 +1,243 @@
+"""Static text embeddings for the dense arm.
+
+The default model is bundled in ``core/models/minilm-l6-static`` (a model2vec distillation of
+all-MiniLM-L6-v2, 256-d, float16; see its MODEL_CARD.md and ``scripts/build_model.py``), so the
+engine embeds text with no torch and no network. ``load_model(spec)`` also accepts a directory
+holding another model2vec model, or a Hugging Face hub id (which only works where the hub, or a
+populated local hub cache, is reachable).
+
+model2vec is imported lazily inside :func:`load_model`: importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from model2vec import StaticModel
+
+__all__ = ["DEFAULT_MODEL_DIR", "EmbeddingModel", "ModelUnavailable", "load_model"]
+
+DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parent / "models" / "minilm-l6-static"
+_BUNDLED_LABEL = "bundled:minilm-l6-static"
+
+#: A Hugging Face repo id: ``name`` or ``owner/name`` made of word characters, ``.`` and ``-``.
+_HUB_ID = re.compile(r"^[A-Za-z0-9_][\w.-]*(/[\w.-]+)?$")
+#: Weight files of the layouts model2vec can load, in the order it tries them.
+_WEIGHT_FILES = ("model.safetensors", "0_StaticEmbedding/model.safetensors")
+
+
+class ModelUnavailable(Exception):
+    """One-line reason a model could not load."""
+
+
+class EmbeddingModel:
+    """A loaded static embedding model.
+
+    ``name`` identifies the exact weights, for stamping caches: ``bundled:minilm-l6-static@<sha>``
+    for the bundled model, ``<resolved dir>@<sha>`` for a local directory and ``hub:<id>@<sha>``
+    for a hub id, where ``<sha>`` is the first 12 hex digits of the weight file's SHA-256.
+    """
+
+    def __init__(self, model: StaticModel, name: str, path: Path | None = None) -> None:
+        self._model = model
+        self.name: str = name
+        self.path: Path | None = path
+        self.dim: int = int(model.dim)
+
+    def __repr__(self) -> str:
+        return f"EmbeddingModel(name={self.name!r}, dim={self.dim})"
+
+    def encode(self, texts: Sequence[str], batch_size: int = 1024) -> np.ndarray:
+        """float32, L2-normalised rows, shape (n, dim); empty input -> (0, dim).
+
+        A text with no known token (e.g. empty) yields an all-zero row.
+        """
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = self._model.encode(
+            texts,
+            batch_size=max(1, int(batch_size)),
+            show_progress_bar=False,
+            use_multiprocessing=False,
+            normalize=False,
+        )
+        # float16 numpy arithmetic is very slow: normalise in float32.
+        vecs = np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        np.divide(vecs, norms, out=vecs, where=norms > 0)
+        return vecs
+
+
+# ----------------------------------------------------------------------------- loading
+
+_cache: dict[str, EmbeddingModel] = {}
+_cache_lock = threading.Lock()
+_key_locks: dict[str, threading.Lock] = {}
+#: Serialises the save/patch/restore of the process-wide offline switch in ``_offline``.
+_offline_lock = threading.Lock()
+
+
+def load_model(spec: str | os.PathLike[str] | None = None) -> EmbeddingModel:
+    """Load (once per spec; thread-safe) an embedding model.
+
+    ``None`` (or ``""``) -> the bundled model. A directory path -> the model2vec model there.
+    Anything else -> a hub id, loaded with model2vec's ``from_pretrained`` (the local hub
+    cache first, then the hub). Any failure raises :class:`ModelUnavailable` with a one-line
+    reason. Failures are not cached, so a later call tries again.
+    """
+    try:
+        kind, key, target = _classify(spec)
+    except (OSError, ValueError) as exc:  # e.g. an embedded NUL byte
+        raise ModelUnavailable(f"cannot load embedding model {spec!r}: invalid path: {_one_line(exc)}") from None
+    with _cache_lock:
+        model = _cache.get(key)
+        if model is not None:
+            return model
+        key_lock = _key_locks.setdefault(key, threading.Lock())
+    with key_lock:  # one load per spec; other specs load concurrently
+        with _cache_lock:
+            model = _cache.get(key)
+        if model is None:
+            model = _load(kind, target, spec)
+            with _cache_lock:
+                _cache[key] = model
+    return model
+
+
+def _classify(spec: str | os.PathLike[str] | None) -> tuple[str, str, str]:
+    """(kind, cache key, target) for a spec: kind is "bundled", "dir" or "hub"."""
+    if spec is None or (isinstance(spec, str) and not spec.strip()):
+        return "bundled", "bundled", str(DEFAULT_MODEL_DIR)
+    text = os.fspath(spec)
+    path = Path(text).expanduser()
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):  # e.g. an embedded NUL byte, a name too long
+        exists = False
+    if isinstance(spec, os.PathLike) or exists or not _HUB_ID.match(text):
+        # An existing path, a Path object, or something no hub id can look like
+        # ("/abs", "./rel", "~/x", "a/b/c", "C:\\x"): a local path.
+        resolved = path.resolve()
+        if resolved == DEFAULT_MODEL_DIR:
+            return "bundled", "bundled", str(DEFAULT_MODEL_DIR)
+        return "dir", f"dir:{resolved}", str(resolved)
+    return "hub", f"hub:{text}", text
+
+
+def _load(kind: str, target: str, spec: object) -> EmbeddingModel:
+    shown = "the bundled model" if kind == "bundled" else repr(os.fspath(spec))  # type: ignore[arg-type]
+    if kind in ("bundled", "dir"):
+        path = Path(target)
+        if not path.exists():
+            raise ModelUnavailable(f"cannot load embedding model {shown}: no such directory: {path}")
+        if not path.is_dir():
+            raise ModelUnavailable(f"cannot load embedding model {shown}: not a directory: {path}")
+        weights = _weight_file(path)
+        if weights is None:
+            raise ModelUnavailable(
+                f"cannot load embedding model {shown}: {path} holds no model2vec model "
+                "(expected model.safetensors, tokenizer.json and config.json)"
+            )
+    try:
+        StaticModel = _import_static_model()
+        if kind == "hub":
+            static = StaticModel.from_pretrained(target, force_download=False)
+        else:
+            with _offline_lock, _offline():
+                static = StaticModel.from_pretrained(target)
+    except ModelUnavailable:
+        raise
+    except Exception as exc:  # any failure becomes a one-line reason
+        raise ModelUnavailable(f"cannot load embedding model {shown}: {_one_line(exc)}") from None
+
+    if kind == "bundled":
+        return EmbeddingModel(static, f"{_BUNDLED_LABEL}@{_sha12(weights)}", Path(target))
+    if kind == "dir":
+        return EmbeddingModel(static, f"{target}@{_sha12(weights)}", Path(target))
+    return EmbeddingModel(static, f"hub:{target}@{_hub_digest(target, static)}", None)
+
+
+def _import_static_model():  # the heavy import, deferred until a model is needed
+    try:
+        from model2vec import StaticModel
+    except Exception as exc:  # pragma: no cover - model2vec is a hard dependency
+        raise ModelUnavailable(f"model2vec is not importable: {_one_line(exc)}") from None
+    return StaticModel
+
+
+@contextmanager
+def _offline() -> Iterator[None]:
+    """Forbid hub access while loading a local model, then restore the previous setting.
+
+    huggingface_hub reads ``HF_HUB_OFFLINE`` at import time into ``constants``, so both the
+    environment variable and the constant are set; a hub id loaded later is not affected.
+    """
+    # Import (and so initialise) the constants *before* touching the environment, or they
+    # would be frozen offline for the rest of the process.
+    try:
+        from huggingface_hub import constants
+    except Exception:  # pragma: no cover - huggingface_hub comes with model2vec
+        constants = None
+    saved_const = getattr(constants, "HF_HUB_OFFLINE", None)
+    saved_env = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        if saved_env is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = saved_env
+        if constants is not None:
+            constants.HF_HUB_OFFLINE = saved_const
+
+
+def _weight_file(folder: Path) -> Path | None:
+    for rel in _WEIGHT_FILES:
+        candidate = folder / rel
+        if candidate.is_file() and (candidate.parent / "tokenizer.json").is_file():
+            return candidate
+    return None
+
+
+def _sha12(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:12]
+
+
+def _hub_digest(repo_id: str, static: StaticModel) -> str:
+    """Hash of the cached weight file of a hub model, else of the loaded embedding matrix."""
+    try:
+        from model2vec.persistence.hf import maybe_get_cached_model_path
+
+        folder = maybe_get_cached_model_path(repo_id)
+        weights = _weight_file(folder) if folder is not None else None
+        if weights is not None:
+            return _sha12(weights)
+    except Exception:
+        pass
+    return hashlib.sha256(np.ascontiguousarray(static.embedding).tobytes()).hexdigest()[:12]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text

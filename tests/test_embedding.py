@@ -1,0 +1,227 @@
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.embedding import DEFAULT_MODEL_DIR, EmbeddingModel, ModelUnavailable, load_model
+
+REPO = Path(__file__).resolve().parent.parent
+
+READ_FILE = '''
+def read_file(path):
+    """Read a text file and return its contents."""
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+'''
+LOAD_TEXT = '''
+def load_text(filename):
+    """Open the file and return all of its text."""
+    fh = open(filename)
+    data = fh.read()
+    fh.close()
+    return data
+'''
+UNRELATED = "The orchestra played a symphony while the audience applauded the violinist."
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b)
+
+
+# ----------------------------------------------------------------------------- bundled model
+
+
+def test_bundled_model_files_are_present():
+    for name in ("model.safetensors", "tokenizer.json", "config.json", "MODEL_CARD.md"):
+        assert (DEFAULT_MODEL_DIR / name).is_file(), name
+    config = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text())
+    assert config["hidden_dim"] == 256 and config["embedding_dtype"] == "float16"
+
+
+def test_bundled_model_loads_and_embeds_related_code_closer():
+    model = load_model()
+    assert isinstance(model, EmbeddingModel)
+    assert model.dim == 256
+    sha = hashlib.sha256((DEFAULT_MODEL_DIR / "model.safetensors").read_bytes()).hexdigest()
+    assert model.name == f"bundled:minilm-l6-static@{sha[:12]}"
+    assert load_model() is model and load_model(None) is model
+    assert load_model(str(DEFAULT_MODEL_DIR)) is model
+
+    vecs = model.encode([READ_FILE, LOAD_TEXT, UNRELATED])
+    assert vecs.dtype == np.float32 and vecs.shape == (3, 256)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    related = _cos(vecs[0], vecs[1])
+    unrelated = max(_cos(vecs[0], vecs[2]), _cos(vecs[1], vecs[2]))
+    assert related > 0.5
+    assert related > unrelated + 0.3, (related, unrelated)
+
+    query = model.encode(["read the contents of a file"])[0]
+    assert _cos(query, vecs[0]) > _cos(query, vecs[2])
+
+
+def test_encode_edge_cases():
+    model = load_model()
+    empty = model.encode([])
+    assert empty.shape == (0, 256) and empty.dtype == np.float32
+    # A text with no known token has no direction: a zero row, not NaN.
+    out = model.encode(["", "   ", "def f(): pass"])
+    assert np.isfinite(out).all()
+    assert np.linalg.norm(out[0]) == 0 and np.linalg.norm(out[2]) == pytest.approx(1.0, abs=1e-5)
+    texts = [f"def function_{i}(x):\n    return x * {i}" for i in range(7)]
+    np.testing.assert_allclose(model.encode(texts, batch_size=2), model.encode(texts), atol=1e-6)
+    assert model.encode(iter(texts[:2])).shape == (2, 256)
+
+
+def test_bundled_model_never_touches_the_network():
+    """In a fresh process with every socket refused, the bundled model loads and embeds,
+    and the process-wide hub offline switch is left as it was (off)."""
+    code = r"""
+import socket, sys, os
+def refuse(*args, **kwargs):
+    raise OSError("network access attempted")
+socket.socket.connect = refuse
+socket.socket.connect_ex = refuse
+socket.getaddrinfo = refuse
+socket.create_connection = refuse
+import core.embedding as emb
+assert "model2vec" not in sys.modules, "model2vec must be imported lazily"
+model = emb.load_model()
+vec = model.encode(["def main(): pass"])
+assert vec.shape == (1, 256)
+from huggingface_hub import constants
+print(model.name, constants.HF_HUB_OFFLINE, os.environ.get("HF_HUB_OFFLINE"))
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    name, const, var = proc.stdout.split()
+    assert name.startswith("bundled:minilm-l6-static@")
+    assert (const, var) == ("False", "None")
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+def test_missing_path_raises_model_unavailable(tmp_path: Path):
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(ModelUnavailable) as info:
+        load_model(str(missing))
+    message = str(info.value)
+    assert "no such directory" in message and str(missing) in message
+    assert "\n" not in message
+    with pytest.raises(ModelUnavailable, match="no such directory"):
+        load_model(missing)  # a Path is always a local path
+
+
+def test_directory_without_a_model_raises(tmp_path: Path):
+    (tmp_path / "readme.txt").write_text("nothing here")
+    with pytest.raises(ModelUnavailable, match="holds no model2vec model"):
+        load_model(str(tmp_path))
+    with pytest.raises(ModelUnavailable, match="not a directory"):
+        load_model(str(tmp_path / "readme.txt"))
+
+
+def test_broken_model_files_raise_a_one_line_reason(tmp_path: Path):
+    model_dir = _write_tiny_model(tmp_path / "broken")
+    (model_dir / "model.safetensors").write_bytes(b"\x00garbage" * 10)
+    with pytest.raises(ModelUnavailable) as info:
+        load_model(str(model_dir))
+    assert "\n" not in str(info.value) and str(model_dir) in str(info.value)
+
+
+def test_unreachable_hub_id_raises_model_unavailable(monkeypatch):
+    # Hub ids need the hub (or its local cache); force offline so the test never dials out.
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelUnavailable) as info:
+        load_model("ranklens-tests/no-such-model")
+    message = str(info.value)
+    assert message.startswith("cannot load embedding model 'ranklens-tests/no-such-model'")
+    assert "\n" not in message
+
+
+# ----------------------------------------------------------------------------- other local models
+
+
+WORDS = ["alpha", "beta", "gamma", "delta", "file", "read", "open", "cat", "dog"]
+
+
+def _write_tiny_model(folder: Path) -> Path:
+    """A model2vec model from local vectors and a word-level tokenizer, saved like a real one."""
+    from model2vec import StaticModel
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    vocab = {"[UNK]": 0, "[PAD]": 1, **{w: i + 2 for i, w in enumerate(WORDS)}}
+    tokenizer = Tokenizer(WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = Whitespace()
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(len(vocab), 8)).astype(np.float32)
+    vectors[vocab["read"]] = vectors[vocab["open"]] + 0.05  # two near-synonyms
+    model = StaticModel(vectors=vectors, tokenizer=tokenizer, config={"normalize": True}, normalize=True)
+    model.save_pretrained(folder)
+    return folder
+
+
+def test_local_model_directory_loads(tmp_path: Path):
+    model_dir = _write_tiny_model(tmp_path / "tiny")
+    model = load_model(str(model_dir))
+    assert model.dim == 8
+    sha = hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()
+    assert model.name == f"{model_dir.resolve()}@{sha[:12]}"
+    assert load_model(model_dir) is model  # same spec as a Path: same cached model
+
+    vecs = model.encode(["read", "open", "cat", "zebra"])
+    assert vecs.shape == (4, 8) and vecs.dtype == np.float32
+    assert _cos(vecs[0], vecs[1]) > 0.99
+    assert _cos(vecs[0], vecs[2]) < 0.9
+    assert np.linalg.norm(vecs[3]) == 0  # only unknown tokens
+
+
+def test_relative_local_path_is_a_directory_spec(tmp_path: Path, monkeypatch):
+    _write_tiny_model(tmp_path / "rel-model")
+    monkeypatch.chdir(tmp_path)
+    model = load_model("rel-model")
+    assert model.name.startswith(str((tmp_path / "rel-model").resolve()) + "@")
+
+
+def test_concurrent_loads_share_one_model(tmp_path: Path):
+    model_dir = _write_tiny_model(tmp_path / "shared")
+    results: list[EmbeddingModel] = []
+    lock = threading.Lock()
+
+    def worker():
+        m = load_model(str(model_dir))
+        with lock:
+            results.append(m)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 8 and all(m is results[0] for m in results)
+
+
+def test_loading_a_local_model_restores_the_hub_offline_switch(tmp_path: Path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    load_model(str(_write_tiny_model(tmp_path / "restore")))
+    assert constants.HF_HUB_OFFLINE is False
+    assert "HF_HUB_OFFLINE" not in os.environ

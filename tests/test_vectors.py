@@ -1,0 +1,291 @@
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import core.vectors as vectors_mod
+from core.vectors import VectorIndex
+
+DIM = 16
+
+
+def _data(n: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    keys = rng.choice(10_000_000, size=n, replace=False).astype(np.int64)
+    vecs = rng.normal(size=(n, DIM)).astype(np.float32)
+    return keys, vecs
+
+
+def _brute(keys: np.ndarray, vecs: np.ndarray, q: np.ndarray, k: int, allowed=None):
+    if allowed is not None:
+        keep = np.isin(keys, allowed)
+        keys, vecs = keys[keep], vecs[keep]
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    sims = unit @ (q / np.linalg.norm(q))
+    order = np.argsort(-sims, kind="stable")[:k]
+    return keys[order], sims[order]
+
+
+def _index(keys, vecs) -> VectorIndex:
+    index = VectorIndex(DIM)
+    index.add(keys, vecs)
+    return index
+
+
+def _agree(got_keys, got_sims, want_keys, want_sims):
+    # float16 storage: compare similarities, and keys up to near-ties.
+    assert len(got_keys) == len(want_keys)
+    np.testing.assert_allclose(got_sims, want_sims, atol=5e-3)
+    assert len(set(got_keys.tolist()) & set(want_keys.tolist())) >= len(want_keys) - 1
+
+
+def test_add_and_search_matches_brute_force():
+    keys, vecs = _data()
+    index = _index(keys, vecs)
+    assert len(index) == len(keys) and index.dim == DIM
+    q = vecs[7] + 0.1
+    got_keys, got_sims = index.search(q, 30)
+    assert got_keys.dtype == np.int64 and got_sims.dtype == np.float32
+    assert np.all(np.diff(got_sims) <= 0), "similarities must be descending"
+    _agree(got_keys, got_sims, *_brute(keys, vecs, q, 30))
+    top_key, top_sim = index.search(vecs[7], 1)
+    assert top_key[0] == keys[7] and top_sim[0] == pytest.approx(1.0, abs=2e-3)
+
+
+def test_k_larger_than_index_and_nonpositive_k():
+    keys, vecs = _data(5)
+    index = _index(keys, vecs)
+    got, sims = index.search(vecs[0], 50)
+    assert sorted(got.tolist()) == sorted(keys.tolist()) and len(sims) == 5
+    assert index.search(vecs[0], 0)[0].size == 0
+
+
+def test_uint64_keys_and_single_vector_add():
+    index = VectorIndex(DIM)
+    index.add(np.array([2**40, 5], dtype=np.uint64), np.eye(DIM, dtype=np.float32)[:2])
+    index.add(np.array([9]), np.eye(DIM, dtype=np.float32)[2])
+    got, _ = index.search(np.eye(DIM)[0], 1)
+    assert got.tolist() == [2**40]
+    assert 9 in index and 5 in index and 4 not in index
+
+
+def test_readding_a_key_replaces_its_vector():
+    index = VectorIndex(DIM)
+    eye = np.eye(DIM, dtype=np.float32)
+    index.add(np.array([1, 2]), eye[:2])
+    index.add(np.array([1]), eye[5:6])
+    assert len(index) == 2
+    got, sims = index.search(eye[5], 1)
+    assert got.tolist() == [1] and sims[0] == pytest.approx(1.0, abs=1e-3)
+    got, sims = index.search(eye[0], 2)
+    assert sims[0] < 0.5  # key 1 no longer points at e0
+
+
+def test_remove():
+    keys, vecs = _data(100)
+    index = _index(keys, vecs)
+    gone = keys[:10]
+    index.remove(gone)
+    index.remove(np.array([123456789012], dtype=np.int64))  # absent: ignored
+    index.remove(np.array([], dtype=np.int64))
+    assert len(index) == 90
+    got, _ = index.search(vecs[0], 100)
+    assert len(got) == 90 and not np.isin(got, gone).any()
+    assert int(keys[0]) not in index and int(keys[50]) in index
+    # Adding after removal keeps working.
+    index.add(gone[:1], vecs[:1])
+    assert index.search(vecs[0], 1)[0].tolist() == [keys[0]]
+
+
+def test_bad_input_is_rejected():
+    index = VectorIndex(DIM)
+    with pytest.raises(ValueError):
+        index.add(np.array([1, 2]), np.zeros((3, DIM)))
+    with pytest.raises(ValueError):
+        index.add(np.array([1]), np.zeros((1, DIM + 1)))
+    with pytest.raises(ValueError):
+        index.add(np.array([1, 1]), np.ones((2, DIM)))
+    with pytest.raises(ValueError):
+        index.add(np.array([1]), np.full((1, DIM), np.nan))
+    with pytest.raises(ValueError):
+        VectorIndex(0)
+    index.add(np.array([1]), np.ones((1, DIM)))
+    with pytest.raises(ValueError):
+        index.search(np.ones(DIM + 1), 3)
+
+
+def test_empty_index_and_zero_query():
+    index = VectorIndex(DIM)
+    keys, sims = index.search(np.ones(DIM), 10)
+    assert keys.shape == (0,) and sims.shape == (0,)
+    assert keys.dtype == np.int64 and sims.dtype == np.float32
+    assert index.search(np.ones(DIM), 10, np.array([1, 2], dtype=np.int64))[0].size == 0
+    index.add(np.array([1]), np.ones((1, DIM)))
+    assert index.search(np.zeros(DIM), 10)[0].size == 0
+
+
+@pytest.mark.parametrize("fraction", [1.0, 0.9, 0.5, 0.2, 0.02])
+def test_allowed_filter_is_exact(fraction):
+    keys, vecs = _data(2000, seed=3)
+    index = _index(keys, vecs)
+    rng = np.random.default_rng(4)
+    allowed = np.sort(rng.choice(keys, size=max(1, int(len(keys) * fraction)), replace=False))
+    for qi in range(5):
+        q = vecs[qi * 17] + rng.normal(scale=0.5, size=DIM)
+        got_keys, got_sims = index.search(q, 30, allowed)
+        assert np.isin(got_keys, allowed).all()
+        _agree(got_keys, got_sims, *_brute(keys, vecs, q, 30, allowed))
+
+
+def test_allowed_far_from_query_falls_back_to_exact(monkeypatch):
+    # The allowed rows are the *least* similar ones: the bigger pool of the dense-filter
+    # path misses them, so the search must fall back to the allowed rows themselves.
+    keys, vecs = _data(1000, seed=5)
+    q = vecs[0]
+    far = _brute(keys, vecs, q, 1000)[0][-400:]
+    index = _index(keys, vecs)
+    allowed = np.sort(np.concatenate([far, keys[:1]]))
+    monkeypatch.setattr(vectors_mod, "_DENSE_FILTER", 0.0)  # take the pool path first
+    got_keys, got_sims = index.search(q, 30, allowed)
+    assert np.isin(got_keys, allowed).all() and len(got_keys) == 30
+    _agree(got_keys, got_sims, *_brute(keys, vecs, q, 30, allowed))
+
+
+def test_allowed_unknown_unsorted_and_empty():
+    keys, vecs = _data(50)
+    index = _index(keys, vecs)
+    allowed = np.array([keys[3], 10**15, keys[1], keys[3]], dtype=np.int64)  # unsorted, dup, unknown
+    got, _ = index.search(vecs[0], 10, allowed)
+    assert sorted(got.tolist()) == sorted([keys[1], keys[3]])
+    assert index.search(vecs[0], 10, np.array([], dtype=np.int64))[0].size == 0
+    assert index.search(vecs[0], 10, np.array([10**15], dtype=np.int64))[0].size == 0
+
+
+def test_save_and_load_round_trip(tmp_path: Path):
+    keys, vecs = _data(300)
+    index = _index(keys, vecs)
+    path = tmp_path / "vectors.idx"
+    index.save(path)
+    q = vecs[11] - 0.2
+    want = index.search(q, 20)
+
+    viewed = VectorIndex.load(path)  # view=True by default
+    assert viewed.is_view and len(viewed) == 300 and viewed.dim == DIM
+    np.testing.assert_array_equal(viewed.search(q, 20)[0], want[0])
+    np.testing.assert_array_equal(viewed.search(q, 20)[1], want[1])
+    assert sorted(viewed.keys().tolist()) == sorted(keys.tolist())
+
+    loaded = VectorIndex.load(path, view=False)
+    assert not loaded.is_view
+    np.testing.assert_array_equal(loaded.search(q, 20)[0], want[0])
+    loaded.remove(keys[:100])
+    loaded.add(np.array([42]), np.ones((1, DIM)))
+    loaded.save(path)
+    again = VectorIndex.load(path, view=True)
+    assert len(again) == 201 and 42 in again and int(keys[0]) not in again
+    # The older view still reads its (replaced) file unchanged.
+    assert len(viewed) == 300
+    np.testing.assert_array_equal(viewed.search(q, 20)[0], want[0])
+
+
+def test_modifying_a_view_copies_it_and_leaves_the_file_alone(tmp_path: Path):
+    keys, vecs = _data(40)
+    path = tmp_path / "v.idx"
+    _index(keys, vecs).save(path)
+    before = path.read_bytes()
+    view = VectorIndex.load(path, view=True)
+    view.add(np.array([7]), np.ones((1, DIM)))
+    view.remove(keys[:5])
+    assert not view.is_view and len(view) == 36
+    assert path.read_bytes() == before
+
+
+def test_empty_index_round_trip(tmp_path: Path):
+    path = tmp_path / "empty.idx"
+    VectorIndex(DIM).save(path)
+    for view in (True, False):
+        index = VectorIndex.load(path, view=view)
+        assert len(index) == 0 and index.dim == DIM
+        assert index.search(np.ones(DIM), 5)[0].size == 0
+        index.add(np.array([1]), np.ones((1, DIM)))
+        assert len(index) == 1
+
+
+def test_save_is_atomic_and_leaves_no_temp_files(tmp_path: Path, monkeypatch):
+    keys, vecs = _data(60)
+    path = tmp_path / "sub" / "v.idx"
+    _index(keys, vecs).save(path)
+    _index(keys[:10], vecs[:10]).save(path)  # overwrite
+    assert sorted(p.name for p in path.parent.iterdir()) == ["v.idx"]
+    assert len(VectorIndex.load(path)) == 10
+    before = path.read_bytes()
+
+    def boom(src, dst):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(vectors_mod.os, "replace", boom)
+    with pytest.raises(OSError, match="disk on fire"):
+        _index(keys, vecs).save(path)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["v.idx"]
+    assert path.read_bytes() == before
+
+
+def test_corrupt_files_are_rejected(tmp_path: Path):
+    keys, vecs = _data(20)
+    path = tmp_path / "v.idx"
+    _index(keys, vecs).save(path)
+    data = path.read_bytes()
+    (tmp_path / "short.idx").write_bytes(data[:-10])
+    (tmp_path / "junk.idx").write_bytes(b"not an index at all" * 10)
+    (tmp_path / "tiny.idx").write_bytes(b"RLV")
+    for name in ("short.idx", "junk.idx", "tiny.idx"):
+        with pytest.raises(ValueError):
+            VectorIndex.load(tmp_path / name)
+    with pytest.raises(FileNotFoundError):
+        VectorIndex.load(tmp_path / "missing.idx")
+
+
+def test_many_small_adds_and_concurrent_searches():
+    keys, vecs = _data(3000, seed=9)
+    index = VectorIndex(DIM)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def searcher():
+        try:
+            while not stop.is_set():
+                got, sims = index.search(vecs[0], 10)
+                assert len(got) == len(sims) <= 10
+                assert np.all(np.diff(sims) <= 0)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=searcher) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for start in range(0, len(keys), 100):
+            index.add(keys[start : start + 100], vecs[start : start + 100])
+            if start % 500 == 0:
+                index.remove(keys[start : start + 10])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors
+    assert len(index) == len(keys) - 10 * len(range(0, len(keys), 500))
+    _agree(*index.search(vecs[1], 20), *_brute(*_live(index, keys, vecs), vecs[1], 20))
+
+
+def _live(index: VectorIndex, keys: np.ndarray, vecs: np.ndarray):
+    keep = np.isin(keys, index.keys())
+    return keys[keep], vecs[keep]
+
+
+def test_fsync_dir_tolerates_unopenable_directories(tmp_path: Path):
+    vectors_mod._fsync_dir(tmp_path / "does-not-exist")
+    assert os.path.isdir(tmp_path)
