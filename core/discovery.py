@@ -1,0 +1,700 @@
+"""File discovery: which files under a root are worth indexing, and how to read them.
+
+:func:`discover` does only cheap checks (names and ``stat``) so it can run on every
+refresh; content checks (binary sniffing, private-key detection, decoding) live in
+:func:`read_text`, which the indexer calls only for new or changed files.
+
+Listing modes
+-------------
+* Inside a git work tree the list is git's own: tracked files plus untracked files that
+  are not ignored (``git ls-files --cached --others --exclude-standard``), so every
+  ignore source git knows (nested ``.gitignore``, ``.git/info/exclude``, the global
+  excludes file) is honoured exactly.
+* Elsewhere, or when git is missing or fails, the tree is walked with ``os.scandir``,
+  honouring ``.gitignore`` files at every level via ``pathspec.GitIgnoreSpec``.
+
+In both modes ``.ignore`` and ``.ranklensignore`` files (gitignore syntax, any level),
+:data:`BUILTIN_EXCLUDED_DIRS`, secret-looking and known-binary file names, the size
+limit and the caller's :class:`DiscoveryOptions` apply on top.
+
+Symlinks whose target resolves outside the root are never followed. The walk follows
+directory links that stay inside, after the real tree, so content reachable both ways
+is listed once, under its real path; git mode, like git, lists links but never
+descends through a directory link.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat as stat_mod
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import pathspec
+
+__all__ = [
+    "BINARY_EXTENSIONS",
+    "BUILTIN_EXCLUDED_DIRS",
+    "DiscoveryOptions",
+    "DiscoveryResult",
+    "FileEntry",
+    "discover",
+    "read_text",
+]
+
+#: Directory basenames never descended into, at any depth below the root: version
+#: control metadata, dependency trees, virtualenvs, caches and build output. They are
+#: large, generated or vendored, and drown real matches. Deliberately *not* listed:
+#: ``env`` (a common source package name), ``.vscode`` (shared editor config worth
+#: searching) and ``coverage`` (coverage.py's own package is called that; generated
+#: HTML reports land in ``htmlcov``). ``*.egg-info`` is matched by suffix, see
+#: :data:`_EXCLUDED_DIR_SUFFIXES`.
+BUILTIN_EXCLUDED_DIRS: frozenset[str] = frozenset({
+    # version control
+    ".git", ".hg", ".svn", ".bzr",
+    # dependencies and virtualenvs
+    "node_modules", "bower_components", ".venv", "venv", "site-packages", ".eggs",
+    # caches
+    "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".cache", ".gradle", ".terraform",
+    # build output
+    "dist", "build", "target", ".next", ".nuxt", "htmlcov",
+    # IDE state (per-user, machine generated)
+    ".idea",
+})
+_EXCLUDED_DIR_SUFFIXES: tuple[str, ...] = (".egg-info",)
+
+#: Extensions (lowercase, with the dot) of formats that are never text: skipped by name
+#: without opening the file.
+BINARY_EXTENSIONS: frozenset[str] = frozenset({
+    # images
+    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".icns", ".tif", ".tiff", ".webp",
+    ".avif", ".heic", ".psd", ".xcf", ".svgz",
+    # documents
+    ".pdf", ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp",
+    # archives and packages
+    ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".lz", ".lzma", ".7z", ".rar", ".tar",
+    ".whl", ".egg", ".jar", ".war", ".ear", ".deb", ".rpm", ".apk", ".ipa", ".dmg",
+    ".iso", ".img", ".msi", ".nupkg", ".gem",
+    # compiled code and objects
+    ".so", ".dll", ".dylib", ".exe", ".bin", ".o", ".obj", ".a", ".lib", ".pyc", ".pyo",
+    ".pyd", ".class", ".wasm", ".mo", ".lockb",
+    # fonts
+    ".woff", ".woff2", ".ttf", ".otf", ".eot",
+    # audio and video
+    ".mp3", ".mp4", ".m4a", ".wav", ".flac", ".ogg", ".opus", ".aac", ".avi", ".mov",
+    ".mkv", ".webm", ".flv", ".wmv", ".swf",
+    # databases and data/model blobs
+    ".sqlite", ".sqlite3", ".db", ".npy", ".npz", ".pkl", ".pickle", ".h5", ".hdf5",
+    ".parquet", ".feather", ".arrow", ".onnx", ".pt", ".pth", ".ckpt", ".safetensors",
+    ".tflite", ".pb",
+})
+
+# Ignore files read while walking; git mode reads only the last two (git has already
+# applied every .gitignore itself).
+_GITIGNORE = ".gitignore"
+_EXTRA_IGNORE_FILES: tuple[str, ...] = (".ignore", ".ranklensignore")
+_WALK_IGNORE_FILES: tuple[str, ...] = (_GITIGNORE, *_EXTRA_IGNORE_FILES)
+
+# --- secret-looking names ----------------------------------------------------------
+_SECRET_EXACT = frozenset({
+    ".env", ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", ".htpasswd",
+    # SSH private keys (the matching *.pub files are public and stay indexed)
+    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
+})
+_SECRET_EXTENSIONS = frozenset({
+    ".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx",
+})
+# Committed templates of .env files document the variables and hold no real values.
+_ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template"})
+# ``credentials*`` and ``*secret*`` are skipped only when the file is not source code or
+# prose: ``credentials.json``, ``secrets.yaml``, ``client_secret.json`` and ``secret.txt``
+# hold values, while ``credentials.py``, ``secret_manager.go`` or ``docs/secrets.md``
+# are code and documentation *about* credentials, which is exactly what a code search
+# user looks for (real secrets inside them are caught, for keys, by ``read_text``).
+# ``.txt`` is deliberately absent: plain text is where tokens get pasted.
+_CODE_OR_DOC_EXTENSIONS = frozenset({
+    ".py", ".pyi", ".pyx", ".ipynb", ".go", ".rs", ".js", ".jsx", ".mjs", ".cjs", ".ts",
+    ".tsx", ".mts", ".cts", ".vue", ".svelte", ".java", ".kt", ".kts", ".scala",
+    ".groovy", ".gradle", ".rb", ".php", ".cs", ".fs", ".vb", ".c", ".h", ".cc", ".cpp",
+    ".cxx", ".hh", ".hpp", ".hxx", ".m", ".mm", ".swift", ".dart", ".lua", ".pl", ".pm",
+    ".r", ".jl", ".ex", ".exs", ".erl", ".hrl", ".hs", ".ml", ".mli", ".clj", ".cljs",
+    ".elm", ".nim", ".zig", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".sql", ".tf",
+    ".proto", ".graphql", ".md", ".markdown", ".rst", ".adoc",
+})
+
+# --- private keys inside files -----------------------------------------------------
+# A key *block* is the BEGIN line followed by its body, so source code that merely
+# mentions the marker (PEM parsers, this module) is not mistaken for a key. Between the
+# marker and the body we accept real newlines, escaped ones (``\n`` in JSON such as a
+# cloud service-account file) and string-literal glue (quotes, ``+``, commas) so keys
+# embedded in code as concatenated literals are caught too; then optional PEM/PGP
+# header lines (``Proc-Type:``, ``DEK-Info:``, ``Version:``); then a run of base64
+# that only a real body has (the first line of a key body is 64-70 characters).
+_KEY_GAP = rb"""(?:\s|\\+[rn]|["'+,])+"""
+_KEY_BODY = rb"(?:[A-Za-z][A-Za-z0-9-]*:[^\r\n\\]*" + _KEY_GAP + rb")*[A-Za-z0-9+/]{40}"
+_PRIVATE_KEY = re.compile(
+    rb"(?:-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+    rb"|---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----)" + _KEY_GAP + _KEY_BODY
+    + rb"|^PuTTY-User-Key-File-[0-9]+: ",
+    re.MULTILINE,
+)
+_KEY_HINTS: tuple[bytes, ...] = (b"PRIVATE KEY", b"PuTTY-User-Key-File-")
+_SNIFF_BYTES = 8192
+
+# Environment variables that would point git at another repository than root's.
+_GIT_ENV_OVERRIDES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
+_GIT_TIMEOUT_S = 60.0
+
+# Skip reasons (the second item of ``DiscoveryResult.skipped``).
+REASON_SECRET = "secret"
+REASON_BINARY = "binary"
+REASON_TOO_LARGE = "too large"
+REASON_OUTSIDE_ROOT = "symlink outside root"
+REASON_UNREADABLE_DIR = "unreadable directory"
+
+
+@dataclass(frozen=True)
+class DiscoveryOptions:
+    """What to look for, on top of the built-in rules (see the module docstring).
+
+    Attributes
+    ----------
+    extensions : frozenset of str or None
+        Extensions to keep (``".py"``; a missing dot and case are forgiven, multi-dot
+        entries such as ``".d.ts"`` work). None keeps every text file.
+    exclude_dirs : frozenset of str
+        Extra directory basenames never entered, added to BUILTIN_EXCLUDED_DIRS.
+    exclude_globs : tuple of str
+        gitignore-syntax patterns relative to the root (order matters: negations).
+    include_basenames : frozenset of str
+        Names kept although ``extensions`` would drop them (``"Makefile"``). They do
+        not override the secret, binary or size rules.
+    max_bytes : int
+        Larger files are skipped as ``"too large"``.
+    """
+
+    extensions: frozenset[str] | None = None
+    exclude_dirs: frozenset[str] = frozenset()
+    exclude_globs: tuple[str, ...] = ()
+    include_basenames: frozenset[str] = frozenset()
+    max_bytes: int = 1 << 20
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A file worth indexing: POSIX path relative to the root, size and mtime."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class DiscoveryResult:
+    """Files found (sorted by path) and files passed over by built-in rules (sorted)."""
+
+    files: list[FileEntry]
+    skipped: list[tuple[str, str]]
+
+
+# Name of the regex group pathspec uses to mark a match ending at a directory boundary.
+_DIR_MARK = "ps_d"
+
+
+class _IgnoreFile:
+    """The patterns of one directory's ignore files, matched the way git matches them.
+
+    Parsing is pathspec's (``GitIgnoreSpec``: escapes, ``**``, anchoring, trailing
+    spaces). Evaluation is git's own algorithm rather than ``GitIgnoreSpec.check_file``:
+    the last pattern that matches the path *itself* decides, and a directory that ends
+    up excluded is never entered, so nothing below it can be re-included (not even by
+    a deeper ignore file). ``check_file`` cannot give that verdict for directories: it
+    ranks a pattern's match on a parent directory below a match on the file, so e.g.
+    ``*`` then ``!*/`` reports every directory as ignored.
+
+    pathspec (>= 1.0) compiles each pattern to a regex whose optional ``ps_d`` group
+    marks a match that stopped at a directory boundary: ``foo`` becomes
+    ``^(?:.+/)?foo(?:(?P<ps_d>/)|$)``, ``foo/`` ``^(?:.+/)?foo(?P<ps_d>/)``, ``*/``
+    ``(?P<ps_d>/)``; patterns without the group (``.`` for ``*``, ``^deep/`` for
+    ``deep/**``) match everything they find. A full match on the path (or, for
+    directory-only patterns, on the path plus "/") is a match on the path itself.
+    """
+
+    __slots__ = ("rules",)
+
+    def __init__(self, spec: pathspec.GitIgnoreSpec) -> None:
+        # Newest first: the first self-match found is the last one in file order.
+        self.rules: list[tuple[bool, re.Pattern[str], bool]] = [
+            (bool(p.include), p.regex, _DIR_MARK in p.regex.groupindex)
+            for p in reversed(spec.patterns)
+            if p.include is not None and p.regex is not None
+        ]
+
+    def verdict(self, rel: str, is_dir: bool) -> bool | None:
+        """True (ignored), False (negated) or None (no pattern is about ``rel``)."""
+        for include, rx, marks_dirs in self.rules:
+            if rx.fullmatch(rel) is not None:
+                return include
+            if not marks_dirs:
+                if rx.search(rel) is not None:  # "*", "**" and "dir/**" forms
+                    return include
+            elif is_dir:
+                slashed = rel + "/"
+                # fullmatch: "foo/", "a/*/"; match at the slash: "*/" (any directory).
+                m = rx.fullmatch(slashed) or rx.match(slashed, len(rel))
+                if m is not None and m.group(_DIR_MARK) is not None:
+                    return include
+        return None
+
+
+# Each ignore layer is (directory prefix relative to root, "" or "a/b/", its patterns).
+_Layer = tuple[str, _IgnoreFile]
+
+
+def _normalise_line(line: str) -> str:
+    # pathspec turns "x/**/" (directories strictly inside x) into "x/" (x itself);
+    # "x/**/*/" is the same set of directories in a form it compiles faithfully.
+    stripped = line.rstrip()
+    if stripped.endswith("/**/") and stripped.lstrip("!/") != "**/":
+        return stripped + "*/"
+    return line
+
+
+def _compile(lines: Iterable[str]) -> _IgnoreFile | None:
+    """Compile gitignore lines; a malformed line is dropped (as git does), not fatal."""
+    lines = [_normalise_line(line) for line in lines]
+    try:
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    except Exception:  # pathspec raises its own error types for malformed patterns
+        good = []
+        for line in lines:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+            except Exception:
+                continue
+            good.append(line)
+        spec = pathspec.GitIgnoreSpec.from_lines(good)
+    compiled = _IgnoreFile(spec)
+    # Comments and blank lines compile to no-op patterns; an empty layer costs time.
+    return compiled if compiled.rules else None
+
+
+def _read_ignore_lines(dir_path: str, names: Iterable[str]) -> list[str]:
+    """Concatenate ignore files of one directory; later files take precedence."""
+    lines: list[str] = []
+    for name in names:
+        try:
+            with open(os.path.join(dir_path, name), encoding="utf-8", errors="replace") as fh:
+                lines.extend(fh.read().splitlines())
+        except OSError:
+            continue
+    return lines
+
+
+def _inside(real: str, root_real: str) -> bool:
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+class _Rules:
+    """Name-based decisions shared by both listing modes."""
+
+    def __init__(self, options: DiscoveryOptions) -> None:
+        self.options = options
+        self.excluded_dirs = BUILTIN_EXCLUDED_DIRS | options.exclude_dirs
+        self.globs = _compile(options.exclude_globs) if options.exclude_globs else None
+        self.max_bytes = options.max_bytes
+        self.extensions: frozenset[str] | None = None
+        self.multi_dot_extensions: tuple[str, ...] = ()
+        if options.extensions is not None:
+            # Accept "py" as well as ".py", any case; ".d.ts"-style entries need endswith.
+            norm = {("" if e.startswith(".") else ".") + e.lower() for e in options.extensions}
+            self.extensions = frozenset(norm)
+            self.multi_dot_extensions = tuple(e for e in norm if e.count(".") > 1)
+        self._name_cache: dict[str, str | None] = {}
+
+    def ignored(self, rel: str, is_dir: bool, layers: tuple[_Layer, ...]) -> bool:
+        """Whether ``rel`` is excluded by ``exclude_globs`` or an ignore file.
+
+        Only called once every ancestor directory has passed, so the path's own
+        matches decide; the deepest ignore file with an opinion wins.
+        """
+        if self.globs is not None and self.globs.verdict(rel, is_dir):
+            return True
+        for prefix, patterns in reversed(layers):
+            verdict = patterns.verdict(rel[len(prefix):], is_dir)
+            if verdict is not None:
+                return verdict
+        return False
+
+    def dir_excluded(self, name: str, rel: str, layers: tuple[_Layer, ...]) -> bool:
+        if name in self.excluded_dirs or name.endswith(_EXCLUDED_DIR_SUFFIXES):
+            return True
+        return self.ignored(rel, True, layers)
+
+    def name_verdict(self, name: str) -> str | None:
+        """``None`` to keep, ``""`` to drop silently, else a skip reason."""
+        try:
+            return self._name_cache[name]
+        except KeyError:
+            verdict = self._name_cache[name] = self._name_verdict(name)
+            return verdict
+
+    def _name_verdict(self, name: str) -> str | None:
+        lower = name.lower()
+        ext = os.path.splitext(lower)[1]
+        # The caller's scope first: a file outside it is not "missing", so not reported.
+        if self.extensions is not None and ext not in self.extensions:
+            if name not in self.options.include_basenames and not (
+                self.multi_dot_extensions and lower.endswith(self.multi_dot_extensions)
+            ):
+                return ""
+        if _is_secret_name(lower, ext):
+            return REASON_SECRET
+        if ext in BINARY_EXTENSIONS:
+            return REASON_BINARY
+        return None
+
+
+def _is_secret_name(lower: str, ext: str) -> bool:
+    if lower in _SECRET_EXACT or ext in _SECRET_EXTENSIONS:
+        return True
+    if lower.startswith(".env.") and lower not in _ENV_TEMPLATES:
+        return True
+    if (lower.startswith("credentials") or "secret" in lower) and ext not in _CODE_OR_DOC_EXTENSIONS:
+        return True
+    return False
+
+
+class _Collector:
+    def __init__(self, rules: _Rules) -> None:
+        self.rules = rules
+        self.files: list[FileEntry] = []
+        self.skipped: list[tuple[str, str]] = []
+
+    def consider(self, name: str, rel: str, layers: tuple[_Layer, ...],
+                 get_stat: Callable[[], os.stat_result | None]) -> None:
+        """Apply ignore, name and size rules to one candidate file.
+
+        ``get_stat`` is called only when the name rules pass (most skips cost no
+        syscall); it returns None, or raises OSError, to drop the file silently.
+        """
+        rules = self.rules
+        if (layers or rules.globs is not None) and rules.ignored(rel, False, layers):
+            return
+        verdict = rules.name_verdict(name)
+        if verdict is not None:
+            if verdict:
+                self.skipped.append((rel, verdict))
+            return
+        try:
+            st = get_stat()
+        except OSError:
+            # Vanished between listing and stat (or turned unreachable): nothing to index.
+            return
+        if st is None:
+            return
+        if not stat_mod.S_ISREG(st.st_mode):
+            return  # FIFOs, sockets, devices, submodule directories: never read them
+        if st.st_size > rules.max_bytes:
+            self.skipped.append((rel, REASON_TOO_LARGE))
+            return
+        self.files.append(FileEntry(rel, st.st_size, st.st_mtime_ns))
+
+    def result(self) -> DiscoveryResult:
+        self.files.sort(key=lambda f: f.path)
+        self.skipped.sort()
+        return DiscoveryResult(self.files, self.skipped)
+
+
+# --- git mode ------------------------------------------------------------------------
+
+
+def _git_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _GIT_ENV_OVERRIDES}
+
+
+def _git_exclude_args(dir_names: Iterable[str]) -> list[str]:
+    # Tell git not to descend into untracked excluded directories (a venv or
+    # node_modules missing from .gitignore can hold 100k files); tracked files in
+    # them are still listed and dropped by our own rules.
+    escape = re.compile(r"([\\*?\[\]!# ])")
+    names = sorted(escape.sub(r"\\\1", n) for n in dir_names)
+    return [f"--exclude={n}/" for n in names] + [f"--exclude=*{s}/" for s in _EXCLUDED_DIR_SUFFIXES]
+
+
+def _git_list(root: str, excluded_dirs: Iterable[str] = ()) -> list[str] | None:
+    """Paths (relative to root) git tracks or would track, or None when not in git."""
+    env = _git_env()
+    try:
+        # ls-files alone also "succeeds" inside a .git directory, so ask explicitly.
+        probe = subprocess.run(
+            ["git", "rev-parse", "--is-inside-work-tree"], cwd=root, env=env,
+            capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
+        )
+        if probe.returncode != 0 or probe.stdout.strip() != b"true":
+            return None
+        # Run in root without --full-name: git limits the listing to root's subtree
+        # and prints paths relative to it, which is exactly what we need.
+        proc = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+             *_git_exclude_args(excluded_dirs)],
+            cwd=root, env=env, capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None  # git missing, not executable, hung...
+    if proc.returncode != 0:
+        return None
+    # Decode once, not per path. Unmerged paths appear once per stage (dedupe);
+    # untracked nested repositories appear as "dir/" (not files: drop).
+    listed = os.fsdecode(proc.stdout).split("\0")
+    return [p for p in dict.fromkeys(listed) if p and not p.endswith("/")]
+
+
+def _discover_git(root: str, root_real: str, paths: list[str], rules: _Rules) -> DiscoveryResult:
+    out = _Collector(rules)
+    # rel dir -> (excluded, layers); built lazily from the root down, once per directory.
+    dirs: dict[str, tuple[bool, tuple[_Layer, ...]]] = {}
+
+    def layer_for(rel_dir: str, layers: tuple[_Layer, ...]) -> tuple[_Layer, ...]:
+        abs_dir = os.path.join(root, rel_dir) if rel_dir else root
+        present = [n for n in _EXTRA_IGNORE_FILES if os.path.isfile(os.path.join(abs_dir, n))]
+        if present:
+            spec = _compile(_read_ignore_lines(abs_dir, present))
+            if spec is not None:
+                return (*layers, (rel_dir + "/" if rel_dir else "", spec))
+        return layers
+
+    def dir_state(rel_dir: str) -> tuple[bool, tuple[_Layer, ...]]:
+        state = dirs.get(rel_dir)
+        if state is None:
+            if not rel_dir:
+                state = (False, layer_for("", ()))
+            else:
+                parent, _, name = rel_dir.rpartition("/")
+                excluded, layers = dir_state(parent)
+                if excluded or rules.dir_excluded(name, rel_dir, layers):
+                    state = (True, layers)
+                else:
+                    state = (False, layer_for(rel_dir, layers))
+            dirs[rel_dir] = state
+        return state
+
+    base = root.rstrip(os.sep) + os.sep
+    for rel in paths:
+        parent, _, name = rel.rpartition("/")
+        excluded, layers = dir_state(parent)
+        if excluded:
+            continue
+        out.consider(name, rel, layers, _git_stat(base + rel, rel, root_real, out))
+    return out.result()
+
+
+def _git_stat(abs_path: str, rel: str, root_real: str,
+              out: _Collector) -> Callable[[], os.stat_result | None]:
+    def get() -> os.stat_result | None:
+        st = os.lstat(abs_path)
+        if stat_mod.S_ISLNK(st.st_mode):
+            # git tracks symlinks as links; only follow those that stay inside root.
+            if not _inside(os.path.realpath(abs_path), root_real):
+                out.skipped.append((rel, REASON_OUTSIDE_ROOT))
+                return None
+            st = os.stat(abs_path)
+        return st
+    return get
+
+
+# --- walk mode -------------------------------------------------------------------------
+
+
+def _discover_walk(root: str, root_real: str, rules: _Rules) -> DiscoveryResult:
+    out = _Collector(rules)
+    root_st = os.stat(root)
+    # (st_dev, st_ino) of every directory scanned: a symlink (or bind mount) back to an
+    # ancestor is then recognised instead of recursing forever.
+    visited: set[tuple[int, int]] = {(root_st.st_dev, root_st.st_ino)}
+    # (absolute dir, rel dir, ignore layers of the parent)
+    stack: list[tuple[str, str, tuple[_Layer, ...]]] = [(root, "", ())]
+    # Symlinked directories are followed only after the real tree is done, so content
+    # reachable both ways is listed under its real path, and only once.
+    deferred: list[tuple[str, str, tuple[_Layer, ...], tuple[int, int]]] = []
+
+    while stack or deferred:
+        if not stack:
+            deferred.sort(key=lambda d: d[1], reverse=True)
+            abs_dir, rel_dir, layers, key = deferred.pop()
+            if key in visited:
+                continue
+            visited.add(key)
+        else:
+            abs_dir, rel_dir, layers = stack.pop()
+        try:
+            with os.scandir(abs_dir) as it:
+                entries = list(it)
+        except FileNotFoundError:
+            continue  # vanished mid-scan
+        except OSError:
+            out.skipped.append((rel_dir or ".", REASON_UNREADABLE_DIR))
+            continue
+
+        present = [e.name for e in entries if e.name in _WALK_IGNORE_FILES]
+        if present:
+            # The order of _WALK_IGNORE_FILES sets precedence: .ranklensignore beats
+            # .ignore beats .gitignore within one directory (last match wins).
+            present.sort(key=_WALK_IGNORE_FILES.index)
+            spec = _compile(_read_ignore_lines(abs_dir, present))
+            if spec is not None:
+                layers = (*layers, (rel_dir + "/" if rel_dir else "", spec))
+
+        prefix = rel_dir + "/" if rel_dir else ""
+        for entry in entries:
+            name = entry.name
+            rel = prefix + name
+            try:
+                is_link = entry.is_symlink()
+                is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_link:
+                _walk_symlink(entry, name, rel, layers, root_real, rules, out, deferred)
+            elif is_dir:
+                if rules.dir_excluded(name, rel, layers):
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                key = (st.st_dev, st.st_ino)
+                if key in visited:
+                    continue
+                visited.add(key)
+                stack.append((entry.path, rel, layers))
+            elif entry.is_file(follow_symlinks=False):
+                out.consider(name, rel, layers, entry.stat)
+    return out.result()
+
+
+def _walk_symlink(entry: os.DirEntry, name: str, rel: str, layers: tuple[_Layer, ...],
+                  root_real: str, rules: _Rules, out: _Collector,
+                  deferred: list[tuple[str, str, tuple[_Layer, ...], tuple[int, int]]]) -> None:
+    try:
+        st = os.stat(entry.path)  # follows; raises on dangling links and link loops
+    except OSError:
+        return
+    if stat_mod.S_ISDIR(st.st_mode):
+        if rules.dir_excluded(name, rel, layers):
+            return
+        if not _inside(os.path.realpath(entry.path), root_real):
+            out.skipped.append((rel, REASON_OUTSIDE_ROOT))
+            return
+        deferred.append((entry.path, rel, layers, (st.st_dev, st.st_ino)))
+        return
+    if (layers or rules.globs is not None) and rules.ignored(rel, False, layers):
+        return
+    if not _inside(os.path.realpath(entry.path), root_real):
+        out.skipped.append((rel, REASON_OUTSIDE_ROOT))
+        return
+    out.consider(name, rel, layers, lambda: st)
+
+
+# --- public API ------------------------------------------------------------------------
+
+
+def discover(root: Path | str, options: DiscoveryOptions | None = None) -> DiscoveryResult:
+    """List the files under ``root`` worth indexing.
+
+    Parameters
+    ----------
+    root : Path or str
+        Directory to search. Inside a git work tree git's listing is used (tracked
+        plus untracked-not-ignored files); otherwise the tree is walked, honouring
+        ``.gitignore`` files at every level.
+    options : DiscoveryOptions, optional
+        Extension filter, extra exclusions and the size limit; defaults apply when None.
+
+    Returns
+    -------
+    DiscoveryResult
+        ``files`` sorted by path. ``skipped`` lists, sorted, the files passed over by a
+        built-in rule that would otherwise have been indexed: ``"secret"`` (secret-looking
+        name), ``"binary"`` (known binary extension), ``"too large"``,
+        ``"symlink outside root"`` and ``"unreadable directory"``. Files excluded by the
+        caller's own scope (ignore files, excluded directories, ``exclude_globs``, the
+        extension filter) are left out silently, as are files that vanish mid-scan.
+
+    Raises
+    ------
+    NotADirectoryError
+        If ``root`` is not an existing directory.
+    """
+    options = options or DiscoveryOptions()
+    root_str = os.path.abspath(os.fspath(root))
+    if not os.path.isdir(root_str):
+        raise NotADirectoryError(f"not a directory: {root_str}")
+    root_real = os.path.realpath(root_str)
+    rules = _Rules(options)
+    paths = _git_list(root_str, rules.excluded_dirs)
+    # An empty listing means root is itself git-ignored (or holds nothing git would
+    # track): the user opened it on purpose, so walk it with its own ignore files.
+    if paths:
+        return _discover_git(root_str, root_real, paths, rules)
+    return _discover_walk(root_str, root_real, rules)
+
+
+def read_text(root: Path | str, entry_or_path: FileEntry | str,
+              max_bytes: int = 1 << 20) -> tuple[str | None, str]:
+    """Read one discovered file as text, refusing content that must not be indexed.
+
+    Parameters
+    ----------
+    root : Path or str
+        The root the path is relative to.
+    entry_or_path : FileEntry or str
+        A discovered entry or a POSIX path relative to ``root``.
+    max_bytes : int, optional
+        Files larger than this are refused (checked again: files grow).
+
+    Returns
+    -------
+    tuple of (str or None, str)
+        ``(text, "")`` on success: decoded as UTF-8 with invalid bytes replaced, a
+        leading BOM removed and CRLF/CR line ends turned into LF. Otherwise
+        ``(None, reason)`` with reason ``"binary"`` (NUL byte in the first 8 KiB),
+        ``"private key"`` (holds a PEM/OpenSSH/PGP/PuTTY private key block),
+        ``"too large"``, ``"vanished"`` or ``"unreadable"``.
+    """
+    rel = entry_or_path.path if isinstance(entry_or_path, FileEntry) else entry_or_path
+    path = os.path.join(os.fspath(root), rel)
+    # O_NONBLOCK: if the path has been replaced by a FIFO, open must not hang.
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, "vanished"
+    except OSError:
+        return None, "unreadable"
+    try:
+        with open(fd, "rb") as fh:
+            st = os.fstat(fd)
+            if not stat_mod.S_ISREG(st.st_mode):
+                return None, "unreadable"
+            if st.st_size > max_bytes:
+                return None, REASON_TOO_LARGE
+            data = fh.read(max_bytes + 1)
+    except OSError:
+        return None, "unreadable"
+    if len(data) > max_bytes:
+        return None, REASON_TOO_LARGE
+    if data.find(b"\0", 0, _SNIFF_BYTES) != -1:
+        return None, REASON_BINARY
+    if any(hint in data for hint in _KEY_HINTS) and _PRIVATE_KEY.search(data):
+        return None, "private key"
+    text = data.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, ""
