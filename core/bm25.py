@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -53,9 +53,9 @@ class BM25Matrix:
 
     @classmethod
     def from_documents(
-        cls, docs: Iterable[Sequence[str]], keys: Sequence[int] | np.ndarray | None = None, **params
+        cls, docs: Iterable[Sequence[str] | Mapping[str, int]], keys: Sequence[int] | np.ndarray | None = None, **params
     ) -> "BM25Matrix":
-        """Build from tokenized documents (``keys`` default to 0..n-1)."""
+        """Build from tokenized (or counted) documents (``keys`` default to 0..n-1)."""
         vocab: list[str] = []
         tf = _tf_rows(docs, vocab, {})
         n = tf.shape[0]
@@ -64,7 +64,12 @@ class BM25Matrix:
             raise ValueError(f"{len(ks)} keys for {n} documents")
         return cls(tf, vocab, ks, **params)
 
-    def updated(self, remove_keys: Iterable[int], docs: Iterable[Sequence[str]], keys: Sequence[int]) -> "BM25Matrix":
+    def updated(
+        self,
+        remove_keys: Iterable[int],
+        docs: Iterable[Sequence[str] | Mapping[str, int]],
+        keys: Sequence[int],
+    ) -> "BM25Matrix":
         """A new matrix without the rows of ``remove_keys`` and with ``docs`` appended."""
         drop = np.isin(self.keys, np.fromiter(remove_keys, dtype=np.int64))
         kept = self.tf[~drop] if drop.any() else self.tf
@@ -123,16 +128,22 @@ class BM25Matrix:
         if not cols or limit <= 0:
             return empty
         sub = self.impacts[:, cols]
-        rows = np.unique(sub.indices)
+        # Dense score vector plus a "contains a query term" mask: both O(postings), no sorting.
+        scores = np.asarray(sub @ weights).ravel()
+        matched = np.zeros(len(self), dtype=bool)
+        matched[sub.indices] = True
         if allowed is not None:
-            rows = rows[allowed[rows]]
+            matched &= allowed
+        rows = np.flatnonzero(matched)
         if rows.size == 0:
             return empty
-        scores = np.asarray(sub[rows] @ weights).ravel()
+        scores = scores[rows]
         if rows.size > limit:
-            part = np.argpartition(-scores, limit - 1)[:limit]
-            rows, scores = rows[part], scores[part]
-        order = np.lexsort((rows, -scores))
+            # Keep everything tied with the limit-th score so ties resolve by row, not by chance.
+            kth = np.partition(scores, rows.size - limit)[rows.size - limit]
+            keep = scores >= kth
+            rows, scores = rows[keep], scores[keep]
+        order = np.lexsort((rows, -scores))[:limit]
         return rows[order], scores[order]
 
     def _query_columns(self, query_tokens: Sequence[str]) -> tuple[list[int], np.ndarray]:
@@ -185,22 +196,25 @@ class BM25Matrix:
         return self
 
 
-def _tf_rows(docs: Iterable[Sequence[str]], vocab: list[str], index: dict[str, int]) -> sparse.csr_matrix:
-    """Count terms per document into CSR rows, growing ``vocab``/``index`` in place."""
+def _tf_rows(
+    docs: Iterable[Sequence[str] | Mapping[str, int]], vocab: list[str], index: dict[str, int]
+) -> sparse.csr_matrix:
+    """Count terms per document into CSR rows, growing ``vocab``/``index`` in place.
+
+    A document is a token sequence or an already counted ``{term: count}`` mapping.
+    """
     indptr = [0]
     indices: list[int] = []
-    data: list[float] = []
+    data: list[int] = []
     for doc in docs:
-        for term, count in Counter(doc).items():
-            col = index.get(term)
-            if col is None:
-                col = index[term] = len(vocab)
-                vocab.append(term)
-            indices.append(col)
-            data.append(count)
+        counts = doc if isinstance(doc, Mapping) else Counter(doc)
+        for term in counts.keys() - index.keys():  # set difference in C; new terms are rare
+            index[term] = len(vocab)
+            vocab.append(term)
+        indices.extend(map(index.__getitem__, counts))
+        data.extend(counts.values())
         indptr.append(len(indices))
     return sparse.csr_matrix(
         (np.array(data, dtype=np.float64), np.array(indices, dtype=np.int32), np.array(indptr, dtype=np.int64)),
         shape=(len(indptr) - 1, len(vocab)),
     )
-

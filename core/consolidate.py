@@ -168,3 +168,36 @@ def consolidate(
     for rank, hit in enumerate(out, start=1):
         hit.rank = rank
     return out
+
+
+def single_arm(
+    hits: Sequence[Hit],
+    k: float = 60,
+    weight: float = 1.0,
+    families: Mapping[str, str] | None = None,
+) -> list[ConsolidatedHit]:
+    """One arm's own ranking in the consolidated shape, spans left unmerged.
+
+    Used when a single retriever is asked for: the envelope stays the same, the ranking is
+    the arm's.
+    """
+    kf = check_k(k)
+    out = []
+    for rank, hit in enumerate(sorted(hits, key=lambda h: h.rank), start=1):
+        value = weight / (kf + hit.rank)
+        out.append(
+            ConsolidatedHit(
+                path=hit.path,
+                start_line=hit.start_line,
+                end_line=hit.end_line,
+                docid=hit.docid,
+                context=hit.context or hit.path,
+                score=value,
+                rank=rank,
+                provenance=[hit.arm],
+                agreement=1,
+                confidence=confidence([hit.arm], families),
+                contributors=[Contribution(hit.arm, hit.rank, hit.docid, hit.score, value)],
+            )
+        )
+    return out

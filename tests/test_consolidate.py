@@ -132,3 +132,15 @@ def test_groups_never_overlap_and_cover_every_hit(raw):
                 assert a.end_line + 1 < b.start_line or b.end_line + 1 < a.start_line
     for h in ranking:
         assert any(g.path == h.path and g.start_line <= h.start_line and h.end_line <= g.end_line for g in out)
+
+
+def test_single_arm_keeps_the_arms_own_ranking_unmerged():
+    from core.consolidate import single_arm
+
+    ranking = [hit("dense", "a.py", 1, 40, 1, score=0.9), hit("dense", "a.py", 31, 70, 2, score=0.8)]
+    out = single_arm(ranking, k=60)
+    assert [(h.docid, h.rank, h.agreement, h.confidence) for h in out] == [
+        ("a.py:1-40", 1, 1, "medium"),
+        ("a.py:31-70", 2, 1, "medium"),
+    ]
+    assert out[0].contributors[0].score == 0.9 and out[0].score == 1 / 61

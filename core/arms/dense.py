@@ -1,0 +1,61 @@
+"""``dense``: model2vec static embeddings searched in a usearch index (cosine, f16).
+
+The vector index is memory-mapped read-only on warm start. The model is the one the index
+was embedded with (recorded in the index meta); if it cannot load, the arm is skipped with
+the reason rather than failing the query.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..store import IndexView
+from ..types import SEMANTIC, Chunk, Hit
+from . import ArmUnavailable
+
+VECTORS_FILE = "dense.usearch"
+
+
+def document_text(chunk: Chunk) -> str:
+    """What gets embedded for a chunk."""
+    return chunk.text
+
+
+class DenseArm:
+    name = "dense"
+    family = SEMANTIC
+
+    def __init__(self, view: IndexView) -> None:
+        reason = view.meta.get("dense_reason")
+        if reason:
+            raise ArmUnavailable(reason)
+        path = view.gen_dir / VECTORS_FILE
+        if not path.exists():
+            raise ArmUnavailable("no vectors in this index (re-run `ranklens index`)")
+        from ..embedding import ModelUnavailable, load_model
+        from ..vectors import VectorIndex
+
+        try:
+            self.model = load_model(view.meta.get("dense_spec") or None)
+        except ModelUnavailable as exc:
+            raise ArmUnavailable(str(exc)) from None
+        if self.model.name != view.meta.get("dense_model"):
+            raise ArmUnavailable(
+                f"index was embedded with {view.meta.get('dense_model')}, not {self.model.name}"
+            )
+        self.view = view
+        self.vectors = view.cached("vectors", lambda: VectorIndex.load(path, view=True))
+
+    def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
+        if limit <= 0:
+            return []
+        chunks = self.view.chunks
+        vec = self.model.encode([query])[0]
+        allowed_keys = None if allowed is None else chunks.ids[allowed]
+        keys, sims = self.vectors.search(vec, limit, allowed_keys)
+        rows = chunks.rows_for(keys)
+        hits: list[Hit] = []
+        for row, sim in zip(rows, sims):
+            if row >= 0:
+                hits.append(chunks.hit(self.name, int(row), len(hits) + 1, float(sim)))
+        return hits

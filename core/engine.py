@@ -1,0 +1,279 @@
+"""The one engine object behind both the CLI and the TUI.
+
+It owns the index of one root (bringing it up to date, opening the committed generation),
+runs each arm on its own thread and reports each arm's ranking the moment it is ready, and
+re-fuses cached rankings with new weights or k without re-running any arm.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .arms import DEFAULT_ARMS, REGISTRY, Arm, ArmUnavailable
+from .consolidate import ARM_FAMILIES, consolidate
+from .fusion import check_k, check_weights
+from .indexer import Indexer, IndexSettings, IndexStats, NotifyFn, ProgressFn
+from .store import IndexError_, IndexView, index_dir
+from .tokenize import code_tokens
+from .types import ConsolidatedHit, Hit
+
+MAX_QUERY_CHARS = 1000
+MAX_TOP_K = 1000
+DEFAULT_TOP_K = 10
+DEFAULT_RRF_K = 60
+
+
+class QueryError(ValueError):
+    """The query cannot be run as given (one line, shown to the user)."""
+
+
+def check_query(query: str) -> str:
+    """The query stripped, or :class:`QueryError` when it is empty, too long or has no terms."""
+    text = (query or "").strip()
+    if not text:
+        raise QueryError("the query is empty")
+    if len(text) > MAX_QUERY_CHARS:
+        raise QueryError(f"the query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
+    if not code_tokens(text):
+        raise QueryError("the query has no searchable words (letters or digits)")
+    return text
+
+
+def check_top_k(top_k: int) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise QueryError(f"top-k must be a whole number from 1 to {MAX_TOP_K}, got {top_k!r}")
+    return top_k
+
+
+def pool_size(top_k: int) -> int:
+    """How many candidates each arm contributes: enough for consolidation to have a choice."""
+    return max(top_k * 3, 10)
+
+
+@dataclass
+class ArmResult:
+    """One arm's answer to one query: its ranking, or why it has none."""
+
+    arm: str
+    hits: list[Hit] = field(default_factory=list)
+    elapsed_ms: float = 0.0
+    skipped: str | None = None  # the arm could not run (missing dependency, no model …)
+    error: str | None = None  # the arm failed while running
+
+    @property
+    def ok(self) -> bool:
+        return self.skipped is None and self.error is None
+
+
+@dataclass
+class SearchResult:
+    """Every arm's result for a query, and the fused list."""
+
+    query: str
+    top_k: int
+    arms: list[str]
+    results: dict[str, ArmResult]
+    hits: list[ConsolidatedHit]
+    weights: dict[str, float]
+    k: float
+    elapsed_ms: float
+
+    @property
+    def answered(self) -> list[str]:
+        return [a for a in self.arms if self.results[a].ok]
+
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        return [(a, r.skipped or r.error or "") for a, r in self.results.items() if not r.ok]
+
+
+class Engine:
+    """Index, query and fuse one root.
+
+    Parameters
+    ----------
+    root
+        The repository folder.
+    settings
+        Chunking, discovery and model settings (defaults are the tuned ones).
+    cache_dir
+        Where indexes live (default: the platformdirs user cache dir).
+    notify
+        Receives one-line notes (rebuilds, lock waits); default drops them.
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        settings: IndexSettings | None = None,
+        *,
+        cache_dir: Path | None = None,
+        notify: NotifyFn | None = None,
+    ) -> None:
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise NotADirectoryError(f"{root} is not a directory")
+        self.settings = settings or IndexSettings()
+        self.directory = index_dir(self.root, cache_dir)
+        self.notify = notify or (lambda _msg: None)
+        self._view: IndexView | None = None
+        self._arms: dict[str, Arm | ArmUnavailable] = {}
+        self._lock = threading.RLock()
+        self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
+
+    # -- index --------------------------------------------------------------------------
+
+    def ensure_index(self, progress: ProgressFn | None = None) -> IndexStats:
+        """Bring the index up to date (incrementally) and open it for querying."""
+        stats = Indexer(self.root, self.directory, self.settings, self.notify).update(progress)
+        with self._lock:
+            if self._view is None or self._view.generation != stats.generation:
+                self._open()
+        return stats
+
+    def open(self) -> bool:
+        """Open the existing index without updating it; False when there is none usable."""
+        with self._lock:
+            try:
+                self._open()
+            except IndexError_:
+                return False
+            return True
+
+    def _open(self) -> None:
+        view = IndexView.open(self.root, self.directory)
+        self._view = view
+        self._arms = {}
+
+    @property
+    def view(self) -> IndexView:
+        if self._view is None:
+            raise IndexError_("the index is not open; call ensure_index() first")
+        return self._view
+
+    @property
+    def ready(self) -> bool:
+        return self._view is not None
+
+    def arm(self, name: str) -> Arm:
+        """The opened arm, or :class:`ArmUnavailable` with the reason it is skipped."""
+        if name not in REGISTRY:
+            raise ArmUnavailable(f"unknown retriever {name!r}")
+        with self._lock:
+            view = self.view
+            found = self._arms.get(name)
+            if found is None:
+                try:
+                    found = REGISTRY[name](view)
+                except ArmUnavailable as exc:
+                    found = exc
+                except ImportError as exc:
+                    found = ArmUnavailable(f"missing dependency: {exc}")
+                except Exception as exc:  # a broken artifact or library must only skip its arm
+                    found = ArmUnavailable(f"{type(exc).__name__}: {exc}")
+                self._arms[name] = found
+        if isinstance(found, ArmUnavailable):
+            raise found
+        return found
+
+    def warm(self, arms: Iterable[str] = DEFAULT_ARMS) -> dict[str, str | None]:
+        """Open the arms now (loading their artifacts); name -> skip reason or None."""
+        out: dict[str, str | None] = {}
+        for name in arms:
+            try:
+                self.arm(name)
+                out[name] = None
+            except ArmUnavailable as exc:
+                out[name] = str(exc)
+        return out
+
+    # -- query --------------------------------------------------------------------------
+
+    def run_arm(
+        self,
+        name: str,
+        query: str,
+        *,
+        top_k: int = DEFAULT_TOP_K,
+        path_glob: str | None = None,
+        language: str | None = None,
+    ) -> ArmResult:
+        """Run one arm in the calling thread (the TUI gives each arm its own worker)."""
+        t0 = time.perf_counter()
+        try:
+            arm = self.arm(name)
+        except ArmUnavailable as exc:
+            return ArmResult(name, skipped=str(exc))
+        try:
+            allowed = self.view.chunks.mask(path_glob, language)
+            hits = arm.search(query, pool_size(top_k), allowed)
+        except Exception as exc:  # one arm failing must not fail the query
+            return ArmResult(name, elapsed_ms=_ms(t0), error=f"{type(exc).__name__}: {exc}")
+        return ArmResult(name, hits=hits, elapsed_ms=_ms(t0))
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int = DEFAULT_TOP_K,
+        arms: Sequence[str] | None = None,
+        weights: Mapping[str, float] | None = None,
+        k: float = DEFAULT_RRF_K,
+        path_glob: str | None = None,
+        language: str | None = None,
+        on_arm: Callable[[ArmResult], None] | None = None,
+    ) -> SearchResult:
+        """Run the arms concurrently, each on its own thread, and fuse their rankings.
+
+        ``on_arm`` is called (from the arm's thread) with each arm's result as soon as it is
+        ready, in completion order.
+        """
+        t0 = time.perf_counter()
+        text = check_query(query)
+        check_top_k(top_k)
+        ws = check_weights(weights)
+        check_k(k)
+        names = list(dict.fromkeys(arms or DEFAULT_ARMS))
+        for name in names:
+            if name not in REGISTRY:
+                raise QueryError(f"unknown retriever {name!r} (choose from {', '.join(REGISTRY)})")
+        self.view  # fail fast, before any thread, when the index is not open
+
+        def job(name: str) -> ArmResult:
+            result = self.run_arm(name, text, top_k=top_k, path_glob=path_glob, language=language)
+            if on_arm is not None:
+                on_arm(result)
+            return result
+
+        futures = {name: self._pool.submit(job, name) for name in names}
+        results = {name: f.result() for name, f in futures.items()}
+        hits = self.fuse(results.values(), weights=ws, k=k, top_k=top_k)
+        return SearchResult(text, top_k, names, results, hits, ws, float(k), _ms(t0))
+
+    def fuse(
+        self,
+        results: Iterable[ArmResult] | Mapping[str, Sequence[Hit]],
+        *,
+        weights: Mapping[str, float] | None = None,
+        k: float = DEFAULT_RRF_K,
+        top_k: int | None = None,
+    ) -> list[ConsolidatedHit]:
+        """Consolidate cached rankings with these weights and k; no arm runs again."""
+        if isinstance(results, Mapping):
+            rankings = dict(results)
+        else:
+            rankings = {r.arm: r.hits for r in results if r.ok}
+        hits = consolidate(rankings, k=k, weights=weights, families=ARM_FAMILIES)
+        return hits[:top_k] if top_k else hits
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000.0

@@ -1,0 +1,93 @@
+"""The JSON envelope shared by ``ranklens query --json``, ``--output`` and the TUI's export.
+
+A coding agent consumes it: every hit says where to look (``path:start-end``), why (score,
+agreement, confidence, provenance, per-arm contributions) and, in a handoff, the sha256 of the
+span's text at export time so the agent can tell whether the file changed since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from .types import ConsolidatedHit
+
+ENVELOPE_VERSION = 1
+
+
+def span_text(root: Path, path: str, start_line: int, end_line: int) -> str | None:
+    """Lines ``start_line..end_line`` of a file as they are on disk now (None if unreadable)."""
+    try:
+        with open(Path(root) / path, encoding="utf-8", errors="replace", newline="") as fh:
+            lines = fh.read().replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    except OSError:
+        return None
+    return "\n".join(lines[start_line - 1 : end_line])
+
+
+def span_sha256(root: Path, hit: ConsolidatedHit) -> str | None:
+    text = span_text(root, hit.path, hit.start_line, hit.end_line)
+    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def envelope(
+    *,
+    query: str,
+    mode: str,
+    retrievers: Iterable[str],
+    skipped: Iterable[tuple[str, str]],
+    weights: Mapping[str, float],
+    k: float,
+    hits: Iterable[ConsolidatedHit],
+    root: Path | None = None,
+    with_hashes: bool = False,
+) -> dict:
+    """Build the envelope; ``with_hashes`` adds each span's current ``sha256`` (needs ``root``)."""
+    results = []
+    for hit in hits:
+        item = hit.to_dict()
+        if with_hashes:
+            item["sha256"] = span_sha256(root, hit) if root is not None else None
+        results.append(item)
+    out = {
+        "query": query,
+        "mode": mode,
+        "retrievers": list(retrievers),
+        "skipped": [{"name": n, "reason": r} for n, r in skipped],
+        "weights": dict(weights),
+        "k": k,
+        "results": results,
+    }
+    if root is not None:
+        out["root"] = str(root)
+    return out
+
+
+def write_json_atomic(path: Path | str, data: object) -> Path:
+    """Write JSON to ``path`` via a temp file in the same folder and ``os.replace``.
+
+    Raises OSError (unwritable folder, missing parent …) with nothing left behind.
+    """
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise IsADirectoryError(f"{target} is a directory")
+    parent = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return target

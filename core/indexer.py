@@ -1,0 +1,491 @@
+"""Build and incrementally update a root's index: one pass builds every arm.
+
+Files are compared with the last run by size + mtime, then by content hash; only added or
+changed files are re-read, re-chunked and re-embedded, and removed ones are dropped. All
+artifacts of the new state go into a fresh generation folder; committing ``generation`` in
+SQLite is the single switch-over (see :mod:`core.store`). A file lock makes a second indexer
+wait for the first instead of interleaving with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .arms import bm25 as bm25_arm
+from .arms import dense as dense_arm
+from .arms import lexical_ctx as ctx_arm
+from .arms import symbols as symbols_arm
+from .bm25 import BM25Matrix
+from .chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
+from .discovery import DiscoveryOptions, FileEntry, discover, read_text
+from .languages import language_for
+from .store import FORMAT_VERSION, SCHEMA, connect, gen_dir_name, read_meta
+from .tokenize import code_token_counts
+from .types import Chunk
+
+#: Lexical matrices stored per generation: name -> the chunk's document as term counts, given
+#: the chunk and the counts of its text (tokenized once for all matrices); None: not in it.
+MATRICES: dict[str, Callable[[Chunk, dict[str, int]], dict[str, int] | None]] = {
+    "bm25": bm25_arm.document,
+    "ctx": ctx_arm.document,
+    "symbols": symbols_arm.document,
+}
+
+EMBED_BATCH = 512
+#: Files of the index folder a rebuild keeps: the lock, and the user's tuned fusion settings
+#: (core.config) and relevance judgments (core.judgments), which no rebuild can recreate.
+KEEP_ON_RESET = frozenset({"index.lock", "config.json", "judgments.jsonl", "judgments.jsonl.lock"})
+STAGES = ("discover", "read", "chunk", "lexical", "embed", "write")
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """Everything that decides what an index holds."""
+
+    window: int = DEFAULT_WINDOW
+    overlap: int = DEFAULT_OVERLAP
+    options: DiscoveryOptions = field(default_factory=DiscoveryOptions)
+    model: str | None = None  # model2vec model for the dense arm; None = the bundled one
+
+    def fingerprint(self) -> str:
+        """The chunking/discovery part; a change means every chunk must be rebuilt."""
+        # Sets are sorted for a stable text; tuples (exclude_globs) keep their order, which
+        # matters for negated patterns.
+        opts = {
+            k: sorted(v) if isinstance(v, (frozenset, set)) else list(v) if isinstance(v, tuple) else v
+            for k, v in asdict(self.options).items()
+        }
+        return json.dumps({"window": self.window, "overlap": self.overlap, "options": opts}, sort_keys=True)
+
+
+@dataclass
+class Progress:
+    """One step of indexing, for a progress bar: ``done`` of ``total`` in ``stage``."""
+
+    stage: str
+    done: int
+    total: int
+
+
+@dataclass
+class IndexStats:
+    """What one indexing pass did."""
+
+    root: str
+    index_dir: str
+    generation: int = 0
+    files: int = 0
+    chunks: int = 0
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    embedded: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    rebuilt: str | None = None  # why the index was rebuilt from scratch, if it was
+    dense: str | None = None  # why the dense arm has no vectors, if it has none
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def up_to_date(self) -> bool:
+        return not (self.added or self.changed or self.removed or self.rebuilt)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
+        d["up_to_date"] = self.up_to_date
+        return d
+
+
+ProgressFn = Callable[[Progress], None]
+NotifyFn = Callable[[str], None]
+
+
+class Indexer:
+    """Brings the index of ``root`` in ``directory`` up to date."""
+
+    def __init__(
+        self,
+        root: Path,
+        directory: Path,
+        settings: IndexSettings,
+        notify: NotifyFn | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.directory = Path(directory)
+        self.settings = settings
+        self.notify = notify or (lambda _msg: None)
+
+    @property
+    def db_path(self) -> Path:
+        return self.directory / "index.sqlite"
+
+    def update(self, progress: ProgressFn | None = None) -> IndexStats:
+        """Index what changed since the last run (everything, the first time).
+
+        Raises
+        ------
+        OSError
+            When the cache folder cannot be written.
+        """
+        from filelock import FileLock, Timeout
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.directory / "index.lock"))
+        try:
+            lock.acquire(timeout=0.5)
+        except Timeout:
+            self.notify("another ranklens is indexing this root; waiting for it to finish")
+            lock.acquire()
+        try:
+            return self._update(progress or (lambda _p: None))
+        finally:
+            lock.release()
+
+    # -- the pass -----------------------------------------------------------------------
+
+    def _update(self, progress: ProgressFn) -> IndexStats:
+        stats = IndexStats(root=str(self.root), index_dir=str(self.directory))
+        clock = _Clock(stats.seconds)
+        conn, meta, rebuilt = self._open()
+        stats.rebuilt = rebuilt
+        try:
+            with clock("discover"):
+                progress(Progress("discover", 0, 1))
+                found = discover(self.root, self.settings.options)
+                stats.skipped.extend(found.skipped)
+                progress(Progress("discover", 1, 1))
+            with clock("read"):
+                plan = self._plan(conn, found.files, progress, stats)
+            prev_gen = int(meta.get("generation", "0"))
+            model, dense_reason = self._model()
+            same_model = (
+                prev_gen > 0
+                and (model.name if model else "") == meta.get("dense_model", "")
+                and (dense_reason or "") == meta.get("dense_reason", "")
+            )
+            if prev_gen and not plan.dirty and same_model:
+                self._touch(conn, plan)
+                return self._finish(stats, conn, prev_gen, dense_reason)
+            return self._write(conn, meta, plan, model, dense_reason, same_model, stats, clock, progress)
+        finally:
+            conn.close()
+
+    def _open(self) -> tuple[sqlite3.Connection, dict[str, str], str | None]:
+        """Open (creating or rebuilding when needed) the database; say why if rebuilt."""
+        reason = None
+        try:
+            conn = connect(self.db_path)
+            conn.executescript(SCHEMA)
+            meta = read_meta(conn)
+            if meta and meta.get("format") != str(FORMAT_VERSION):
+                reason = f"index format {meta.get('format', '?')} is not {FORMAT_VERSION}"
+            elif meta and meta.get("settings") != self.settings.fingerprint():
+                reason = "chunking or discovery settings changed"
+            elif meta.get("generation") and not (self.directory / gen_dir_name(int(meta["generation"]))).is_dir():
+                reason = "index files are missing"
+        except (sqlite3.DatabaseError, ValueError) as exc:
+            reason = f"index database is corrupt ({exc})"
+            conn = None
+        if reason is None:
+            return conn, meta, None
+        if conn is not None:
+            conn.close()
+        self.notify(f"rebuilding the index of {self.root}: {reason}")
+        self._reset()
+        conn = connect(self.db_path)
+        conn.executescript(SCHEMA)
+        return conn, {}, reason
+
+    def _reset(self) -> None:
+        for entry in self.directory.iterdir():
+            if entry.name in KEEP_ON_RESET:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+    def _plan(self, conn: sqlite3.Connection, files: list[FileEntry], progress: ProgressFn, stats: IndexStats) -> "_Plan":
+        known = {
+            path: (size, mtime, sha)
+            for path, size, mtime, sha in conn.execute("SELECT path, size, mtime_ns, sha256 FROM files")
+        }
+        plan = _Plan()
+        total = len(files)
+        for i, entry in enumerate(files, start=1):
+            if i % 200 == 0 or i == total:
+                progress(Progress("read", i, total))
+            old = known.pop(entry.path, None)
+            if old and old[0] == entry.size and old[1] == entry.mtime_ns:
+                stats.unchanged += 1
+                continue
+            text, reason = read_text(self.root, entry, self.settings.options.max_bytes)
+            if text is None:
+                stats.skipped.append((entry.path, reason))
+                if old:
+                    plan.removed.append(entry.path)
+                continue
+            sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            if old and old[2] == sha:
+                plan.touched.append((entry, sha))
+                stats.unchanged += 1
+                continue
+            plan.changed.append((entry, text, sha, old is not None))
+        plan.removed.extend(known)
+        stats.added = sum(1 for c in plan.changed if not c[3])
+        stats.changed = len(plan.changed) - stats.added
+        stats.removed = len(plan.removed)
+        return plan
+
+    def _model(self):
+        from .embedding import ModelUnavailable, load_model
+
+        try:
+            return load_model(self.settings.model), None
+        except ModelUnavailable as exc:
+            return None, str(exc)
+
+    def _touch(self, conn: sqlite3.Connection, plan: "_Plan") -> None:
+        if plan.touched:
+            conn.executemany(
+                "UPDATE files SET size = ?, mtime_ns = ?, sha256 = ? WHERE path = ?",
+                [(e.size, e.mtime_ns, sha, e.path) for e, sha in plan.touched],
+            )
+
+    def _write(self, conn, meta, plan, model, dense_reason, same_model, stats, clock, progress) -> IndexStats:
+        prev_gen = int(meta.get("generation", "0"))
+        gen = prev_gen + 1
+        final = self.directory / gen_dir_name(gen)
+        tmp = self.directory / f"{gen_dir_name(gen)}.tmp-{os.getpid()}"
+        shutil.rmtree(final, ignore_errors=True)  # left by a run that died before committing
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            with clock("chunk"):
+                old_ids, new_chunks, new_ids = self._replace_chunks(conn, meta, plan, progress)
+            embedding = None
+            if model is not None:
+                # Embedding runs mostly outside the GIL (Rust tokenizer, BLAS), so it overlaps
+                # with the pure-Python lexical stage on another core.
+                base, todo = self._vector_plan(conn, prev_gen if same_model else 0, model, old_ids, new_chunks, new_ids)
+                embedding = _Background(self._embed, base, todo, model, progress, stats.seconds)
+            with clock("lexical"):
+                self._write_matrices(tmp, prev_gen, old_ids, new_chunks, new_ids, progress)
+            if embedding is not None:
+                with clock("embed wait"):
+                    index = embedding.result()
+                    index.save(tmp / dense_arm.VECTORS_FILE)
+                stats.embedded = len(todo)
+            with clock("write"):
+                progress(Progress("write", 0, 1))
+                os.replace(tmp, final)
+                values = {
+                    "format": str(FORMAT_VERSION),
+                    "generation": str(gen),
+                    "root": str(self.root),
+                    "settings": self.settings.fingerprint(),
+                    "dense_model": model.name if model else "",
+                    "dense_spec": self.settings.model or "",
+                    "dense_reason": dense_reason or "",
+                    "ranklens": __version__,
+                    "updated": str(time.time()),
+                }
+                conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", values.items())
+                conn.execute("COMMIT")
+                progress(Progress("write", 1, 1))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(final, ignore_errors=True)
+            raise
+        self._drop_old_generations(gen)
+        return self._finish(stats, conn, gen, dense_reason)
+
+    def _finish(self, stats: IndexStats, conn, gen: int, dense_reason: str | None) -> IndexStats:
+        stats.generation = gen
+        stats.files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+        stats.chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        stats.dense = dense_reason
+        return stats
+
+    def _replace_chunks(self, conn, meta, plan, progress):
+        """Delete the chunks of changed/removed files and insert the new ones (in the open transaction)."""
+        stale_paths = [c[0].path for c in plan.changed if c[3]] + plan.removed
+        old_ids: list[int] = []
+        for batch in _batches(stale_paths, 500):
+            marks = ",".join("?" * len(batch))
+            old_ids += [r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE path IN ({marks})", batch)]
+        for batch in _batches(old_ids, 500):
+            marks = ",".join("?" * len(batch))
+            conn.execute(
+                f"INSERT INTO fts(fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE id IN ({marks})",
+                batch,
+            )
+            conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", batch)
+        conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in plan.removed])
+        self._touch(conn, plan)
+        # Chunk ids only grow, so an id never names two different chunks across generations.
+        next_id = int(meta.get("next_chunk_id", "1"))
+        new_chunks: list[Chunk] = []
+        total = len(plan.changed)
+        w, o = self.settings.window, self.settings.overlap
+        for i, (entry, text, sha, _existed) in enumerate(plan.changed, start=1):
+            language = language_for(entry.path)
+            new_chunks.extend(chunk_file(entry.path, text, window=w, overlap=o, language=language))
+            conn.execute(
+                "INSERT OR REPLACE INTO files(path, size, mtime_ns, sha256, language) VALUES (?, ?, ?, ?, ?)",
+                (entry.path, entry.size, entry.mtime_ns, sha, language),
+            )
+            if i % 50 == 0 or i == total:
+                progress(Progress("chunk", i, total))
+        new_ids = list(range(next_id, next_id + len(new_chunks)))
+        conn.executemany(
+            "INSERT INTO chunks(id, path, start_line, end_line, kind, language, context, symbol, signature,"
+            " docstring, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (i, c.path, c.start_line, c.end_line, c.kind, c.language, c.context, c.symbol, c.signature,
+                 c.docstring, c.text)
+                for i, c in zip(new_ids, new_chunks)
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO fts(rowid, text) VALUES (?, ?)", [(i, c.text) for i, c in zip(new_ids, new_chunks)]
+        )
+        conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('next_chunk_id', ?)", (str(next_id + len(new_chunks)),)
+        )
+        return old_ids, new_chunks, new_ids
+
+    def _write_matrices(self, out: Path, prev_gen: int, old_ids, new_chunks, new_ids, progress) -> None:
+        prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
+        steps = len(MATRICES) + 1
+        progress(Progress("lexical", 0, steps))
+        text_counts = [code_token_counts(c.text) for c in new_chunks]
+        for i, (name, doc_fn) in enumerate(MATRICES.items(), start=1):
+            progress(Progress("lexical", i, steps))
+            docs, keys = [], []
+            for cid, chunk, counts in zip(new_ids, new_chunks, text_counts):
+                doc = doc_fn(chunk, counts)
+                if doc is not None:
+                    docs.append(doc)
+                    keys.append(cid)
+            if prev is not None:
+                matrix = BM25Matrix.load(prev, name).updated(old_ids, docs, keys)
+            else:
+                matrix = BM25Matrix.from_documents(docs, keys)
+            matrix.save(out, name)
+        progress(Progress("lexical", steps, steps))
+
+    def _vector_plan(self, conn, prev_gen: int, model, old_ids, new_chunks, new_ids):
+        """The vector index to start from and the (id, text) pairs it still needs."""
+        from .vectors import VectorIndex
+
+        prev = self.directory / gen_dir_name(prev_gen) / dense_arm.VECTORS_FILE if prev_gen else None
+        if prev is not None and prev.exists():
+            index = VectorIndex.load(prev, view=False)
+            if old_ids:
+                index.remove(np.array(old_ids, dtype=np.int64))
+            return index, list(zip(new_ids, (dense_arm.document_text(c) for c in new_chunks)))
+        # First build, or a different model: embed every chunk of the (uncommitted) state.
+        rows = conn.execute(
+            "SELECT id, path, start_line, end_line, kind, language, context, symbol, signature,"
+            " docstring, text FROM chunks ORDER BY id"
+        )
+        return VectorIndex(model.dim), [(cid, dense_arm.document_text(_row_chunk(row))) for cid, *row in rows]
+
+    @staticmethod
+    def _embed(index, todo, model, progress: ProgressFn, seconds: dict[str, float]):
+        t0 = time.perf_counter()
+        total = len(todo)
+        progress(Progress("embed", 0, total))
+        for start in range(0, total, EMBED_BATCH):
+            batch = todo[start : start + EMBED_BATCH]
+            vectors = model.encode([t for _, t in batch])
+            index.add(np.array([cid for cid, _ in batch], dtype=np.int64), vectors)
+            progress(Progress("embed", start + len(batch), total))
+        seconds["embed"] = time.perf_counter() - t0
+        return index
+
+    def _drop_old_generations(self, current: int) -> None:
+        """Keep the current generation and the one before (a reader may still be on it)."""
+        for entry in self.directory.iterdir():
+            name = entry.name
+            if not name.startswith("gen-"):
+                continue
+            num = name[4:10]
+            if ".tmp-" in name or (num.isdigit() and int(num) < current - 1):
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+@dataclass
+class _Plan:
+    changed: list[tuple[FileEntry, str, str, bool]] = field(default_factory=list)  # entry, text, sha, existed
+    touched: list[tuple[FileEntry, str]] = field(default_factory=list)  # same content, new stat
+    removed: list[str] = field(default_factory=list)
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.changed or self.removed)
+
+
+class _Clock:
+    """Adds the wall time of each ``with clock(stage):`` block to a dict."""
+
+    def __init__(self, sink: dict[str, float]) -> None:
+        self.sink = sink
+
+    def __call__(self, stage: str) -> "_Clock":
+        self.stage = stage
+        return self
+
+    def __enter__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc) -> None:
+        self.sink[self.stage] = self.sink.get(self.stage, 0.0) + time.perf_counter() - self.t0
+
+
+class _Background:
+    """Run ``fn(*args)`` on a thread; ``result()`` joins it and re-raises its exception."""
+
+    def __init__(self, fn, *args) -> None:
+        self._out: list = []
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="ranklens-embed", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args) -> None:
+        try:
+            self._out.append((True, fn(*args)))
+        except BaseException as exc:  # handed to the joining thread
+            self._out.append((False, exc))
+
+    def result(self):
+        self._thread.join()
+        ok, value = self._out[0]
+        if not ok:
+            raise value
+        return value
+
+
+def _row_chunk(row) -> Chunk:
+    path, start, end, kind, language, context, symbol, signature, docstring, text = row
+    return Chunk(path, start, end, text, language, context, kind, symbol, signature, docstring)
+
+
+def _batches(items: list, size: int):
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,249 @@
+"""Where an index lives on disk and how a committed generation is opened for querying.
+
+Layout, one folder per root under the platformdirs user cache dir::
+
+    <cache>/<name>-<hash of the root's real path>/
+        index.lock          cross-process lock held by the indexer
+        index.sqlite        files, chunks (with text), the FTS5 table, meta (format, generation)
+        gen-000007/         the arm artifacts of generation 7 (BM25 matrices, vector index)
+
+The indexer writes a new ``gen-N`` folder under a temporary name, renames it into place, and
+only then commits ``generation = N`` in SQLite. That commit is the single switch-over point:
+a crash before it leaves the previous generation intact and whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+import numpy as np
+
+from .types import Hit
+
+#: Bumped whenever the on-disk layout or the meaning of a stored artifact changes; a cache of
+#: another version is rebuilt, never read.
+FORMAT_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL, language TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL, kind TEXT NOT NULL, language TEXT NOT NULL,
+    context TEXT NOT NULL, symbol TEXT NOT NULL, signature TEXT NOT NULL,
+    docstring TEXT NOT NULL, text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+-- Identifiers stay whole ('_' is a token character): this arm is the exact-symbol signal.
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+    text, content='chunks', content_rowid='id', tokenize="unicode61 tokenchars '_'"
+);
+"""
+
+
+class IndexError_(Exception):
+    """The index cannot be used as it is (missing, corrupt or of another format)."""
+
+
+def cache_root() -> Path:
+    """The folder holding every root's index (``RANKLENS_CACHE_DIR`` overrides it)."""
+    env = os.environ.get("RANKLENS_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("ranklens", appauthor=False))
+
+
+def index_dir(root: Path, cache_dir: Path | None = None) -> Path:
+    """The index folder of ``root``: readable name plus a hash of its real path."""
+    real = Path(os.path.realpath(root))
+    digest = hashlib.sha256(str(real).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", real.name or "root")[:40]
+    return (cache_dir or cache_root()) / f"{name}-{digest}"
+
+
+def gen_dir_name(generation: int) -> str:
+    return f"gen-{generation:06d}"
+
+
+def connect(db_path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open the index database (WAL, so readers never block on the indexer)."""
+    if readonly:
+        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+    else:
+        conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA busy_timeout=10000")
+    return conn
+
+
+def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+
+
+class ChunkTable:
+    """Columnar, in-memory metadata of every chunk (no text), ordered by chunk id."""
+
+    def __init__(self, rows: list[tuple]) -> None:
+        self.ids = np.array([r[0] for r in rows], dtype=np.int64)
+        self.paths: list[str] = [r[1] for r in rows]
+        self.starts = np.array([r[2] for r in rows], dtype=np.int64)
+        self.ends = np.array([r[3] for r in rows], dtype=np.int64)
+        self.contexts: list[str] = [r[4] for r in rows]
+        self.languages: list[str] = [r[5] for r in rows]
+        self.kinds: list[str] = [r[6] for r in rows]
+        self._masks: dict[tuple[str | None, str | None], np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, conn: sqlite3.Connection) -> "ChunkTable":
+        return cls(
+            conn.execute(
+                "SELECT id, path, start_line, end_line, context, language, kind FROM chunks ORDER BY id"
+            ).fetchall()
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rows_for(self, keys: np.ndarray) -> np.ndarray:
+        """Row of each chunk id, -1 where the id is unknown (e.g. newer than this view)."""
+        keys = np.asarray(keys, dtype=np.int64)
+        if len(self.ids) == 0:
+            return np.full(len(keys), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.ids, keys), len(self.ids) - 1)
+        return np.where(self.ids[pos] == keys, pos, -1)
+
+    def docid(self, row: int) -> str:
+        return f"{self.paths[row]}:{int(self.starts[row])}-{int(self.ends[row])}"
+
+    def hit(self, arm: str, row: int, rank: int, score: float) -> Hit:
+        return Hit(
+            arm=arm,
+            docid=self.docid(row),
+            path=self.paths[row],
+            start_line=int(self.starts[row]),
+            end_line=int(self.ends[row]),
+            rank=rank,
+            score=float(score),
+            context=self.contexts[row],
+        )
+
+    def mask(self, path_glob: str | None = None, language: str | None = None) -> np.ndarray | None:
+        """Boolean row mask for the filters (``None`` when there is no filter).
+
+        ``path_glob`` is fnmatch-style against the relative path (``*`` crosses ``/``);
+        ``language`` compares case-insensitively.
+        """
+        if not path_glob and not language:
+            return None
+        key = (path_glob or None, language.lower() if language else None)
+        with self._lock:
+            cached = self._masks.get(key)
+        if cached is not None:
+            return cached
+        by_path: dict[str, bool] = {}
+        out = np.zeros(len(self.ids), dtype=bool)
+        for row, path in enumerate(self.paths):
+            ok = by_path.get(path)
+            if ok is None:
+                ok = by_path[path] = not path_glob or fnmatchcase(path, path_glob)
+            out[row] = ok and (key[1] is None or self.languages[row] == key[1])
+        with self._lock:
+            self._masks[key] = out
+        return out
+
+
+@dataclass
+class IndexView:
+    """One committed generation of an index, opened read-only for querying.
+
+    The arms share it across threads: matrices and the vector index are read-only; SQLite
+    connections are per thread.
+    """
+
+    root: Path
+    directory: Path
+    generation: int
+    meta: dict[str, str]
+    chunks: ChunkTable
+    _local: threading.local = field(default_factory=threading.local, repr=False)
+    _cache: dict[str, object] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def db_path(self) -> Path:
+        return self.directory / "index.sqlite"
+
+    @property
+    def gen_dir(self) -> Path:
+        return self.directory / gen_dir_name(self.generation)
+
+    @property
+    def settings(self) -> dict:
+        return json.loads(self.meta.get("settings", "{}"))
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's read-only connection to the index database."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = connect(self.db_path, readonly=True)
+        return conn
+
+    def cached(self, key: str, load):
+        """Load an artifact once per view, even when several arm threads ask at once."""
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = load()
+            return self._cache[key]
+
+    def matrix(self, name: str):
+        from .bm25 import BM25Matrix
+
+        return self.cached(f"matrix:{name}", lambda: BM25Matrix.load(self.gen_dir, name))
+
+    def texts(self, ids: list[int]) -> dict[int, str]:
+        """Chunk texts by id (fetched on demand; the view keeps no text in memory)."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.connection().execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", ids)
+        return dict(rows.fetchall())
+
+    @classmethod
+    def open(cls, root: Path, directory: Path) -> "IndexView":
+        """Open the committed generation, or raise :class:`IndexError_` saying why not."""
+        db = directory / "index.sqlite"
+        if not db.exists():
+            raise IndexError_("no index yet")
+        try:
+            conn = connect(db, readonly=True)
+            try:
+                meta = read_meta(conn)
+                if meta.get("format") != str(FORMAT_VERSION):
+                    raise IndexError_(f"index format {meta.get('format', '?')} is not {FORMAT_VERSION}")
+                generation = int(meta.get("generation", "0"))
+                if generation <= 0:
+                    raise IndexError_("index was never completed")
+                chunks = ChunkTable.load(conn)
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            raise IndexError_(f"index database is unreadable ({exc})") from None
+        view = cls(root=root, directory=directory, generation=generation, meta=meta, chunks=chunks)
+        if not view.gen_dir.is_dir():
+            raise IndexError_(f"index generation {generation} is missing")
+        return view

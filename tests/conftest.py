@@ -1,0 +1,163 @@
+"""Shared fixtures: a small multi-language repository written fresh for each test."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+FILES = {
+    "app/auth.py": '''
+        """User authentication helpers."""
+
+        import hashlib
+
+
+        class PasswordHasher:
+            """Hash and verify user passwords with a salt."""
+
+            def hash_password(self, password: str, salt: str) -> str:
+                """Return the salted sha256 digest of a password."""
+                return hashlib.sha256((salt + password).encode()).hexdigest()
+
+            def verify_password(self, password: str, salt: str, digest: str) -> bool:
+                return self.hash_password(password, salt) == digest
+
+
+        def login_user(username, password, store):
+            """Check the credentials of a user against the store and open a session."""
+            record = store.get(username)
+            if record is None:
+                return None
+            hasher = PasswordHasher()
+            if hasher.verify_password(password, record["salt"], record["digest"]):
+                return {"user": username, "session": True}
+            return None
+    ''',
+    "app/cache.py": '''
+        class LRUCache:
+            """A least-recently-used cache with a fixed capacity."""
+
+            def __init__(self, capacity):
+                self.capacity = capacity
+                self.items = {}
+
+            def get(self, key):
+                value = self.items.pop(key, None)
+                if value is not None:
+                    self.items[key] = value
+                return value
+
+            def put(self, key, value):
+                self.items.pop(key, None)
+                if len(self.items) >= self.capacity:
+                    oldest = next(iter(self.items))
+                    del self.items[oldest]
+                self.items[key] = value
+    ''',
+    "web/router.js": '''
+        // Route incoming HTTP requests to handlers.
+        export function parseRoute(url) {
+          const [path, query] = url.split("?");
+          return { path, query };
+        }
+
+        export class Router {
+          constructor() {
+            this.routes = new Map();
+          }
+
+          addRoute(method, path, handler) {
+            this.routes.set(`${method} ${path}`, handler);
+          }
+
+          dispatch(request) {
+            const { path } = parseRoute(request.url);
+            const handler = this.routes.get(`${request.method} ${path}`);
+            return handler ? handler(request) : { status: 404 };
+          }
+        }
+    ''',
+    "server/main.go": '''
+        package main
+
+        import "fmt"
+
+        // RateLimiter limits how many requests a client may send per second.
+        type RateLimiter struct {
+            limit int
+            seen  map[string]int
+        }
+
+        // Allow reports whether the client may send another request.
+        func (r *RateLimiter) Allow(client string) bool {
+            r.seen[client]++
+            return r.seen[client] <= r.limit
+        }
+
+        func main() {
+            limiter := &RateLimiter{limit: 10, seen: map[string]int{}}
+            fmt.Println(limiter.Allow("127.0.0.1"))
+        }
+    ''',
+    "engine/src/lib.rs": '''
+        /// Parse a configuration file into key/value pairs.
+        pub fn parse_config(text: &str) -> Vec<(String, String)> {
+            text.lines()
+                .filter_map(|line| line.split_once('='))
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .collect()
+        }
+
+        pub struct Matrix {
+            rows: usize,
+            cols: usize,
+        }
+
+        impl Matrix {
+            /// Multiply two matrices.
+            pub fn multiply(&self, other: &Matrix) -> Matrix {
+                Matrix { rows: self.rows, cols: other.cols }
+            }
+        }
+    ''',
+    "docs/guide.md": '''
+        # Guide
+
+        How to use the project.
+
+        ## Installation
+
+        Install the package with pip and run the server.
+
+        ## Configuration
+
+        Settings are read from a configuration file with key=value lines.
+    ''',
+    ".gitignore": "ignored/\n*.log\n",
+    "ignored/skip.py": "def should_not_be_indexed(): pass\n",
+    "debug.log": "log line\n",
+    ".env": "API_TOKEN=supersecret\n",
+    "keys/server.pem": "-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n",
+}
+
+
+def write_repo(root: Path, files: dict[str, str] = FILES) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test gets its own index cache, never the user's."""
+    monkeypatch.setenv("RANKLENS_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture
+def sample_repo(tmp_path) -> Path:
+    return write_repo(tmp_path / "repo")

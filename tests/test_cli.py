@@ -1,0 +1,142 @@
+"""The real ``ranklens`` CLI, run as a subprocess over a fixture repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+LINE = re.compile(
+    r"^(?P<loc>\S+:\d+-\d+)  \[score=(?P<score>\d\.\d{4}) agree=(?P<n>\d)/(?P<m>\d) "
+    r"conf=(?P<conf>high|medium|low)  via (?P<via>[a-z0-9+,]+)\]"
+)
+
+
+def run(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "core.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=300,
+    )
+
+
+def test_index_json_summary_then_incremental(sample_repo):
+    first = run("index", str(sample_repo), "--json")
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)
+    assert summary["files"] == 7 and summary["chunks"] > 7 and summary["added"] == 7  # 6 sources + .gitignore
+    assert {s["path"] for s in summary["skipped"]} >= {".env", "keys/server.pem"}
+    again = json.loads(run("index", str(sample_repo), "--json").stdout)
+    assert again["up_to_date"] and again["embedded"] == 0
+
+
+def test_query_text_lines_open_in_an_editor(sample_repo):
+    out = run("query", "how are passwords hashed", "--root", str(sample_repo), "--top-k", "3")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert 1 <= len(lines) <= 3
+    first = LINE.match(lines[0])
+    assert first, lines[0]
+    assert first["loc"].startswith("app/auth.py:")
+    assert first["m"] == "4"
+
+
+def test_query_json_envelope_has_every_field(sample_repo, tmp_path):
+    target = tmp_path / "out" / "hits.json"
+    target.parent.mkdir()
+    out = run(
+        "query", "rate limiter", "--root", str(sample_repo), "--json", "--output", str(target),
+        "--weights", "dense:1.5,bm25:0.5", "--rrf-k", "30",
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert json.loads(target.read_text()) == data
+    assert set(data) == {"query", "mode", "retrievers", "skipped", "weights", "k", "results"}
+    assert data["mode"] == "all" and data["k"] == 30
+    assert data["weights"] == {"bm25": 0.5, "fts5": 1.0, "dense": 1.5, "symbols": 1.0}
+    hit = data["results"][0]
+    assert hit["path"] == "server/main.go"
+    assert set(hit) >= {
+        "path", "start_line", "end_line", "docid", "context", "score", "rank",
+        "provenance", "agreement", "confidence", "contributors",
+    }
+    assert set(hit["contributors"][0]) == {"arm", "rank", "docid", "score", "contribution"}
+
+
+def test_single_retriever_prints_its_own_ranking(sample_repo):
+    out = run("query", "LRUCache", "--root", str(sample_repo), "--retriever", "fts5", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["mode"] == "fts5" and data["retrievers"] == ["fts5"]
+    assert data["results"][0]["path"] == "app/cache.py"
+    assert all(r["provenance"] == ["fts5"] for r in data["results"])
+
+
+@pytest.mark.parametrize("mode", ["bm25", "dense", "symbols", "hybrid", "lexical+ctx"])
+def test_every_retriever_mode_runs(sample_repo, mode):
+    out = run("query", "parse config", "--root", str(sample_repo), "--retriever", mode, "--top-k", "2")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip()
+
+
+def test_filters_by_path_and_language(sample_repo):
+    out = run("query", "parse", "--root", str(sample_repo), "--path", "engine/*", "--json")
+    assert {r["path"] for r in json.loads(out.stdout)["results"]} == {"engine/src/lib.rs"}
+    out = run("query", "parse", "--root", str(sample_repo), "--lang", "javascript", "--json")
+    assert {r["path"] for r in json.loads(out.stdout)["results"]} == {"web/router.js"}
+
+
+def test_skip_notes_go_to_stderr_only(sample_repo):
+    out = run("query", "login", "--root", str(sample_repo), "--model", str(sample_repo / "nope"), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert [s["name"] for s in data["skipped"]] == ["dense"]
+    assert "dense skipped" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["query", ""], "empty"),
+        (["query", "x" * 1001], "limit is 1000"),
+        (["query", "?!?!"], "no searchable words"),
+        (["query", "x", "--retriever", "magic"], "unknown retriever"),
+        (["query", "x", "--weights", "dense=2"], "malformed weight"),
+        (["query", "x", "--weights", "dense:-1"], "bad weight"),
+        (["query", "x", "--weights", "dense:abc"], "bad weight"),
+        (["query", "x", "--weights", "vibes:1"], "unknown retriever"),
+        (["query", "x", "--top-k", "0"], "--top-k"),
+        (["query", "x", "--top-k", "1001"], "--top-k"),
+        (["query", "x", "--rrf-k", "0"], "RRF k"),
+        (["query", "x", "--root", "/no/such/dir"], "not a directory"),
+        (["index", "/no/such/dir"], "not a directory"),
+        (["query", "x", "--top-k", "ten"], "ten"),
+        (["query"], "TEXT"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message, sample_repo):
+    out = run(*args, cwd=sample_repo)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_unwritable_output_is_a_clean_error(sample_repo, tmp_path):
+    out = run("query", "login", "--root", str(sample_repo), "--output", str(tmp_path / "missing" / "x.json"))
+    assert out.returncode == 2 and "cannot write" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_help_documents_confidence_and_commands():
+    out = run("query", "--help")
+    assert out.returncode == 0
+    assert "conf=high" in out.stdout and "w_arm / (k + rank_arm)" in out.stdout
+    top = run("--help")
+    assert "index" in top.stdout and "query" in top.stdout

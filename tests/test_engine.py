@@ -1,0 +1,205 @@
+"""The engine over a real index of a small multi-language repository."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from core.engine import Engine, QueryError, check_query, pool_size
+from core.indexer import IndexSettings
+from core.store import index_dir
+
+
+@pytest.fixture
+def engine(sample_repo):
+    eng = Engine(sample_repo)
+    eng.ensure_index()
+    yield eng
+    eng.close()
+
+
+def test_index_holds_every_discovered_file_and_skips_secrets(engine):
+    paths = set(engine.view.chunks.paths)
+    assert {"app/auth.py", "app/cache.py", "web/router.js", "server/main.go", "engine/src/lib.rs", "docs/guide.md"} <= paths
+    assert not paths & {".env", "keys/server.pem", "ignored/skip.py", "debug.log", "logo.png"}
+
+
+def test_every_default_arm_answers_and_fusion_agrees(engine):
+    result = engine.search("verify the password of a user", top_k=5)
+    assert result.answered == ["bm25", "fts5", "dense", "symbols"], result.skipped
+    top = result.hits[0]
+    assert top.path == "app/auth.py"
+    assert top.agreement >= 3 and top.confidence == "high"
+    assert [h.rank for h in result.hits] == list(range(1, len(result.hits) + 1))
+    for arm in result.answered:
+        assert len(result.results[arm].hits) <= pool_size(5)
+
+
+def test_arms_report_as_soon_as_ready_from_their_own_threads(engine):
+    seen = []
+    engine.search("rate limiter allow client", on_arm=lambda r: seen.append((r.arm, threading.current_thread().name)))
+    assert sorted(a for a, _ in seen) == ["bm25", "dense", "fts5", "symbols"]
+    assert all(name.startswith("ranklens-arm") for _, name in seen)
+
+
+def test_refuse_reorders_without_rerunning_arms(engine):
+    result = engine.search("parse configuration file", top_k=10)
+    calls = []
+    original = engine.run_arm
+    engine.run_arm = lambda *a, **kw: calls.append(a) or original(*a, **kw)
+    only_md = engine.fuse(result.results.values(), weights={"bm25": 0, "fts5": 0, "dense": 0, "symbols": 1})
+    assert calls == []
+    assert all(h.provenance == ["symbols"] for h in only_md)
+
+
+def test_filters_restrict_every_arm(engine):
+    result = engine.search("parse", path_glob="engine/*", top_k=5)
+    for r in result.results.values():
+        assert all(h.path.startswith("engine/") for h in r.hits)
+    result = engine.search("route request", language="javascript", top_k=5)
+    assert {h.path for h in result.hits} <= {"web/router.js"}
+
+
+def test_fts5_never_parses_user_syntax(engine):
+    for q in ['NOT "unterminated', "a* OR NEAR(b c)", "col:value ^start", "AND OR NOT"]:
+        r = engine.run_arm("fts5", q)
+        assert r.error is None, r.error
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "x" * 1001, "!!! ???"])
+def test_bad_queries_are_refused(bad):
+    with pytest.raises(QueryError):
+        check_query(bad)
+
+
+def test_unknown_arm_is_refused_and_a_broken_arm_is_skipped(engine, monkeypatch):
+    with pytest.raises(QueryError):
+        engine.search("x", arms=["nope"])
+    from core import arms
+
+    def broken(view):
+        raise ImportError("No module named 'usearch'")
+
+    monkeypatch.setitem(arms.REGISTRY, "dense", broken)
+    engine._arms.clear()
+    result = engine.search("login user session")
+    assert dict(result.skipped)["dense"].startswith("missing dependency")
+    assert result.hits
+
+
+def test_model_that_cannot_load_skips_dense_with_reason(sample_repo):
+    eng = Engine(sample_repo, IndexSettings(model=str(sample_repo / "no-such-model")))
+    stats = eng.ensure_index()
+    assert stats.dense
+    result = eng.search("login user")
+    assert "dense" in dict(result.skipped)
+    assert set(result.answered) == {"bm25", "fts5", "symbols"}
+
+
+def test_incremental_update_touches_only_changed_files(engine, sample_repo):
+    before = engine.ensure_index()
+    assert before.up_to_date and before.embedded == 0
+    (sample_repo / "app/cache.py").write_text("def evict_everything():\n    return 'flush'\n")
+    (sample_repo / "app/new.py").write_text("def brand_new_feature():\n    pass\n")
+    os.remove(sample_repo / "web/router.js")
+    stats = engine.ensure_index()
+    assert (stats.added, stats.changed, stats.removed) == (1, 1, 1)
+    assert stats.embedded == 2  # one chunk each for the two small files
+    paths = set(engine.view.chunks.paths)
+    assert "web/router.js" not in paths and "app/new.py" in paths
+    hit = engine.search("brand_new_feature").hits[0]
+    assert hit.path == "app/new.py"
+    assert not engine.search("dispatch Router addRoute").hits or all(
+        h.path != "web/router.js" for h in engine.search("dispatch Router addRoute").hits
+    )
+
+
+def test_touch_without_change_rehashes_but_does_not_reindex(engine, sample_repo):
+    path = sample_repo / "app/auth.py"
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000_000))
+    stats = engine.ensure_index()
+    assert stats.up_to_date and stats.embedded == 0
+
+
+def test_corrupt_database_is_rebuilt_with_a_message(sample_repo):
+    notes = []
+    eng = Engine(sample_repo, notify=notes.append)
+    eng.ensure_index()
+    db = eng.directory / "index.sqlite"
+    for extra in ("-wal", "-shm"):
+        (eng.directory / f"index.sqlite{extra}").unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    stats = Engine(sample_repo, notify=notes.append).ensure_index()
+    assert stats.rebuilt and "corrupt" in stats.rebuilt
+    assert any("rebuilding" in n for n in notes)
+    assert stats.chunks > 0
+
+
+def test_foreign_format_version_is_rebuilt(sample_repo):
+    eng = Engine(sample_repo)
+    eng.ensure_index()
+    conn = sqlite3.connect(eng.directory / "index.sqlite")
+    conn.execute("UPDATE meta SET value = '999' WHERE key = 'format'")
+    conn.commit()
+    conn.close()
+    stats = Engine(sample_repo).ensure_index()
+    assert stats.rebuilt and "999" in stats.rebuilt
+
+
+def test_a_failed_update_keeps_the_previous_generation(engine, sample_repo, monkeypatch):
+    gen = engine.view.generation
+    (sample_repo / "app/extra.py").write_text("def extra_function():\n    pass\n")
+    from core import indexer
+
+    def boom(*a, **kw):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(indexer.Indexer, "_embed", staticmethod(boom))
+    with pytest.raises(OSError):
+        engine.ensure_index()
+    fresh = Engine(sample_repo)
+    assert fresh.open() and fresh.view.generation == gen
+    assert "app/extra.py" not in fresh.view.chunks.paths
+    assert fresh.search("verify password").hits
+    assert not list(engine.directory.glob("*.tmp-*"))
+
+
+def test_second_indexer_waits_for_the_lock(sample_repo):
+    from filelock import FileLock
+
+    eng = Engine(sample_repo)
+    eng.directory.mkdir(parents=True, exist_ok=True)
+    notes = []
+    lock = FileLock(str(eng.directory / "index.lock"))
+    lock.acquire()
+    done = []
+    t = threading.Thread(target=lambda: done.append(Engine(sample_repo, notify=notes.append).ensure_index()))
+    t.start()
+    time.sleep(1.0)
+    assert not done and any("waiting" in n for n in notes)
+    lock.release()
+    t.join(60)
+    assert done and done[0].chunks > 0
+
+
+def test_index_lives_under_the_cache_dir_per_root(sample_repo, tmp_path):
+    eng = Engine(sample_repo)
+    assert eng.directory == index_dir(sample_repo.resolve())
+    assert str(eng.directory).startswith(os.environ["RANKLENS_CACHE_DIR"])
+
+
+def test_core_never_imports_textual():
+    code = (
+        "import importlib, pkgutil, sys, core\n"
+        "for m in pkgutil.walk_packages(core.__path__, 'core.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "assert 'textual' not in sys.modules, 'core imported textual'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
