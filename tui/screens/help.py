@@ -32,8 +32,11 @@ Every query runs on several retrievers ("arms") at once; their rankings are fuse
 
   Families: *lexical* = `bm25`, `fts5`; *semantic* = `dense`; *structural* = `symbols`.
 - **via**: the arms that ranked the span.
-- **↑3 / ↓1**: after a re-fuse (weights or k changed, or another arm answered) the hit
-  moved up 3 / down 1 places compared with the ranking shown before.
+- **move** `↑3 / ↓1`: after you change a weight or k, the hit moved up 3 / down 1 places
+  compared with the ranking shown before (`new`: it was not ranked before); the marks
+  stay until the next change.
+- **●** in the `#` column: the hit is selected (space); export takes the selection.
+- Dimmed rows are low-confidence hits.
 
 ## Fusion (weighted reciprocal rank fusion)
 

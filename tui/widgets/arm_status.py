@@ -76,9 +76,10 @@ class ArmStatus(Static):
         """``arm`` has started on the query."""
         self._set(arm, "running", "running…")
 
-    def set_done(self, arm: str, ms: float, hits: int) -> None:
-        """``arm`` answered in ``ms`` milliseconds with ``hits`` hits."""
-        self._set(arm, "done", f"{format_ms(ms)} · {hits} {'hit' if hits == 1 else 'hits'}")
+    def set_done(self, arm: str, ms: float | None, hits: int) -> None:
+        """``arm`` answered in ``ms`` milliseconds (``None``: time not shown) with ``hits`` hits."""
+        count = f"{hits} {'hit' if hits == 1 else 'hits'}"
+        self._set(arm, "done", count if ms is None else f"{format_ms(ms)} · {count}")
 
     def set_skipped(self, arm: str, reason: str) -> None:
         """``arm`` did not run (disabled, weight 0, no index …)."""

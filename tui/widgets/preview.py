@@ -117,6 +117,10 @@ class Preview(VerticalScroll):
         background: $panel;
         color: $text;
         text-style: bold;
+        /* One line: a header that re-wraps when the context changes would force a
+           layout pass (re-measuring the code) on every re-fuse. */
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     Preview > #preview-code {
         width: 1fr;
@@ -214,14 +218,42 @@ class Preview(VerticalScroll):
         start, end = span
         self._syntax = self._build_syntax(path, text, first_line, start, end, query)
         self._trace = None if hit is None else self.build_trace(hit, arms)
-        header = Text(f"{path}:{start}-{end}")
-        if hit is not None and hit.context and hit.context != path:
-            header.append(f"  {hit.context}", style="dim")
-        self.query_one("#preview-header", Static).update(header)
+        self.query_one("#preview-header", Static).update(self._header(path, start, end, hit))
         self.query_one("#preview-code", Static).update(self._syntax)
         self.query_one("#preview-trace", Static).update(self._trace or "")
         self.remove_class("-empty")
         self.scroll_home(animate=False)
+
+    def show_trace(self, hit: ConsolidatedHit, arms: list[str]) -> None:
+        """Replace only the trace (same span, new fusion): the code is not re-highlighted.
+
+        A re-fuse (new weights or k, another arm landing) changes the trace but not the
+        code; re-highlighting the code would cost far more than the fusion itself.
+        """
+        self._trace = self.build_trace(hit, arms)
+        header = self._header(hit.path, hit.start_line, hit.end_line, hit)
+        for selector, renderable in (("#preview-header", header), ("#preview-trace", self._trace)):
+            widget = self.query_one(selector, Static)
+            # A layout pass re-measures the highlighted code too (tens of ms): skip it when
+            # the new content takes as many lines as the old.
+            same_height = self._height(widget, renderable) == widget.content_size.height
+            widget.update(renderable, layout=not same_height)
+
+    def _height(self, widget: Static, renderable: Text | Group) -> int:
+        """Lines ``renderable`` takes in ``widget`` at its current content width."""
+        width = widget.content_size.width
+        if width <= 0:
+            return -1
+        console = self.app.console
+        lines = console.render_lines(renderable, console.options.update_width(width), pad=False)
+        return len(lines)
+
+    @staticmethod
+    def _header(path: str, start: int, end: int, hit: ConsolidatedHit | None) -> Text:
+        header = Text(f"{path}:{start}-{end}", no_wrap=True, overflow="ellipsis")
+        if hit is not None and hit.context and hit.context != path:
+            header.append(f"  {hit.context}", style="dim")
+        return header
 
     def clear(self, message: str = "") -> None:
         """Blank the pane, optionally showing ``message`` instead (e.g. "no results")."""

@@ -1,0 +1,558 @@
+"""The app end to end over a real engine and a small real repository (Pilot)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from core.arms import DEFAULT_ARMS
+from core.engine import ArmResult, Engine
+from core.handoff import span_text
+from core.indexer import STAGES, IndexSettings
+from tui.app import HELP_KEYS, RanklensApp
+from tui.messages import ArmFinished, IndexProgress
+from tui.screens.export import ExportScreen
+from tui.screens.help import HelpScreen
+from tui.widgets.tuning import TuningPanel
+
+SIZE = (120, 36)
+
+
+@pytest.fixture
+def engine(sample_repo: Path):
+    """A real engine over the sample repository, already indexed (a warm start)."""
+    eng = Engine(sample_repo)
+    eng.ensure_index()
+    yield eng
+    eng.close()
+
+
+def count_arm_calls(eng: Engine) -> Counter:
+    """Wrap ``eng.run_arm`` so every call is counted per arm."""
+    calls: Counter = Counter()
+    real = eng.run_arm
+
+    def counted(name, query, **kwargs):
+        calls[name] += 1
+        return real(name, query, **kwargs)
+
+    eng.run_arm = counted
+    return calls
+
+
+def gate_arms(eng: Engine) -> dict[str, threading.Event]:
+    """Make every arm wait for its own event before it runs."""
+    gates = {arm: threading.Event() for arm in DEFAULT_ARMS}
+    real = eng.run_arm
+
+    def gated(name, query, **kwargs):
+        gates[name].wait(20)
+        return real(name, query, **kwargs)
+
+    eng.run_arm = gated
+    return gates
+
+
+async def wait_for(pilot, condition, timeout: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError("timed out waiting for the app")
+        await pilot.pause(0.02)
+
+
+async def ready(pilot, app: RanklensApp) -> None:
+    """Wait for the index to be open and refreshed."""
+    await wait_for(pilot, lambda: app.engine.ready and app._generation is not None)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def run_query(pilot, app: RanklensApp, text: str) -> None:
+    """Type ``text`` into the query, press enter and wait for every arm."""
+    app.query_input.focus()
+    app.query_input.value = text
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: app.query_text == text and len(app.results) == len(app.arms))
+    await pilot.pause()
+
+
+def record_notifications(app: RanklensApp) -> list[str]:
+    """Collect the text of every notification the app shows."""
+    shown: list[str] = []
+    real = app.notify
+
+    def notify(message, *args, **kwargs):
+        shown.append(str(message))
+        return real(message, *args, **kwargs)
+
+    app.notify = notify
+    return shown
+
+
+def column(app: RanklensApp, key: str) -> list[str]:
+    table = app.table
+    return [table.cell_text(row, key) for row in range(table.row_count)]
+
+
+# -- searching ---------------------------------------------------------------------------
+
+
+async def test_typing_a_query_fills_the_table_and_the_preview(engine) -> None:
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        assert isinstance(app.focused, Input)
+        await pilot.press(*"password hash")
+        # Debounced: it runs on its own after the last key, no enter needed.
+        await wait_for(pilot, lambda: len(app.results) == len(app.arms))
+        await pilot.pause()
+        assert app.query_text == "password hash"
+        assert app.table.row_count >= 1
+        assert column(app, "location")[0] == "app/auth.py:1-25"
+        assert column(app, "agree")[0] == "4/4"
+        assert column(app, "conf")[0] == "high"
+        assert column(app, "via")[0] == "BFDS"
+        # The preview shows the hit under the cursor, with its trace.
+        assert app.preview.syntax is not None and app.preview.trace is not None
+        assert "hash_password" in app.preview.syntax.code
+        # Moving the cursor moves the preview.
+        app.table.focus()
+        await pilot.press("down")
+        await pilot.pause()
+        second = app.table.hits[1]
+        assert app.table.current_hit is second
+        assert f"{second.path}:{second.start_line}-{second.end_line}" in str(
+            app.preview.query_one("#preview-header").render()
+        )
+        states = app.status.states
+        assert all(s.state == "done" for s in states.values()), states
+        assert "ms" in states["bm25"].detail and "hits" in states["bm25"].detail
+
+
+async def test_each_arm_landing_grows_agree(engine) -> None:
+    gates = gate_arms(engine)
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        app.query_input.value = "parse configuration"
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert app.table.row_count == 0
+        assert {s.state for s in app.status.states.values()} == {"running"}
+        best_agreement = []
+        for landed, arm in enumerate(("symbols", "bm25", "dense", "fts5"), start=1):
+            gates[arm].set()
+            await wait_for(pilot, lambda arm=arm: arm in app.results)
+            await pilot.pause()
+            agree = column(app, "agree")
+            assert agree and all(a.endswith(f"/{landed}") for a in agree), agree
+            assert app.status.states[arm].state == "done"
+            best_agreement.append(max(int(a.split("/")[0]) for a in agree))
+        assert best_agreement == [1, 2, 3, 4]
+        # Still running arms were shown as running meanwhile; now all are done.
+        assert {s.state for s in app.status.states.values()} == {"done"}
+
+
+async def test_results_of_an_older_query_are_dropped(engine) -> None:
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "password hash")
+        before = list(app.table.hits)
+        stale = engine.run_arm("bm25", "rate limit requests", top_k=50)
+        app.post_message(ArmFinished(app.query_id - 1, stale))
+        await pilot.pause()
+        assert app.table.hits == before
+        assert app.results["bm25"].hits[0].path == "app/auth.py"
+
+
+async def test_a_slider_re_ranks_without_running_any_arm(engine) -> None:
+    calls = count_arm_calls(engine)
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "parse configuration")
+        assert calls == Counter({arm: 1 for arm in DEFAULT_ARMS})
+        assert column(app, "location")[:2] == ["docs/guide.md:1-11", "engine/src/lib.rs:1-19"]
+        assert column(app, "move") == [""] * app.table.row_count  # no marks after a query
+        app.table.focus()
+        assert app.table.current_hit.path == "docs/guide.md"
+
+        await pilot.press("t")
+        await pilot.pause()
+        panel = app.query_one(TuningPanel)
+        assert app.screen.has_class("-show-tuning")
+        assert panel.slider("bm25").has_focus
+        await pilot.press("down", "down")  # bm25 -> fts5 -> dense
+        assert panel.slider("dense").has_focus
+        await pilot.press("home")  # dense weight 0.0
+        await pilot.pause()
+
+        assert app.weights["dense"] == 0.0
+        assert calls == Counter({arm: 1 for arm in DEFAULT_ARMS})  # nothing ran again
+        assert column(app, "location") == ["engine/src/lib.rs:1-19", "docs/guide.md:1-11", "web/router.js:1-21"]
+        assert column(app, "move") == ["↑1", "↓1", ""]
+        # The cursor stayed on the hit it was on, which moved down a row.
+        assert app.table.current_hit.path == "docs/guide.md"
+        assert app.table.cursor_row == 1
+        # dense weighs 0: it no longer counts toward agreement.
+        assert column(app, "agree")[1] == "3/4"
+
+        # k too; marks are relative to the ranking shown just before.
+        await pilot.press("down")  # symbols
+        await pilot.press("down")  # k
+        assert panel.slider("k").has_focus
+        await pilot.press("end")
+        await pilot.pause()
+        assert app.k == 200
+        assert calls == Counter({arm: 1 for arm in DEFAULT_ARMS})
+
+        # r resets everything in one re-fuse.
+        await pilot.press("r")
+        await pilot.pause()
+        assert app.weights == {arm: 1.0 for arm in DEFAULT_ARMS} and app.k == 60
+        assert column(app, "location")[:2] == ["docs/guide.md:1-11", "engine/src/lib.rs:1-19"]
+        assert calls == Counter({arm: 1 for arm in DEFAULT_ARMS})
+
+        # esc closes the panel and gives the focus back to the table.
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not app.screen.has_class("-show-tuning")
+        assert app.focused is app.table
+
+
+async def test_every_arm_weighted_zero_says_so(engine) -> None:
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "password hash")
+        panel = app.query_one(TuningPanel)
+        for arm in DEFAULT_ARMS:
+            panel.slider(arm).value = 0.0
+        await pilot.pause()
+        assert app.table.row_count == 0
+        message = str(app.preview.query_one("#preview-message").render())
+        assert "weighted 0" in message
+
+
+# -- selection and export ----------------------------------------------------------------
+
+
+async def test_export_writes_the_selected_hits_with_hashes(engine, tmp_path) -> None:
+    app = RanklensApp(engine)
+    target = tmp_path / "out" / "handoff.json"
+    target.parent.mkdir()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "parse configuration")
+        app.table.focus()
+        await pilot.press("space", "down", "down", "space")
+        await pilot.pause()
+        assert column(app, "rank")[0].startswith("●") and column(app, "rank")[2].startswith("●")
+        assert not column(app, "rank")[1].startswith("●")
+        assert "2 selected" in str(app.table.border_title)
+        selected = [app.table.hits[0], app.table.hits[2]]
+
+        await pilot.press("e")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ExportScreen)
+        path_input = screen.query_one("#export-path", Input)
+        assert path_input.value == "./ranklens-handoff.json"
+        assert screen.count == 2 and screen.selected
+        path_input.value = str(target)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ExportScreen)
+
+    data = json.loads(target.read_text(encoding="utf-8"))
+    assert data["query"] == "parse configuration"
+    assert data["mode"] == "all"
+    assert data["retrievers"] == list(DEFAULT_ARMS)
+    assert data["skipped"] == []
+    assert data["weights"] == {arm: 1.0 for arm in DEFAULT_ARMS}
+    assert data["k"] == 60
+    assert data["root"] == str(engine.root)
+    assert [(r["path"], r["start_line"], r["end_line"]) for r in data["results"]] == [
+        (h.path, h.start_line, h.end_line) for h in selected
+    ]
+    for item in data["results"]:
+        text = span_text(engine.root, item["path"], item["start_line"], item["end_line"])
+        assert item["sha256"] == hashlib.sha256(text.encode("utf-8")).hexdigest()
+        assert {c["arm"] for c in item["contributors"]} <= set(DEFAULT_ARMS)
+    # Nothing but the file: the temp file was renamed into place.
+    assert sorted(p.name for p in target.parent.iterdir()) == ["handoff.json"]
+
+
+async def test_export_takes_every_shown_hit_when_none_is_selected(engine, tmp_path) -> None:
+    app = RanklensApp(engine)
+    target = tmp_path / "all.json"
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "parse configuration")
+        # Tuning in force is what is exported.
+        app.query_one(TuningPanel).slider("bm25").value = 2.5
+        await pilot.pause()
+        app.table.focus()
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.screen.count == app.table.row_count and not app.screen.selected
+        shown = [h.docid for h in app.table.hits]
+        app.screen.query_one("#export-path", Input).value = str(target)
+        await pilot.press("enter")
+        await pilot.pause()
+    data = json.loads(target.read_text(encoding="utf-8"))
+    assert [item["docid"] for item in data["results"]] == shown
+    assert data["weights"]["bm25"] == 2.5
+    assert all(len(item["sha256"]) == 64 for item in data["results"])
+
+
+async def test_an_unwritable_export_path_shows_the_error(engine, tmp_path) -> None:
+    out = tmp_path / "exports"
+    out.mkdir()
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "password hash")
+        app.table.focus()
+        await pilot.press("e")
+        await pilot.pause()
+        screen = app.screen
+        screen.query_one("#export-path", Input).value = str(out / "no" / "such" / "x.json")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is screen  # still open, the user can fix the path
+        assert screen.error.startswith("Could not export:")
+        assert "No such file or directory" in screen.error
+        # A directory is not a file either.
+        screen.query_one("#export-path", Input).value = str(out)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "is a directory" in screen.error
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ExportScreen)
+        assert app.is_running
+    assert list(out.iterdir()) == []
+
+
+async def test_export_with_no_results_notifies(engine) -> None:
+    app = RanklensApp(engine)
+    shown = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        app.table.focus()
+        await pilot.press("e")
+        await pilot.pause()
+        assert not isinstance(app.screen, ExportScreen)
+        assert any("Nothing to export" in n for n in shown)
+
+
+# -- arms that cannot answer -------------------------------------------------------------
+
+
+async def test_a_skipped_arm_shows_its_reason(sample_repo) -> None:
+    eng = Engine(sample_repo, IndexSettings(model="/nonexistent"))
+    eng.ensure_index()
+    app = RanklensApp(eng)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "password hash")
+        dense = app.status.states["dense"]
+        assert dense.state == "skipped"
+        assert dense.detail.startswith("skipped (") and "nonexistent" in dense.detail
+        assert "dense: skipped (" in str(app.status.render())
+        # The others answered; agree counts only them.
+        assert column(app, "agree")[0] == "3/3"
+        assert column(app, "via")[0] == "BF·S"
+    eng.close()
+
+
+async def test_a_crashing_arm_is_marked_failed_and_the_app_survives(engine) -> None:
+    real = engine.run_arm
+
+    def broken(name, query, **kwargs):
+        if name == "fts5":
+            raise RuntimeError("disk on fire\nsecond line")
+        return real(name, query, **kwargs)
+
+    engine.run_arm = broken
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "password hash")
+        fts5 = app.status.states["fts5"]
+        assert fts5.state == "failed" and "RuntimeError: disk on fire" in fts5.detail
+        assert app.is_running
+        assert column(app, "agree")[0] == "3/3"
+
+
+async def test_an_invalid_query_is_explained_and_runs_nothing(engine) -> None:
+    calls = count_arm_calls(engine)
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        app.query_input.value = "?? !!"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "no searchable words" in app.status.note
+        assert app.table.row_count == 0
+        app.query_input.value = "x" * 1001
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "limit is 1000" in app.status.note
+        # Clearing the query is not an error.
+        app.query_input.value = ""
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "limit" not in app.status.note
+    assert sum(calls.values()) == 0
+
+
+# -- index -------------------------------------------------------------------------------
+
+
+async def test_first_open_indexes_with_progress_then_runs_the_waiting_query(sample_repo) -> None:
+    eng = Engine(sample_repo)  # never indexed
+    progress: list[str] = []
+    notes: list[str] = []
+
+    def hook(message) -> None:
+        if isinstance(message, IndexProgress):
+            progress.append(message.progress.stage)
+
+    app = RanklensApp(eng, query="password hash")
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+        real_set_note = app.status.set_note
+
+        def record(text: str) -> None:
+            notes.append(text)
+            real_set_note(text)
+
+        app.status.set_note = record
+        await wait_for(pilot, lambda: len(app.results) == len(app.arms), timeout=60)
+        await pilot.pause()
+        assert column(app, "location")[0] == "app/auth.py:1-25"
+    # Progress messages supersede each other, so some steps may be collapsed away.
+    assert progress and set(progress) <= set(STAGES)
+    assert any("indexing: " in n for n in notes), notes
+    assert any("the query runs when the index is ready" in n for n in notes), notes
+    assert notes[-1].startswith("indexed 7 files")
+    eng.close()
+
+
+async def test_a_warm_start_refreshes_the_index_and_re_runs_the_query(engine, sample_repo) -> None:
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        assert app.status.note.startswith("index up to date")
+        await run_query(pilot, app, "rate limit requests")
+        first_id = app.query_id
+        (sample_repo / "app" / "limits.py").write_text(
+            "def rate_limit_requests(client):\n    return client.requests < 10\n", encoding="utf-8"
+        )
+        app._start_index()  # what returning from the editor does
+        await wait_for(pilot, lambda: app.query_id > first_id and len(app.results) == len(app.arms))
+        await pilot.pause()
+        assert "index refreshed (+1" in app.status.note
+        assert "app/limits.py:1-2" in column(app, "location")
+
+
+# -- keys --------------------------------------------------------------------------------
+
+
+async def test_q_types_in_the_query_and_quits_elsewhere(engine) -> None:
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("q", "?", "t", "e", "space", "slash")
+        await pilot.pause()
+        assert app.query_input.value == "q?te /"
+        assert app.is_running and not isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert app.focused is app.table
+        await pilot.press("slash")
+        assert app.focused is app.query_input
+        await pilot.press("down")
+        assert app.focused is app.table
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+
+
+async def test_help_lists_the_keys(engine) -> None:
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("escape", "question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        source = app.screen.markdown
+        for key, text in HELP_KEYS:
+            assert text.replace("|", "\\|") in source
+        for needle in ("agree", "conf", "via", "Σ w_i / (k + rank_i)"):
+            assert needle in source
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_enter_or_o_opens_the_editor_at_the_line(engine, monkeypatch) -> None:
+    ran: list[list[str]] = []
+    app = RanklensApp(engine)
+    shown = record_notifications(app)
+    monkeypatch.setattr(app, "suspend", contextlib.nullcontext)
+    monkeypatch.setattr(app, "run_editor", ran.append)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "rate limit requests")
+        app.table.focus()
+        hit = app.table.current_hit
+
+        monkeypatch.delenv("EDITOR", raising=False)
+        await pilot.press("o")
+        await pilot.pause()
+        assert ran == []
+        assert any("Set $EDITOR" in n for n in shown)
+
+        monkeypatch.setenv("EDITOR", "code --wait  -r")
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press("down", "o")
+        await pilot.pause()
+        second = app.table.current_hit
+    assert ran == [
+        ["code", "--wait", "-r", f"+{hit.start_line}", str(engine.root / hit.path)],
+        ["code", "--wait", "-r", f"+{second.start_line}", str(engine.root / second.path)],
+    ]
+
+
+async def test_a_missing_editor_is_reported(engine, monkeypatch) -> None:
+    app = RanklensApp(engine)
+    shown = record_notifications(app)
+    monkeypatch.setattr(app, "suspend", contextlib.nullcontext)
+    monkeypatch.setenv("EDITOR", "/no/such/editor-binary")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "password hash")
+        app.table.focus()
+        await pilot.press("o")
+        await pilot.pause()
+        assert app.is_running
+        assert any("Cannot run /no/such/editor-binary" in n for n in shown)
+
+
+def test_arm_results_are_plain_data() -> None:
+    # ArmFinished carries the engine's ArmResult untouched (no widget, no lock).
+    message = ArmFinished(3, ArmResult("bm25", skipped="no index"))
+    assert message.query_id == 3 and not message.result.ok

@@ -1,0 +1,647 @@
+"""The ranklens terminal UI: type a query, watch every arm answer, read the fused ranking.
+
+Data flow. Every arm runs in its own thread worker (its own group, so a new query for one
+arm does not cancel the others) and posts :class:`~tui.messages.ArmFinished` tagged with
+the query id; results of an older query are dropped. Each landing arm re-consolidates the
+cached rankings (``engine.fuse``) and redraws the table, so ``agree`` grows live. The
+tuning sliders re-fuse the same cached rankings; no arm runs again. The index is opened
+and refreshed in a thread worker of its own. Only the handlers here, on the UI thread,
+touch widgets.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import time
+from functools import partial
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on
+from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Input
+from textual.worker import Worker, WorkerState
+
+from core.arms import DEFAULT_ARMS
+from core.engine import ArmResult, Engine, QueryError, check_query
+from core.handoff import envelope, write_json_atomic
+from core.indexer import STAGES, IndexStats, Progress
+from core.types import ConsolidatedHit
+from tui.messages import ArmFinished, IndexDone, IndexOpened, IndexProgress
+from tui.screens.export import DEFAULT_PATH, ExportScreen
+from tui.screens.help import HelpScreen
+from tui.widgets.arm_status import ArmStatus
+from tui.widgets.preview import Preview
+from tui.widgets.results_table import ResultsTable, arm_letters, rank_shifts
+from tui.widgets.tuning import K_DEFAULT, WEIGHT_DEFAULT, TuningPanel
+
+#: Rows in the table; each arm is asked for ``pool_size(ROW_LIMIT)`` candidates.
+ROW_LIMIT = 50
+#: Pause after the last keystroke before the query runs.
+DEBOUNCE_SECONDS = 0.15
+#: What the help screen lists under "Keys" (the footer shows the same, contextually).
+HELP_KEYS: list[tuple[str, str]] = [
+    ("type", "search as you type (runs 150 ms after the last key)"),
+    ("enter (in the query)", "search now and move to the results"),
+    ("↓ / esc (in the query)", "move to the results"),
+    ("↑ ↓ pgup pgdn home end", "move in the results; the preview follows"),
+    ("space", "select / unselect the hit (● in the table)"),
+    ("c", "clear the selection"),
+    ("enter / o", "open the hit in $EDITOR at its first line"),
+    ("e", "export the selected hits (all shown hits if none is selected) as JSON"),
+    ("t", "show / hide the tuning panel (weights per arm, RRF k)"),
+    ("← → (tuning)", "change the focused slider; shift+← → by 10 steps; ↑ ↓ next slider"),
+    ("r (tuning)", "reset weights to 1.0 and k to 60"),
+    ("/", "back to the query"),
+    ("tab / shift+tab", "move between query, results, preview and tuning"),
+    ("?  or f1", "this help"),
+    ("q / ctrl+q", "quit (q types a q in the query: press esc first)"),
+]
+
+
+def describe_stats(stats: IndexStats, first_build: bool) -> str:
+    """The status-line note after an indexing pass."""
+    size = f"{stats.files} files · {stats.chunks} chunks"
+    if first_build or stats.rebuilt:
+        return f"indexed {size}"
+    if stats.up_to_date:
+        return f"index up to date · {size}"
+    return f"index refreshed (+{stats.added} ~{stats.changed} -{stats.removed}) · {size}"
+
+
+def describe_progress(progress: Progress) -> str:
+    stage = progress.stage
+    step = f" ({STAGES.index(stage) + 1}/{len(STAGES)})" if stage in STAGES else ""
+    count = f" {progress.done}/{progress.total}" if progress.total > 1 else ""
+    return f"indexing: {stage}{count}{step}"
+
+
+class RanklensApp(App[None]):
+    """Query a repository with several retrievers at once and explore the fused ranking.
+
+    Parameters
+    ----------
+    engine:
+        The engine of the root to explore (its index is opened or built on mount).
+    query:
+        A query to run as soon as the index is ready.
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "ranklens"
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("q", "quit", "Quit", show=False),
+        Binding("question_mark", "help", "Help"),
+        Binding("f1", "help", "Help", show=False),
+        Binding("t", "toggle_tuning", "Tuning"),
+        Binding("e", "export", "Export"),
+        Binding("slash", "focus_query", "Query"),
+        Binding("c", "clear_selection", "Clear selection", show=False),
+        Binding("down", "focus_results", "Results"),
+        Binding("escape", "back", "Back", show=False),
+    ]
+
+    #: Show arm timings in the status line (snapshot tests turn it off: timings vary).
+    show_timings: bool = True
+
+    def __init__(self, engine: Engine, *, query: str = "") -> None:
+        super().__init__()
+        self.engine = engine
+        self.arms: list[str] = list(DEFAULT_ARMS)
+        self.initial_query = query
+        self.weights: dict[str, float] = {arm: WEIGHT_DEFAULT for arm in self.arms}
+        self.k: float = float(K_DEFAULT)
+        # The current query and what has come back for it.
+        self.query_id = 0
+        self.query_text = ""
+        self.results: dict[str, ArmResult] = {}
+        self.hits: list[ConsolidatedHit] = []
+        # Figures for the status line and the benchmark.
+        self.last_query_ms: float | None = None
+        self.last_refuse_ms: float | None = None
+        self._query_started = 0.0
+        self._shown_query_id = -1
+        self._pending: str | None = None  # a query waiting for the index
+        self._debounce: Timer | None = None
+        self._arm_workers: dict[Worker, tuple[str, int]] = {}
+        self._index_worker: Worker | None = None
+        self._index_again = False
+        self._index_note = ""
+        self._query_note = ""
+        self._generation: int | None = None
+        self._preview_key: tuple[str, int] | None = None  # (docid, fuse version) shown
+        self._preview_code: tuple[str, str] | None = None  # (docid, query) highlighted
+        self._fuse_version = 0
+        self._files: dict[str, tuple[int, int, str]] = {}  # path -> (mtime_ns, size, text)
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Input(
+            self.initial_query,
+            placeholder="Search the code…  (enter: search now · ↓ results · ? help · ctrl+q quit)",
+            id="query",
+        )
+        with Horizontal(id="main"):
+            yield ResultsTable(id="results")
+            yield Preview(id="preview")
+        yield TuningPanel(self.arms, weights=self.weights, k=self.k, id="tuning")
+        yield ArmStatus(self.arms, id="arm-status")
+        yield Footer()
+
+    @property
+    def table(self) -> ResultsTable:
+        return self.query_one("#results", ResultsTable)
+
+    @property
+    def preview(self) -> Preview:
+        return self.query_one("#preview", Preview)
+
+    @property
+    def status(self) -> ArmStatus:
+        return self.query_one("#arm-status", ArmStatus)
+
+    @property
+    def query_input(self) -> Input:
+        return self.query_one("#query", Input)
+
+    @property
+    def tuning(self) -> TuningPanel:
+        return self.query_one("#tuning", TuningPanel)
+
+    def on_mount(self) -> None:
+        table = self.table
+        table.border_title = "results"
+        letters = arm_letters(self.arms)
+        table.border_subtitle = "via: " + " ".join(f"{letters[a]}={a}" for a in self.arms)
+        self.preview.border_title = "preview"
+        self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
+        self.query_input.focus()
+        self._start_index()
+        if self.initial_query:
+            self.search(self.initial_query)
+
+    # -- querying ---------------------------------------------------------------------------
+
+    @on(Input.Changed, "#query")
+    def _query_changed(self, event: Input.Changed) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(DEBOUNCE_SECONDS, partial(self.search, event.value))
+
+    @on(Input.Submitted, "#query")
+    def _query_submitted(self, event: Input.Submitted) -> None:
+        # A query that cannot run keeps the focus, so it can be fixed.
+        if self.search(event.value):
+            self.table.focus()
+
+    def search(self, text: str, *, force: bool = False) -> bool:
+        """Run ``text`` on every arm (unless it is the query already shown and not ``force``).
+
+        Returns whether ``text`` is a valid query (running, shown, or waiting for the index).
+        """
+        if self._debounce is not None:
+            self._debounce.stop()
+            self._debounce = None
+        try:
+            checked = check_query(text)
+        except QueryError as error:
+            self._abandon_query()
+            blank = not text.strip()
+            self._set_query_note("" if blank else str(error))
+            self.preview.clear("Type a query to search." if blank else f"Cannot search: {error}.")
+            return False
+        if checked == self.query_text and not force and self._pending is None:
+            return True
+        if not self.engine.ready:
+            self._pending = checked
+            self.status.reset(self.arms)
+            self._set_query_note("the query runs when the index is ready")
+            return True
+        self._pending = None
+        self._start_query(checked)
+        return True
+
+    def _start_query(self, text: str) -> None:
+        self.query_id += 1
+        qid = self.query_id
+        self.query_text = text
+        self.results = {}
+        self.last_query_ms = None
+        self._preview_code = None  # re-read the file: it may have changed since
+        self._query_started = time.perf_counter()
+        self._set_query_note("")
+        status = self.status
+        status.reset(self.arms)
+        for arm in self.arms:
+            status.set_running(arm)
+            worker = self.run_worker(
+                partial(self._run_arm, arm, qid, text),
+                name=f"{arm} #{qid}",
+                group=f"arm-{arm}",
+                exclusive=True,
+                thread=True,
+                exit_on_error=False,
+            )
+            self._arm_workers[worker] = (arm, qid)
+
+    def _run_arm(self, arm: str, qid: int, text: str) -> None:
+        """Worker body (in a thread): one arm, one query, one message."""
+        if qid != self.query_id:
+            return  # superseded while waiting for a thread
+        result = self.engine.run_arm(arm, text, top_k=ROW_LIMIT)
+        self.post_message(ArmFinished(qid, result))
+
+    def _abandon_query(self) -> None:
+        """Forget the current query (its late results will be dropped)."""
+        self.query_id += 1
+        self.query_text = ""
+        self.results = {}
+        self.hits = []
+        self._pending = None
+        self._shown_query_id = -1
+        self.table.clear_hits()
+        self.status.reset(self.arms)
+        self._update_titles()
+
+    @on(ArmFinished)
+    def _arm_finished(self, message: ArmFinished) -> None:
+        if message.query_id != self.query_id:
+            return
+        result = message.result
+        self._record(result)
+
+    def _record(self, result: ArmResult) -> None:
+        self.results[result.arm] = result
+        status = self.status
+        if result.skipped is not None:
+            status.set_skipped(result.arm, result.skipped)
+        elif result.error is not None:
+            status.set_failed(result.arm, result.error)
+        else:
+            status.set_done(result.arm, result.elapsed_ms if self.show_timings else None, len(result.hits))
+        if len(self.results) == len(self.arms):
+            self.last_query_ms = (time.perf_counter() - self._query_started) * 1000
+        # The first answer of a new query starts at the top; later ones keep the top row
+        # on the best hit unless the user has moved the cursor down.
+        first = self._shown_query_id != self.query_id
+        cursor = "top" if first or self.table.cursor_row == 0 else "keep"
+        self.refuse(cursor=cursor)
+
+    def answered(self) -> list[str]:
+        """The arms that answered the current query so far, in arm order."""
+        return [arm for arm in self.arms if arm in self.results and self.results[arm].ok]
+
+    # -- fusion ---------------------------------------------------------------------------
+
+    def refuse(self, *, cursor: str = "keep", shifts: bool = False) -> None:
+        """Re-fuse the cached rankings with the weights and k in force and redraw.
+
+        ``shifts`` marks how far each row moved (after a tuning change; an arm landing
+        moves most rows and the marks would be noise).
+        """
+        t0 = time.perf_counter()
+        same_query = self._shown_query_id == self.query_id
+        try:
+            hits = self.engine.fuse(list(self.results.values()), weights=self.weights, k=self.k)
+        except ValueError as error:
+            # Two arms answered from different index generations (a refresh landed
+            # mid-query): their spans disagree. Run the query again on the new index.
+            self._set_query_note(f"re-running: {error}")
+            self._start_query(self.query_text)
+            return
+        old, self.hits = self.hits, hits
+        shown = hits[:ROW_LIMIT]
+        moved = rank_shifts(old, shown) if shifts and same_query else None
+        self.table.set_hits(shown, answered=len(self.answered()), arms=self.arms, shifts=moved, cursor=cursor)
+        self._shown_query_id = self.query_id
+        self._fuse_version += 1
+        self._update_titles()
+        self._update_preview()
+        self.last_refuse_ms = (time.perf_counter() - t0) * 1000
+
+    @on(TuningPanel.Changed)
+    def _tuning_changed(self, event: TuningPanel.Changed) -> None:
+        self.weights = dict(event.weights)
+        self.k = float(event.k)
+        if self.results:
+            self.refuse(cursor="keep", shifts=True)
+
+    # -- preview --------------------------------------------------------------------------
+
+    @on(DataTable.RowHighlighted, "#results")
+    def _row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
+        self._update_preview()
+
+    def _update_preview(self) -> None:
+        hit = self.table.current_hit
+        if hit is None:
+            self._preview_key = None
+            self._preview_code = None
+            if not self.query_text:
+                return
+            if len(self.results) < len(self.arms):
+                message = "Searching…"
+            elif self.answered() and not any(self.weights.get(a, 1.0) > 0 for a in self.answered()):
+                message = "No results: every arm that answered is weighted 0 (press t to tune)."
+            else:
+                message = f"No results for {self.query_text!r}."
+            self.preview.clear(message)
+            return
+        key = (hit.docid, self._fuse_version)
+        if key == self._preview_key:
+            return
+        same_code = self._preview_code == (hit.docid, self.query_text)
+        self._preview_key = key
+        if same_code:
+            # Only the fusion changed: leave the highlighted code alone.
+            self.preview.show_trace(hit, self.answered())
+            return
+        text = self.read_file(hit.path)
+        if text is None:
+            self._preview_code = None
+            self.preview.clear(f"Cannot read {hit.path}.")
+            return
+        self._preview_code = (hit.docid, self.query_text)
+        self.preview.show(
+            path=hit.path,
+            text=text,
+            first_line=1,
+            span=(hit.start_line, hit.end_line),
+            query=self.query_text,
+            hit=hit,
+            arms=self.answered(),
+        )
+
+    def read_file(self, path: str) -> str | None:
+        """A file of the root as text, cached until its size or mtime changes."""
+        full = self.engine.root / path
+        try:
+            st = full.stat()
+            cached = self._files.get(path)
+            if cached is not None and cached[:2] == (st.st_mtime_ns, st.st_size):
+                return cached[2]
+            text = full.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        self._files[path] = (st.st_mtime_ns, st.st_size, text)
+        return text
+
+    # -- index ----------------------------------------------------------------------------
+
+    def _start_index(self) -> None:
+        if self._index_worker is not None and not self._index_worker.is_finished:
+            self._index_again = True
+            return
+        self._index_again = False
+        self._index_worker = self.run_worker(
+            self._index_job, name="index", group="index", thread=True, exit_on_error=False
+        )
+
+    def _index_job(self) -> None:
+        """Worker body: open what is there (fast), then bring it up to date."""
+        self.post_message(IndexOpened(self.engine.ready or self.engine.open()))
+        stats = self.engine.ensure_index(lambda p: self.post_message(IndexProgress(p)))
+        self.post_message(IndexDone(stats))
+
+    @on(IndexOpened)
+    def _index_opened(self, message: IndexOpened) -> None:
+        if message.ok:
+            self._generation = self._current_generation()
+            self._set_index_note("checking the index for changes…")
+            if self._pending is not None:
+                self.search(self._pending)
+        else:
+            self._set_index_note("building the index (first run)…")
+            if not self.query_text:
+                self.preview.clear(
+                    "Building the index of this folder (first run). You can type a query now: "
+                    "it runs as soon as the index is ready."
+                )
+
+    @on(IndexProgress)
+    def _index_progress(self, message: IndexProgress) -> None:
+        self._set_index_note(describe_progress(message.progress))
+
+    @on(IndexDone)
+    def _index_done(self, message: IndexDone) -> None:
+        first_build = self._generation is None
+        generation = self._current_generation()
+        changed = generation != self._generation
+        self._generation = generation
+        self._set_index_note(describe_stats(message.stats, first_build))
+        if self._pending is not None:
+            self.search(self._pending)
+        elif changed and self.query_text and not first_build:
+            # The rows may point at lines that moved: ask the arms again.
+            self.search(self.query_text, force=True)
+        elif first_build and not self.query_text:
+            self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
+
+    def _current_generation(self) -> int | None:
+        try:
+            return self.engine.view.generation
+        except Exception:  # not open
+            return None
+
+    # -- workers ----------------------------------------------------------------------------
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        finished = event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)
+        if worker is self._index_worker:
+            if event.state == WorkerState.ERROR:
+                self._set_index_note(f"indexing failed: {_one_line(worker.error)}")
+                if not self.engine.ready:
+                    self.preview.clear(f"Indexing failed: {_one_line(worker.error)}")
+            if finished and self._index_again:
+                self._start_index()
+            return
+        meta = self._arm_workers.get(worker)
+        if meta is None:
+            return
+        if finished:
+            del self._arm_workers[worker]
+        arm, qid = meta
+        if event.state == WorkerState.ERROR and qid == self.query_id and arm not in self.results:
+            self._record(ArmResult(arm, error=_one_line(worker.error)))
+
+    # -- status ---------------------------------------------------------------------------
+
+    def _set_index_note(self, text: str) -> None:
+        self._index_note = text
+        self._redraw_note()
+
+    def _set_query_note(self, text: str) -> None:
+        self._query_note = text
+        self._redraw_note()
+
+    def _redraw_note(self) -> None:
+        self.status.set_note(" · ".join(t for t in (self._query_note, self._index_note) if t))
+
+    def _update_titles(self) -> None:
+        table = self.table
+        shown, total = len(table.hits), len(self.hits)
+        if not self.query_text:
+            title = "results"
+        elif total > shown:
+            title = f"results · top {shown} of {total}"
+        else:
+            title = f"results · {total} {'hit' if total == 1 else 'hits'}"
+        selected = len(table.selected_hits)
+        if selected:
+            title += f" · {selected} selected"
+        table.border_title = title
+
+    @on(ResultsTable.SelectionChanged)
+    def _selection_changed(self, _event: ResultsTable.SelectionChanged) -> None:
+        self._update_titles()
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        in_query = self.focused is self.query_input
+        if action == "focus_results":
+            # Only the query input lets "down" through to here; elsewhere it moves/scrolls.
+            return in_query
+        if action == "focus_query":
+            return not in_query
+        return True
+
+    def action_focus_results(self) -> None:
+        self.table.focus()
+
+    def action_focus_query(self) -> None:
+        self.query_input.focus()
+
+    def action_back(self) -> None:
+        focused = self.focused
+        if focused is not None and self.tuning in focused.ancestors_with_self:
+            self.action_toggle_tuning()
+        elif focused is self.query_input:
+            self.table.focus()
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(HELP_KEYS))
+
+    def action_toggle_tuning(self) -> None:
+        show = not self.screen.has_class("-show-tuning")
+        self.screen.set_class(show, "-show-tuning")
+        if show:
+            self.call_after_refresh(self.tuning.focus_first)
+        elif self.focused is None or self.tuning in self.focused.ancestors_with_self:
+            self.table.focus()
+
+    def action_clear_selection(self) -> None:
+        self.table.clear_selection()
+
+    def action_export(self) -> None:
+        table = self.table
+        if not table.hits:
+            self.notify("Nothing to export yet: run a query first.", severity="warning")
+            return
+        selected = table.selected_hits
+        hits = selected or list(table.hits)
+        writer = partial(
+            self.write_handoff,
+            hits=hits,
+            query=self.query_text,
+            weights=dict(self.weights),
+            k=self.k,
+            results=dict(self.results),
+        )
+
+        def done(path: Path | None) -> None:
+            if path is not None:
+                noun = "hit" if len(hits) == 1 else "hits"
+                self.notify(f"Exported {len(hits)} {noun} to {path}", title="Export")
+
+        self.push_screen(
+            ExportScreen(writer, count=len(hits), selected=bool(selected), default_path=DEFAULT_PATH), done
+        )
+
+    def write_handoff(
+        self,
+        path: Path,
+        *,
+        hits: list[ConsolidatedHit],
+        query: str,
+        weights: dict[str, float],
+        k: float,
+        results: dict[str, ArmResult],
+    ) -> None:
+        """Write the hand-off envelope (as ``ranklens query --json``, with span hashes)."""
+        skipped = []
+        for arm in self.arms:
+            result = results.get(arm)
+            if result is None:
+                skipped.append((arm, "still running when exported"))
+            elif not result.ok:
+                skipped.append((arm, result.skipped or result.error or ""))
+        data = envelope(
+            query=query,
+            mode="all",
+            retrievers=[a for a in self.arms if a in results and results[a].ok],
+            skipped=skipped,
+            weights={arm: weights.get(arm, 1.0) for arm in self.arms},
+            k=k,
+            hits=hits,
+            root=self.engine.root,
+            with_hashes=True,
+        )
+        write_json_atomic(path, data)
+
+    @on(ResultsTable.OpenRequested)
+    def _open_requested(self, event: ResultsTable.OpenRequested) -> None:
+        self.open_in_editor(event.hit)
+
+    def open_in_editor(self, hit: ConsolidatedHit) -> None:
+        """Suspend the UI and open ``$EDITOR +line path``; refresh the index afterwards."""
+        editor = os.environ.get("EDITOR", "").strip()
+        if not editor:
+            self.notify("Set $EDITOR to open hits in your editor (e.g. export EDITOR=vim).", severity="warning")
+            return
+        try:
+            command = shlex.split(editor)
+        except ValueError as error:
+            self.notify(f"Cannot parse $EDITOR ({editor!r}): {error}", severity="error")
+            return
+        path = self.engine.root / hit.path
+        try:
+            with self.suspend():
+                self.run_editor([*command, f"+{hit.start_line}", str(path)])
+        except SuspendNotSupported:
+            self.notify("This terminal cannot hand over to an editor.", severity="error")
+            return
+        except OSError as error:
+            self.notify(f"Cannot run {command[0]}: {error.strerror or error}", severity="error")
+            return
+        # The file may have changed: refresh the index (the query re-runs if it did).
+        self._start_index()
+
+    def run_editor(self, argv: list[str]) -> None:
+        """Run the editor in the terminal the app handed over (blocks until it exits)."""
+        subprocess.run(argv, check=False)
+
+
+def _one_line(error: BaseException | None) -> str:
+    if error is None:
+        return "unknown error"
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def make_app(root: str | Path = ".", *, query: str = "", model: str | None = None) -> RanklensApp:
+    """The app over ``root`` (what ``ranklens [ROOT]`` runs); tests and scripts reuse it."""
+    from core.indexer import IndexSettings
+
+    return RanklensApp(Engine(root, IndexSettings(model=model)), query=query)

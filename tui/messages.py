@@ -1,0 +1,50 @@
+"""Messages the app's thread workers post back to the UI thread.
+
+Workers never touch a widget: each ends (or reports progress) by posting one of these, and
+the app's handlers, which run on the UI thread, update the screen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from core.engine import ArmResult
+from core.indexer import IndexStats, Progress
+
+
+@dataclass
+class ArmFinished(Message):
+    """One arm answered (or was skipped, or failed) for query ``query_id``.
+
+    The app drops it when ``query_id`` is not the current query's id.
+    """
+
+    query_id: int
+    result: ArmResult
+
+
+@dataclass
+class IndexOpened(Message):
+    """The existing index was opened (``ok``) or there is none usable yet."""
+
+    ok: bool
+
+
+@dataclass
+class IndexProgress(Message):
+    """A step of indexing; a newer one supersedes a pending older one."""
+
+    progress: Progress
+
+    def can_replace(self, message: Message) -> bool:
+        # Only the latest step matters for a one-line status: collapse the backlog.
+        return isinstance(message, IndexProgress)
+
+
+@dataclass
+class IndexDone(Message):
+    """The index is up to date and open; ``stats`` says what the pass did."""
+
+    stats: IndexStats
