@@ -7,10 +7,11 @@ rank-bm25's ``BM25Okapi.get_scores`` walks every document for every query term (
 
 so we precompute the impacts once, with rank-bm25's exact statistics (its idf, including the
 ``epsilon * average_idf`` floor for negative idfs), into a term-major sparse matrix; a query is
-then a handful of column slices (~0.4 ms), with identical scores.
+then a handful of column slices (well under a millisecond), with identical scores.
 
 Term frequencies are kept beside the impacts so an incremental index can drop and append rows
-and re-derive the statistics without re-tokenizing unchanged chunks.
+and re-derive the statistics without re-tokenizing unchanged chunks. Every matrix of an index
+generation shares one :class:`Vocabulary`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,85 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
+from .tokenize import WORD, expansion
+
 K1, B, EPSILON = 1.5, 0.75, 0.25
+
+
+class Vocabulary:
+    """Token <-> column id. It only grows, so ids stay valid across incremental updates."""
+
+    def __init__(self, tokens: Iterable[str] = ()) -> None:
+        self.tokens: list[str] = list(tokens)
+        self.index: dict[str, int] = {t: i for i, t in enumerate(self.tokens)}
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def add(self, token: str) -> int:
+        col = self.index.get(token)
+        if col is None:
+            col = self.index[token] = len(self.tokens)
+            self.tokens.append(token)
+        return col
+
+    def save(self, path: Path) -> None:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(self.tokens, fh, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def load(cls, path: Path) -> "Vocabulary":
+        with open(path, encoding="utf-8") as fh:
+            return cls(json.load(fh))
+
+
+class TokenCounter:
+    """Code-token counts of many texts as a sparse matrix, fast.
+
+    Words are found and counted in C (``re.findall`` + ``Counter``); each distinct word is
+    expanded into its code tokens once (``word -> [whole, sub-words…]``); the token counts are
+    then one sparse product ``W @ E`` (documents x words times words x tokens). The result equals
+    counting :func:`core.tokenize.code_tokens` of each text.
+    """
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        self.vocab = vocab
+        self.words: dict[str, int] = {}
+        self._expansions: list[list[int]] = []
+
+    def word_counts(self, texts: Iterable[str]) -> sparse.csr_matrix:
+        """Documents x distinct-words count matrix (columns grow as new words appear)."""
+        indptr = [0]
+        indices: list[int] = []
+        data: list[int] = []
+        words = self.words
+        findall = WORD.findall
+        for text in texts:
+            counts = Counter(findall(text))
+            for word in [w for w in counts if w not in words]:
+                words[word] = len(self._expansions)
+                self._expansions.append([self.vocab.add(t) for t in expansion(word)])
+            indices.extend(map(words.__getitem__, counts))
+            data.extend(counts.values())
+            indptr.append(len(indices))
+        return sparse.csr_matrix(
+            (np.array(data, dtype=np.float64), np.array(indices, dtype=np.int64), np.array(indptr, dtype=np.int64)),
+            shape=(len(indptr) - 1, len(self._expansions)),
+        )
+
+    def token_counts(self, words: sparse.csr_matrix) -> sparse.csr_matrix:
+        """Turn a word-count matrix (from :meth:`word_counts`) into token counts (tf)."""
+        n_words = len(self._expansions)
+        rows = np.repeat(np.arange(n_words), [len(e) for e in self._expansions])
+        cols = np.fromiter((c for e in self._expansions for c in e), dtype=np.int64, count=rows.size)
+        expand = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n_words, len(self.vocab)))
+        words = sparse.csr_matrix((words.data, words.indices, words.indptr), shape=(words.shape[0], n_words))
+        tf = (words @ expand).tocsr()
+        tf.sort_indices()
+        return tf
+
+    def count(self, texts: Iterable[str]) -> sparse.csr_matrix:
+        return self.token_counts(self.word_counts(texts))
 
 
 class BM25Matrix:
@@ -35,58 +114,67 @@ class BM25Matrix:
     def __init__(
         self,
         tf: sparse.csr_matrix,
-        vocab: list[str],
-        keys: np.ndarray,
+        vocab: Vocabulary,
+        keys: Sequence[int] | np.ndarray,
         *,
         k1: float = K1,
         b: float = B,
         epsilon: float = EPSILON,
     ) -> None:
-        self.tf = tf
         self.vocab = vocab
-        self.term_index = {t: i for i, t in enumerate(vocab)}
+        self._tf = widen(tf, len(vocab))
         self.keys = np.asarray(keys, dtype=np.int64)
+        if len(self.keys) != self._tf.shape[0]:
+            raise ValueError(f"{len(self.keys)} keys for {self._tf.shape[0]} documents")
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self.impacts = self._impacts()
+        self._tf_loader = None
 
     # -- building -----------------------------------------------------------------------
 
     @classmethod
     def from_documents(
-        cls, docs: Iterable[Sequence[str] | Mapping[str, int]], keys: Sequence[int] | np.ndarray | None = None, **params
-    ) -> "BM25Matrix":
-        """Build from tokenized (or counted) documents (``keys`` default to 0..n-1)."""
-        vocab: list[str] = []
-        tf = _tf_rows(docs, vocab, {})
-        n = tf.shape[0]
-        ks = np.arange(n, dtype=np.int64) if keys is None else np.asarray(keys, dtype=np.int64)
-        if len(ks) != n:
-            raise ValueError(f"{len(ks)} keys for {n} documents")
-        return cls(tf, vocab, ks, **params)
-
-    def updated(
-        self,
-        remove_keys: Iterable[int],
+        cls,
         docs: Iterable[Sequence[str] | Mapping[str, int]],
-        keys: Sequence[int],
+        keys: Sequence[int] | np.ndarray | None = None,
+        **params,
     ) -> "BM25Matrix":
-        """A new matrix without the rows of ``remove_keys`` and with ``docs`` appended."""
+        """Build from tokenized (or already counted) documents; ``keys`` default to 0..n-1."""
+        vocab = Vocabulary()
+        indptr, indices, data = [0], [], []
+        for doc in docs:
+            counts = doc if isinstance(doc, Mapping) else Counter(doc)
+            indices.extend(vocab.add(t) for t in counts)
+            data.extend(counts.values())
+            indptr.append(len(indices))
+        tf = sparse.csr_matrix(
+            (np.array(data, dtype=np.float64), np.array(indices, dtype=np.int64), np.array(indptr)),
+            shape=(len(indptr) - 1, len(vocab)),
+        )
+        n = tf.shape[0]
+        return cls(tf, vocab, np.arange(n) if keys is None else keys, **params)
+
+    @property
+    def tf(self) -> sparse.csr_matrix:
+        if self._tf is None:
+            self._tf = self._tf_loader()
+        return self._tf
+
+    def updated(self, remove_keys: Iterable[int], tf_new: sparse.csr_matrix, keys: Sequence[int]) -> "BM25Matrix":
+        """A new matrix without the rows of ``remove_keys`` and with ``tf_new`` appended.
+
+        ``tf_new``'s columns are ids of this matrix's vocabulary, which may have grown.
+        """
         drop = np.isin(self.keys, np.fromiter(remove_keys, dtype=np.int64))
         kept = self.tf[~drop] if drop.any() else self.tf
-        vocab = list(self.vocab)
-        index = dict(self.term_index)
-        new = _tf_rows(docs, vocab, index)
-        width = len(vocab)
-        kept = sparse.csr_matrix((kept.data, kept.indices, kept.indptr), shape=(kept.shape[0], width))
-        new = sparse.csr_matrix((new.data, new.indices, new.indptr), shape=(new.shape[0], width))
-        tf = sparse.vstack([kept, new], format="csr")
+        width = len(self.vocab)
+        tf = sparse.vstack([widen(kept, width), widen(tf_new, width)], format="csr")
         ks = np.concatenate([self.keys[~drop], np.asarray(keys, dtype=np.int64)])
-        return BM25Matrix(tf, vocab, ks, k1=self.k1, b=self.b, epsilon=self.epsilon)
+        return BM25Matrix(tf, self.vocab, ks, k1=self.k1, b=self.b, epsilon=self.epsilon)
 
     def _impacts(self) -> sparse.csc_matrix:
-        tf = self.tf
-        n = tf.shape[0]
-        width = len(self.vocab)
+        tf = self._tf
+        n, width = tf.shape
         if n == 0 or tf.nnz == 0:
             return sparse.csc_matrix((n, width), dtype=np.float64)
         doc_len = np.asarray(tf.sum(axis=1)).ravel()
@@ -107,7 +195,7 @@ class BM25Matrix:
     # -- querying -----------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return self.tf.shape[0]
+        return self.impacts.shape[0]
 
     def get_scores(self, query_tokens: Sequence[str]) -> np.ndarray:
         """Scores of every row, equal to ``rank_bm25.BM25Okapi.get_scores`` (repeated terms count again)."""
@@ -147,74 +235,63 @@ class BM25Matrix:
         return rows[order], scores[order]
 
     def _query_columns(self, query_tokens: Sequence[str]) -> tuple[list[int], np.ndarray]:
-        counts = Counter(t for t in query_tokens if t in self.term_index)
-        cols = [self.term_index[t] for t in counts]
-        return cols, np.array([float(counts[t]) for t in counts])
+        width = self.impacts.shape[1]
+        counts = Counter(
+            col for col in map(self.vocab.index.get, query_tokens) if col is not None and col < width
+        )
+        return list(counts), np.array(list(counts.values()), dtype=np.float64)
 
     # -- persistence --------------------------------------------------------------------
 
     def save(self, directory: Path, name: str) -> None:
-        """Write ``name.npz`` (tf, impacts, keys) and ``name.vocab.json`` into ``directory``.
+        """Write the matrix as ``.npy`` arrays (memory-mappable) plus a small JSON header.
 
-        The directory is a fresh generation folder that is renamed into place as a whole, so
-        these writes need no temp files of their own.
+        The directory is a fresh generation folder renamed into place as a whole, so these
+        writes need no temp files of their own. The vocabulary is saved by the caller, once
+        for all the matrices that share it.
         """
-        imp = self.impacts
-        np.savez(
-            directory / f"{name}.npz",
-            tf_data=self.tf.data.astype(np.float32),
-            tf_indices=self.tf.indices,
-            tf_indptr=self.tf.indptr,
-            imp_data=imp.data,
-            imp_indices=imp.indices,
-            imp_indptr=imp.indptr,
-            shape=np.array(self.tf.shape, dtype=np.int64),
-            keys=self.keys,
-            params=np.array([self.k1, self.b, self.epsilon]),
-        )
-        with open(directory / f"{name}.vocab.json", "w", encoding="utf-8") as fh:
-            json.dump(self.vocab, fh, separators=(",", ":"))
+        imp, tf = self.impacts, self.tf
+        arrays = {
+            "imp.data": imp.data,
+            "imp.indices": imp.indices,
+            "imp.indptr": imp.indptr,
+            "tf.data": tf.data.astype(np.float32),  # counts: exact in float32, half the bytes
+            "tf.indices": tf.indices,
+            "tf.indptr": tf.indptr,
+            "keys": self.keys,
+        }
+        for part, array in arrays.items():
+            np.save(directory / f"{name}.{part}.npy", np.ascontiguousarray(array))
+        header = {"shape": list(tf.shape), "k1": self.k1, "b": self.b, "epsilon": self.epsilon}
+        (directory / f"{name}.json").write_text(json.dumps(header), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path, name: str) -> "BM25Matrix":
-        """Load a saved matrix without recomputing its impacts."""
-        with np.load(directory / f"{name}.npz") as z:
-            shape = tuple(int(x) for x in z["shape"])
-            tf = sparse.csr_matrix(
-                (z["tf_data"].astype(np.float64), z["tf_indices"], z["tf_indptr"]), shape=shape
-            )
-            imp = sparse.csc_matrix((z["imp_data"], z["imp_indices"], z["imp_indptr"]), shape=shape)
-            keys = z["keys"]
-            k1, b, eps = (float(x) for x in z["params"])
-        with open(directory / f"{name}.vocab.json", encoding="utf-8") as fh:
-            vocab = json.load(fh)
+    def load(cls, directory: Path, name: str, vocab: Vocabulary) -> "BM25Matrix":
+        """Memory-map a saved matrix; term frequencies are read only if :meth:`updated` needs them."""
+        header = json.loads((directory / f"{name}.json").read_text(encoding="utf-8"))
+        shape = tuple(header["shape"])
+
+        def arr(part: str) -> np.ndarray:
+            return np.load(directory / f"{name}.{part}.npy", mmap_mode="r")
+
         self = cls.__new__(cls)
-        self.tf, self.vocab, self.keys = tf, vocab, keys
-        self.term_index = {t: i for i, t in enumerate(vocab)}
-        self.k1, self.b, self.epsilon = k1, b, eps
-        self.impacts = imp
+        self.vocab = vocab
+        self.keys = np.asarray(arr("keys"))
+        self.k1, self.b, self.epsilon = header["k1"], header["b"], header["epsilon"]
+        self.impacts = sparse.csc_matrix((arr("imp.data"), arr("imp.indices"), arr("imp.indptr")), shape=shape)
+        self._tf = None
+        self._tf_loader = lambda: sparse.csr_matrix(
+            (np.asarray(arr("tf.data"), dtype=np.float64), np.asarray(arr("tf.indices")), np.asarray(arr("tf.indptr"))),
+            shape=shape,
+        )
         return self
 
 
-def _tf_rows(
-    docs: Iterable[Sequence[str] | Mapping[str, int]], vocab: list[str], index: dict[str, int]
-) -> sparse.csr_matrix:
-    """Count terms per document into CSR rows, growing ``vocab``/``index`` in place.
+def widen(matrix: sparse.csr_matrix, width: int) -> sparse.csr_matrix:
+    """The same rows with ``width`` columns (new vocabulary terms appear in no old row)."""
+    if matrix.shape[1] == width:
+        return matrix
+    return sparse.csr_matrix((matrix.data, matrix.indices, matrix.indptr), shape=(matrix.shape[0], width))
 
-    A document is a token sequence or an already counted ``{term: count}`` mapping.
-    """
-    indptr = [0]
-    indices: list[int] = []
-    data: list[int] = []
-    for doc in docs:
-        counts = doc if isinstance(doc, Mapping) else Counter(doc)
-        for term in counts.keys() - index.keys():  # set difference in C; new terms are rare
-            index[term] = len(vocab)
-            vocab.append(term)
-        indices.extend(map(index.__getitem__, counts))
-        data.extend(counts.values())
-        indptr.append(len(indices))
-    return sparse.csr_matrix(
-        (np.array(data, dtype=np.float64), np.array(indices, dtype=np.int32), np.array(indptr, dtype=np.int64)),
-        shape=(len(indptr) - 1, len(vocab)),
-    )
+
+__all__ = ["BM25Matrix", "TokenCounter", "Vocabulary", "K1", "B", "EPSILON"]

@@ -9,9 +9,12 @@ wait for the first instead of interleaving with it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import operator
 import os
+import queue
 import shutil
 import sqlite3
 import threading
@@ -27,20 +30,19 @@ from .arms import bm25 as bm25_arm
 from .arms import dense as dense_arm
 from .arms import lexical_ctx as ctx_arm
 from .arms import symbols as symbols_arm
-from .bm25 import BM25Matrix
+from .bm25 import BM25Matrix, TokenCounter, Vocabulary, widen
 from .chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
 from .discovery import DiscoveryOptions, FileEntry, discover, read_text
 from .languages import language_for
 from .store import FORMAT_VERSION, SCHEMA, connect, gen_dir_name, read_meta
-from .tokenize import code_token_counts
 from .types import Chunk
 
-#: Lexical matrices stored per generation: name -> the chunk's document as term counts, given
-#: the chunk and the counts of its text (tokenized once for all matrices); None: not in it.
-MATRICES: dict[str, Callable[[Chunk, dict[str, int]], dict[str, int] | None]] = {
-    "bm25": bm25_arm.document,
-    "ctx": ctx_arm.document,
-    "symbols": symbols_arm.document,
+#: Lexical matrices stored per generation: name -> (weighted chunk fields that make its
+#: documents, which chunks it holds). Fields shared by several matrices are counted once.
+MATRICES: dict[str, tuple[dict[str, float], Callable[[Chunk], bool]]] = {
+    "bm25": (bm25_arm.FIELDS, lambda chunk: True),
+    "ctx": (ctx_arm.FIELDS, lambda chunk: True),
+    "symbols": (symbols_arm.FIELDS, symbols_arm.include),
 }
 
 EMBED_BATCH = 512
@@ -274,22 +276,27 @@ class Indexer:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         conn.execute("BEGIN IMMEDIATE")
+        embedder = None
         try:
-            with clock("chunk"):
-                old_ids, new_chunks, new_ids = self._replace_chunks(conn, meta, plan, progress)
-            embedding = None
+            old_ids = self._delete_chunks(conn, plan)
             if model is not None:
-                # Embedding runs mostly outside the GIL (Rust tokenizer, BLAS), so it overlaps
-                # with the pure-Python lexical stage on another core.
-                base, todo = self._vector_plan(conn, prev_gen if same_model else 0, model, old_ids, new_chunks, new_ids)
-                embedding = _Background(self._embed, base, todo, model, progress, stats.seconds)
+                # Embedding runs mostly outside the GIL (Rust tokenizer, BLAS): it consumes
+                # chunks on another core while this thread chunks files and builds the
+                # lexical matrices, so a cold index costs little more than embedding alone.
+                base, backlog = self._vector_plan(conn, prev_gen if same_model else 0, model, old_ids)
+                embedder = _Embedder(base, model, progress, stats.seconds)
+                embedder.feed(backlog)
+            with clock("chunk"):
+                new_chunks, new_ids = self._insert_chunks(conn, meta, plan, progress, embedder)
+            if embedder is not None:
+                embedder.close()
             with clock("lexical"):
                 self._write_matrices(tmp, prev_gen, old_ids, new_chunks, new_ids, progress)
-            if embedding is not None:
+            if embedder is not None:
                 with clock("embed wait"):
-                    index = embedding.result()
+                    index = embedder.result()
                     index.save(tmp / dense_arm.VECTORS_FILE)
-                stats.embedded = len(todo)
+                stats.embedded = embedder.count
             with clock("write"):
                 progress(Progress("write", 0, 1))
                 os.replace(tmp, final)
@@ -308,6 +315,8 @@ class Indexer:
                 conn.execute("COMMIT")
                 progress(Progress("write", 1, 1))
         except BaseException:
+            if embedder is not None:
+                embedder.abandon()
             conn.execute("ROLLBACK")
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.rmtree(final, ignore_errors=True)
@@ -322,8 +331,8 @@ class Indexer:
         stats.dense = dense_reason
         return stats
 
-    def _replace_chunks(self, conn, meta, plan, progress):
-        """Delete the chunks of changed/removed files and insert the new ones (in the open transaction)."""
+    def _delete_chunks(self, conn, plan) -> list[int]:
+        """Delete the chunks of changed and removed files (in the open transaction)."""
         stale_paths = [c[0].path for c in plan.changed if c[3]] + plan.removed
         old_ids: list[int] = []
         for batch in _batches(stale_paths, 500):
@@ -338,60 +347,70 @@ class Indexer:
             conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", batch)
         conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in plan.removed])
         self._touch(conn, plan)
+        return old_ids
+
+    def _insert_chunks(self, conn, meta, plan, progress, embedder: "_Embedder | None"):
+        """Chunk the changed files, store the chunks and hand each file's to the embedder."""
         # Chunk ids only grow, so an id never names two different chunks across generations.
         next_id = int(meta.get("next_chunk_id", "1"))
         new_chunks: list[Chunk] = []
+        new_ids: list[int] = []
         total = len(plan.changed)
         w, o = self.settings.window, self.settings.overlap
         for i, (entry, text, sha, _existed) in enumerate(plan.changed, start=1):
             language = language_for(entry.path)
-            new_chunks.extend(chunk_file(entry.path, text, window=w, overlap=o, language=language))
+            chunks = chunk_file(entry.path, text, window=w, overlap=o, language=language)
+            ids = list(range(next_id, next_id + len(chunks)))
+            next_id += len(chunks)
             conn.execute(
                 "INSERT OR REPLACE INTO files(path, size, mtime_ns, sha256, language) VALUES (?, ?, ?, ?, ?)",
                 (entry.path, entry.size, entry.mtime_ns, sha, language),
             )
+            conn.executemany(
+                "INSERT INTO chunks(id, path, start_line, end_line, kind, language, context, symbol, signature,"
+                " docstring, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (cid, c.path, c.start_line, c.end_line, c.kind, c.language, c.context, c.symbol, c.signature,
+                     c.docstring, c.text)
+                    for cid, c in zip(ids, chunks)
+                ],
+            )
+            conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", [(cid, c.text) for cid, c in zip(ids, chunks)])
+            if embedder is not None:
+                embedder.feed([(cid, dense_arm.document_text(c)) for cid, c in zip(ids, chunks)])
+            new_chunks.extend(chunks)
+            new_ids.extend(ids)
             if i % 50 == 0 or i == total:
                 progress(Progress("chunk", i, total))
-        new_ids = list(range(next_id, next_id + len(new_chunks)))
-        conn.executemany(
-            "INSERT INTO chunks(id, path, start_line, end_line, kind, language, context, symbol, signature,"
-            " docstring, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (i, c.path, c.start_line, c.end_line, c.kind, c.language, c.context, c.symbol, c.signature,
-                 c.docstring, c.text)
-                for i, c in zip(new_ids, new_chunks)
-            ],
-        )
-        conn.executemany(
-            "INSERT INTO fts(rowid, text) VALUES (?, ?)", [(i, c.text) for i, c in zip(new_ids, new_chunks)]
-        )
-        conn.execute(
-            "INSERT OR REPLACE INTO meta(key, value) VALUES ('next_chunk_id', ?)", (str(next_id + len(new_chunks)),)
-        )
-        return old_ids, new_chunks, new_ids
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('next_chunk_id', ?)", (str(next_id),))
+        return new_chunks, new_ids
 
     def _write_matrices(self, out: Path, prev_gen: int, old_ids, new_chunks, new_ids, progress) -> None:
         prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
-        steps = len(MATRICES) + 1
-        progress(Progress("lexical", 0, steps))
-        text_counts = [code_token_counts(c.text) for c in new_chunks]
-        for i, (name, doc_fn) in enumerate(MATRICES.items(), start=1):
+        vocab = Vocabulary.load(prev / "vocab.json") if prev else Vocabulary()
+        counter = TokenCounter(vocab)
+        fields = {f for spec, _ in MATRICES.values() for f in spec}
+        steps = len(fields) + len(MATRICES)
+        words = {}
+        for i, name in enumerate(sorted(fields)):
             progress(Progress("lexical", i, steps))
-            docs, keys = [], []
-            for cid, chunk, counts in zip(new_ids, new_chunks, text_counts):
-                doc = doc_fn(chunk, counts)
-                if doc is not None:
-                    docs.append(doc)
-                    keys.append(cid)
+            words[name] = counter.word_counts(getattr(c, name) for c in new_chunks)
+        ids = np.asarray(new_ids, dtype=np.int64)
+        for i, (name, (spec, include)) in enumerate(MATRICES.items(), start=len(fields)):
+            progress(Progress("lexical", i, steps))
+            rows = np.array([include(c) for c in new_chunks], dtype=bool)
+            parts = [weight * widen(words[f], len(counter.words))[rows] for f, weight in spec.items()]
+            tf = counter.token_counts(functools.reduce(operator.add, parts))
             if prev is not None:
-                matrix = BM25Matrix.load(prev, name).updated(old_ids, docs, keys)
+                matrix = BM25Matrix.load(prev, name, vocab).updated(old_ids, tf, ids[rows])
             else:
-                matrix = BM25Matrix.from_documents(docs, keys)
+                matrix = BM25Matrix(tf, vocab, ids[rows])
             matrix.save(out, name)
+        vocab.save(out / "vocab.json")
         progress(Progress("lexical", steps, steps))
 
-    def _vector_plan(self, conn, prev_gen: int, model, old_ids, new_chunks, new_ids):
-        """The vector index to start from and the (id, text) pairs it still needs."""
+    def _vector_plan(self, conn, prev_gen: int, model, old_ids):
+        """The vector index to start from, and the surviving chunks it still lacks."""
         from .vectors import VectorIndex
 
         prev = self.directory / gen_dir_name(prev_gen) / dense_arm.VECTORS_FILE if prev_gen else None
@@ -399,26 +418,13 @@ class Indexer:
             index = VectorIndex.load(prev, view=False)
             if old_ids:
                 index.remove(np.array(old_ids, dtype=np.int64))
-            return index, list(zip(new_ids, (dense_arm.document_text(c) for c in new_chunks)))
-        # First build, or a different model: embed every chunk of the (uncommitted) state.
+            return index, []
+        # First build, or another model: every chunk that stays must be embedded too.
         rows = conn.execute(
             "SELECT id, path, start_line, end_line, kind, language, context, symbol, signature,"
             " docstring, text FROM chunks ORDER BY id"
         )
         return VectorIndex(model.dim), [(cid, dense_arm.document_text(_row_chunk(row))) for cid, *row in rows]
-
-    @staticmethod
-    def _embed(index, todo, model, progress: ProgressFn, seconds: dict[str, float]):
-        t0 = time.perf_counter()
-        total = len(todo)
-        progress(Progress("embed", 0, total))
-        for start in range(0, total, EMBED_BATCH):
-            batch = todo[start : start + EMBED_BATCH]
-            vectors = model.encode([t for _, t in batch])
-            index.add(np.array([cid for cid, _ in batch], dtype=np.int64), vectors)
-            progress(Progress("embed", start + len(batch), total))
-        seconds["embed"] = time.perf_counter() - t0
-        return index
 
     def _drop_old_generations(self, current: int) -> None:
         """Keep the current generation and the one before (a reader may still be on it)."""
@@ -459,26 +465,62 @@ class _Clock:
         self.sink[self.stage] = self.sink.get(self.stage, 0.0) + time.perf_counter() - self.t0
 
 
-class _Background:
-    """Run ``fn(*args)`` on a thread; ``result()`` joins it and re-raises its exception."""
+class _Embedder:
+    """Embeds (id, text) pairs fed from another thread, in batches, into a vector index."""
 
-    def __init__(self, fn, *args) -> None:
-        self._out: list = []
-        self._thread = threading.Thread(target=self._run, args=(fn, args), name="ranklens-embed", daemon=True)
+    _END = None
+
+    def __init__(self, index, model, progress: ProgressFn, seconds: dict[str, float]) -> None:
+        self.index, self.model, self.progress, self.seconds = index, model, progress, seconds
+        self.count = 0
+        self._fed = 0
+        self._queue: queue.Queue = queue.Queue()
+        self._error: BaseException | None = None
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="ranklens-embed", daemon=True)
         self._thread.start()
 
-    def _run(self, fn, args) -> None:
-        try:
-            self._out.append((True, fn(*args)))
-        except BaseException as exc:  # handed to the joining thread
-            self._out.append((False, exc))
+    def feed(self, pairs: list[tuple[int, str]]) -> None:
+        if pairs:
+            self._fed += len(pairs)
+            self._queue.put(pairs)
+
+    def close(self) -> None:
+        self._queue.put(self._END)
+
+    def abandon(self) -> None:
+        self._stop = True
+        self._queue.put(self._END)
 
     def result(self):
+        """Wait for the last batch; re-raise what the thread raised."""
         self._thread.join()
-        ok, value = self._out[0]
-        if not ok:
-            raise value
-        return value
+        if self._error is not None:
+            raise self._error
+        return self.index
+
+    def _run(self) -> None:
+        t0 = time.perf_counter()
+        pending: list[tuple[int, str]] = []
+        try:
+            while not self._stop:
+                item = self._queue.get()
+                if item is not self._END:
+                    pending.extend(item)
+                while len(pending) >= EMBED_BATCH or (item is self._END and pending):
+                    batch, pending = pending[:EMBED_BATCH], pending[EMBED_BATCH:]
+                    self._encode(batch)
+                if item is self._END:
+                    break
+        except BaseException as exc:  # handed to the thread that calls result()
+            self._error = exc
+        self.seconds["embed"] = time.perf_counter() - t0
+
+    def _encode(self, batch: list[tuple[int, str]]) -> None:
+        vectors = self.model.encode([text for _, text in batch])
+        self.index.add(np.array([cid for cid, _ in batch], dtype=np.int64), vectors)
+        self.count += len(batch)
+        self.progress(Progress("embed", self.count, self._fed))
 
 
 def _row_chunk(row) -> Chunk:

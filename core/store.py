@@ -182,7 +182,7 @@ class IndexView:
     chunks: ChunkTable
     _local: threading.local = field(default_factory=threading.local, repr=False)
     _cache: dict[str, object] = field(default_factory=dict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)  # loads nest
 
     @property
     def db_path(self) -> Path:
@@ -210,10 +210,15 @@ class IndexView:
                 self._cache[key] = load()
             return self._cache[key]
 
+    def vocabulary(self):
+        from .bm25 import Vocabulary
+
+        return self.cached("vocab", lambda: Vocabulary.load(self.gen_dir / "vocab.json"))
+
     def matrix(self, name: str):
         from .bm25 import BM25Matrix
 
-        return self.cached(f"matrix:{name}", lambda: BM25Matrix.load(self.gen_dir, name))
+        return self.cached(f"matrix:{name}", lambda: BM25Matrix.load(self.gen_dir, name, self.vocabulary()))
 
     def texts(self, ids: list[int]) -> dict[int, str]:
         """Chunk texts by id (fetched on demand; the view keeps no text in memory)."""

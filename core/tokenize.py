@@ -8,17 +8,18 @@ match either the exact symbol or the words inside it.
 from __future__ import annotations
 
 import re
-from collections import Counter
 
-# \w is Unicode-aware, so identifiers in any script are kept (FTS5's unicode61 agrees).
-_WORD = re.compile(r"[^\W\d]\w*|\d+")
+# Runs of letters, digits and '_' — what FTS5's unicode61 tokenizer (with '_' as a token
+# character) calls a token, so the lexical arms agree on word boundaries. \w is
+# Unicode-aware, so identifiers in any script are kept.
+WORD = re.compile(r"\w+")
 # Split points inside an identifier: snake_case, camelCase, HTTPServer, digits.
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
 def identifiers(text: str) -> list[str]:
     """Whole identifiers and numbers, lowercased, in order (the FTS5 view of the text)."""
-    return [m.group(0).lower() for m in _WORD.finditer(text)]
+    return [m.group(0).lower() for m in WORD.finditer(text)]
 
 
 def split_identifier(word: str) -> list[str]:
@@ -42,7 +43,7 @@ _EXPANSIONS: dict[str, tuple[str, ...]] = {}
 _MAX_EXPANSIONS = 500_000
 
 
-def _expansion(word: str) -> tuple[str, ...]:
+def expansion(word: str) -> tuple[str, ...]:
     found = _EXPANSIONS.get(word)
     if found is None:
         if len(_EXPANSIONS) >= _MAX_EXPANSIONS:
@@ -54,16 +55,6 @@ def _expansion(word: str) -> tuple[str, ...]:
 def code_tokens(text: str) -> list[str]:
     """Each identifier whole, then its sub-words when it has more than one."""
     out: list[str] = []
-    for word in _WORD.findall(text):
-        out.extend(_expansion(word))
-    return out
-
-
-def code_token_counts(text: str) -> dict[str, int]:
-    """``Counter(code_tokens(text))`` as a dict, expanding each distinct identifier once."""
-    out: dict[str, int] = {}
-    get = out.get
-    for word, n in Counter(_WORD.findall(text)).items():
-        for token in _expansion(word):
-            out[token] = get(token, 0) + n
+    for word in WORD.findall(text):
+        out.extend(expansion(word))
     return out

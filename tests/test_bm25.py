@@ -1,25 +1,26 @@
 """The sparse impact matrix must score exactly like rank_bm25.BM25Okapi."""
 
 import sysconfig
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from core.bm25 import BM25Matrix
+from core.bm25 import BM25Matrix, TokenCounter, Vocabulary
 from core.tokenize import code_tokens
 
 
-def stdlib_corpus(limit_files=60, window=40):
+def stdlib_texts(limit_files=60, window=40):
     """40-line windows of real Python files from the standard library."""
     lib = Path(sysconfig.get_paths()["stdlib"])
-    docs = []
+    texts = []
     for path in sorted(lib.glob("*.py"))[:limit_files]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         for start in range(0, max(len(lines), 1), window):
-            docs.append(code_tokens("\n".join(lines[start : start + window])))
-    return docs
+            texts.append("\n".join(lines[start : start + window]))
+    return texts
 
 
 QUERIES = [
@@ -33,10 +34,15 @@ QUERIES = [
 
 
 @pytest.fixture(scope="module")
-def corpus():
-    docs = stdlib_corpus()
-    assert len(docs) > 1000
-    return docs
+def texts():
+    out = stdlib_texts()
+    assert len(out) > 1000
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(texts):
+    return [code_tokens(t) for t in texts]
 
 
 def test_scores_equal_rank_bm25_on_a_real_corpus(corpus):
@@ -45,6 +51,19 @@ def test_scores_equal_rank_bm25_on_a_real_corpus(corpus):
     for q in QUERIES:
         tokens = code_tokens(q)
         np.testing.assert_allclose(mine.get_scores(tokens), ref.get_scores(tokens), rtol=0, atol=1e-9)
+
+
+def test_token_counter_builds_the_same_matrix_as_tokenizing(texts, corpus):
+    vocab = Vocabulary()
+    tf = TokenCounter(vocab).count(texts)
+    for row in (0, 17, len(texts) - 1):
+        got = {vocab.tokens[c]: v for c, v in zip(tf[row].indices, tf[row].data)}
+        assert got == Counter(corpus[row])
+    fast = BM25Matrix(tf, vocab, np.arange(len(texts)))
+    ref = BM25Okapi(corpus)
+    for q in QUERIES:
+        tokens = code_tokens(q)
+        np.testing.assert_allclose(fast.get_scores(tokens), ref.get_scores(tokens), rtol=0, atol=1e-9)
 
 
 def test_top_returns_best_matching_rows_in_score_order(corpus):
@@ -58,6 +77,12 @@ def test_top_returns_best_matching_rows_in_score_order(corpus):
     assert mine.top(code_tokens("qqqqzzzzxx"), 10)[0].size == 0
 
 
+def test_ties_resolve_by_row_order():
+    m = BM25Matrix.from_documents([["a", "b"]] * 5 + [["c"]] * 3)
+    rows, _ = m.top(["a"], 3)
+    assert list(rows) == [0, 1, 2]
+
+
 def test_allowed_mask_filters_rows(corpus):
     mine = BM25Matrix.from_documents(corpus)
     allowed = np.zeros(len(corpus), dtype=bool)
@@ -66,9 +91,11 @@ def test_allowed_mask_filters_rows(corpus):
     assert rows.size and all(r % 2 == 0 for r in rows)
 
 
-def test_incremental_update_equals_a_fresh_build(corpus):
-    base = BM25Matrix.from_documents(corpus[:500], keys=range(500))
-    updated = base.updated(remove_keys=range(100, 200), docs=corpus[500:700], keys=range(500, 700))
+def test_incremental_update_equals_a_fresh_build(texts, corpus):
+    vocab = Vocabulary()
+    counter = TokenCounter(vocab)
+    base = BM25Matrix(counter.count(texts[:500]), vocab, np.arange(500))
+    updated = base.updated(range(100, 200), counter.count(texts[500:700]), range(500, 700))
     docs = corpus[:100] + corpus[200:500] + corpus[500:700]
     ref = BM25Okapi(docs)
     assert list(updated.keys) == list(range(100)) + list(range(200, 700))
@@ -77,13 +104,21 @@ def test_incremental_update_equals_a_fresh_build(corpus):
         np.testing.assert_allclose(updated.get_scores(tokens), ref.get_scores(tokens), atol=1e-9)
 
 
-def test_save_and_load_round_trip(tmp_path, corpus):
-    mine = BM25Matrix.from_documents(corpus[:300], keys=np.arange(300) + 1000)
+def test_save_and_load_round_trip_including_a_later_update(tmp_path, texts):
+    vocab = Vocabulary()
+    counter = TokenCounter(vocab)
+    mine = BM25Matrix(counter.count(texts[:300]), vocab, np.arange(300) + 1000)
     mine.save(tmp_path, "bm25")
-    back = BM25Matrix.load(tmp_path, "bm25")
+    vocab.save(tmp_path / "vocab.json")
+    back_vocab = Vocabulary.load(tmp_path / "vocab.json")
+    back = BM25Matrix.load(tmp_path, "bm25", back_vocab)
     assert list(back.keys) == list(mine.keys)
     tokens = code_tokens("import os path join")
     np.testing.assert_array_equal(back.get_scores(tokens), mine.get_scores(tokens))
+    counter2 = TokenCounter(back_vocab)
+    again = back.updated([1000], counter2.count(texts[300:310]), range(2000, 2010))
+    ref = mine.updated([1000], counter.count(texts[300:310]), range(2000, 2010))
+    np.testing.assert_allclose(again.get_scores(tokens), ref.get_scores(tokens), atol=1e-12)
 
 
 def test_empty_corpus_scores_nothing():

@@ -225,3 +225,24 @@ def test_loading_a_local_model_restores_the_hub_offline_switch(tmp_path: Path, m
     load_model(str(_write_tiny_model(tmp_path / "restore")))
     assert constants.HF_HUB_OFFLINE is False
     assert "HF_HUB_OFFLINE" not in os.environ
+
+
+def test_fast_encoding_matches_model2vec_pooling():
+    """The sparse mean-pooling path gives model2vec's own vectors (after normalising)."""
+    import numpy as np
+
+    from core.embedding import load_model
+
+    model = load_model(None)
+    texts = [
+        "def parse_config(path):\n    return dict(line.split('=') for line in open(path))",
+        "class LRUCache:\n    '''least recently used'''" * 200,  # longer than the 512-token cap
+        "",
+        "ünïcödé identifiers and ☃ symbols",
+    ]
+    ref = model._model.encode(texts, use_multiprocessing=False, normalize=False).astype(np.float32)
+    norms = np.linalg.norm(ref, axis=1, keepdims=True)
+    ref = np.divide(ref, norms, out=np.zeros_like(ref), where=norms > 0)
+    got = model.encode(texts)
+    np.testing.assert_allclose(got, ref, atol=2e-3)
+    assert not got[2].any()  # no tokens -> zero row, never NaN

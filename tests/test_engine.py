@@ -161,7 +161,7 @@ def test_a_failed_update_keeps_the_previous_generation(engine, sample_repo, monk
     def boom(*a, **kw):
         raise OSError("disk full")
 
-    monkeypatch.setattr(indexer.Indexer, "_embed", staticmethod(boom))
+    monkeypatch.setattr(indexer._Embedder, "_encode", boom)
     with pytest.raises(OSError):
         engine.ensure_index()
     fresh = Engine(sample_repo)

@@ -22,11 +22,3 @@ def test_unicode_identifiers_are_kept_whole():
     assert identifiers("größe = café_2") == ["größe", "café_2"]
     assert code_tokens("café") == ["café"]
 
-
-def test_token_counts_equal_counting_the_tokens():
-    from collections import Counter
-
-    from core.tokenize import code_token_counts
-
-    text = "def getUser(user_id): return getUser(user_id) + HTTPServer.getUser"
-    assert code_token_counts(text) == Counter(code_tokens(text))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from ..types import LEXICAL, Chunk
+from ..types import LEXICAL
 from ._matrix import MatrixArm
 
-
-def document(chunk: Chunk, text_counts: dict[str, int]) -> dict[str, int]:
-    """The chunk's BM25 document: the code-token counts of its text."""
-    return text_counts
+#: Chunk fields counted into this arm's documents, with their weights.
+FIELDS = {"text": 1}
 
 
 class Bm25Arm(MatrixArm):

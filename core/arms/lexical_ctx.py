@@ -6,17 +6,10 @@ would count the ``bm25`` evidence twice.
 
 from __future__ import annotations
 
-from ..tokenize import code_token_counts
-from ..types import LEXICAL, Chunk
+from ..types import LEXICAL
 from ._matrix import MatrixArm
 
-
-def document(chunk: Chunk, text_counts: dict[str, int]) -> dict[str, int]:
-    """The text's token counts plus those of the breadcrumb."""
-    out = dict(text_counts)
-    for token, n in code_token_counts(chunk.context).items():
-        out[token] = out.get(token, 0) + n
-    return out
+FIELDS = {"text": 1, "context": 1}
 
 
 class LexicalCtxArm(MatrixArm):

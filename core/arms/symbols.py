@@ -7,25 +7,15 @@ components of its path. Windows are not in this arm: it only ranks definitions.
 
 from __future__ import annotations
 
-from collections import Counter
-
-from ..tokenize import code_tokens
 from ..types import STRUCTURAL, Chunk
 from ._matrix import MatrixArm
 
-NAME_WEIGHT = 3
+FIELDS = {"symbol": 3, "signature": 1, "docstring": 1, "path": 1}
 
 
-def document(chunk: Chunk, text_counts: dict[str, int] | None = None) -> dict[str, int] | None:
-    """The symbol document of a definition chunk; ``None`` for chunks this arm skips."""
-    if chunk.kind == "window" or not chunk.symbol:
-        return None
-    return Counter(
-        code_tokens(chunk.symbol) * NAME_WEIGHT
-        + code_tokens(chunk.signature)
-        + code_tokens(chunk.docstring)
-        + code_tokens(chunk.path)
-    )
+def include(chunk: Chunk) -> bool:
+    """Only named definitions and sections have a symbol document."""
+    return chunk.kind != "window" and bool(chunk.symbol)
 
 
 class SymbolsArm(MatrixArm):
