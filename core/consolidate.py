@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from .fusion import check_k, check_weights
 from .types import (
@@ -92,6 +93,88 @@ def _groups(hits: list[Hit], merge_adjacent: bool) -> list[list[Hit]]:
     return groups
 
 
+@dataclass(frozen=True, slots=True)
+class _Group:
+    path: str
+    start_line: int
+    end_line: int
+    best: tuple[Hit, ...]  # each arm's best-ranked member, sorted by arm name
+
+
+class Groups:
+    """Overlapping spans grouped once; :meth:`fuse` scores them for any weights and k.
+
+    Grouping depends only on the spans, not on weights or k, so re-fusing cached rankings
+    (a slider move) skips straight to the arithmetic.
+    """
+
+    def __init__(
+        self,
+        per_arm_hits: Mapping[str, Sequence[Hit]],
+        merge_adjacent: bool = True,
+        families: Mapping[str, str] | None = None,
+        check: bool = True,
+    ) -> None:
+        if check:
+            _check_rankings(per_arm_hits)
+        self.families = families
+        by_path: dict[str, list[Hit]] = {}
+        for arm in sorted(per_arm_hits):
+            for hit in per_arm_hits[arm]:
+                by_path.setdefault(hit.path, []).append(hit)
+        self.groups: list[_Group] = []
+        for path in sorted(by_path):
+            for members in _groups(by_path[path], merge_adjacent):
+                best: dict[str, Hit] = {}
+                for hit in members:
+                    cur = best.get(hit.arm)
+                    if cur is None or (hit.rank, hit.docid) < (cur.rank, cur.docid):
+                        best[hit.arm] = hit
+                self.groups.append(
+                    _Group(
+                        path,
+                        min(h.start_line for h in members),
+                        max(h.end_line for h in members),
+                        tuple(best[a] for a in sorted(best)),
+                    )
+                )
+
+    def fuse(self, k: float = 60, weights: Mapping[str, float] | None = None) -> list[ConsolidatedHit]:
+        """Score every group with weighted RRF; best first, ``rank`` 1-based."""
+        kf = check_k(k)
+        ws = check_weights(weights)
+        out: list[ConsolidatedHit] = []
+        for group in self.groups:
+            contributors = [
+                Contribution(h.arm, h.rank, h.docid, h.score, ws.get(h.arm, 1.0) / (kf + h.rank)) for h in group.best
+            ]
+            voting = [(c, h) for c, h in zip(contributors, group.best) if c.contribution > 0]
+            if not voting:
+                continue
+            path = group.path
+            _, lead = max(voting, key=lambda v: (v[0].contribution, v[1].context != path, v[0].docid))
+            provenance = [c.arm for c, _ in voting]
+            out.append(
+                ConsolidatedHit(
+                    path=path,
+                    start_line=group.start_line,
+                    end_line=group.end_line,
+                    docid=make_docid(path, group.start_line, group.end_line),
+                    context=lead.context or path,
+                    score=math.fsum(c.contribution for c, _ in voting),
+                    rank=0,
+                    provenance=provenance,
+                    agreement=len(provenance),
+                    confidence=confidence(provenance, self.families),
+                    contributors=contributors,
+                )
+            )
+        out.sort(key=lambda h: (-h.score, h.path, h.start_line, h.end_line, h.docid))
+        for rank, hit in enumerate(out, start=1):
+            hit.rank = rank
+        return out
+
+
 def consolidate(
     per_arm_hits: Mapping[str, Sequence[Hit]],
     k: float = 60,
@@ -119,55 +202,16 @@ def consolidate(
     -------
     Consolidated hits, best first, ``rank`` 1-based; ties broken by (path, start, end, docid).
     The result does not depend on the order of ``per_arm_hits``.
+
+    Raises
+    ------
+    ValueError
+        For a bad k or weight, a chunk twice in one arm, a non-finite score, or one chunk id
+        naming different spans or texts in different arms.
     """
-    kf = check_k(k)
-    ws = check_weights(weights)
-    _check_rankings(per_arm_hits)
-
-    by_path: dict[str, list[Hit]] = {}
-    for arm in sorted(per_arm_hits):
-        for hit in per_arm_hits[arm]:
-            by_path.setdefault(hit.path, []).append(hit)
-
-    out: list[ConsolidatedHit] = []
-    for path in sorted(by_path):
-        for members in _groups(by_path[path], merge_adjacent):
-            best: dict[str, Hit] = {}
-            for hit in members:
-                cur = best.get(hit.arm)
-                if cur is None or (hit.rank, hit.docid) < (cur.rank, cur.docid):
-                    best[hit.arm] = hit
-            contributors = []
-            for arm in sorted(best):
-                hit = best[arm]
-                value = ws.get(arm, 1.0) / (kf + hit.rank)
-                contributors.append(Contribution(arm, hit.rank, hit.docid, hit.score, value))
-            voting = [c for c in contributors if c.contribution > 0]
-            if not voting:
-                continue
-            lead = max(voting, key=lambda c: (c.contribution, best[c.arm].context != path, c.docid))
-            start = min(h.start_line for h in members)
-            end = max(h.end_line for h in members)
-            provenance = [c.arm for c in voting]
-            out.append(
-                ConsolidatedHit(
-                    path=path,
-                    start_line=start,
-                    end_line=end,
-                    docid=make_docid(path, start, end),
-                    context=best[lead.arm].context or path,
-                    score=math.fsum(c.contribution for c in voting),
-                    rank=0,
-                    provenance=provenance,
-                    agreement=len(provenance),
-                    confidence=confidence(provenance, families),
-                    contributors=contributors,
-                )
-            )
-    out.sort(key=lambda h: (-h.score, h.path, h.start_line, h.end_line, h.docid))
-    for rank, hit in enumerate(out, start=1):
-        hit.rank = rank
-    return out
+    check_k(k)
+    check_weights(weights)
+    return Groups(per_arm_hits, merge_adjacent, families).fuse(k, weights)
 
 
 def single_arm(

@@ -12,6 +12,7 @@ model2vec is imported lazily inside :func:`load_model`: importing this module is
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import threading
@@ -184,10 +185,16 @@ def _load(kind: str, target: str, spec: object) -> EmbeddingModel:
                 "(expected model.safetensors, tokenizer.json and config.json)"
             )
     try:
-        StaticModel = _import_static_model()
-        if kind == "hub":
+        static = None
+        if kind != "hub" and weights.name == "model.safetensors" and weights.parent == path:
+            static = _PlainStatic.load(path)
+        if static is not None:
+            pass
+        elif kind == "hub":
+            StaticModel = _import_static_model()
             static = StaticModel.from_pretrained(target, force_download=False)
         else:
+            StaticModel = _import_static_model()
             with _offline_lock, _offline():
                 static = StaticModel.from_pretrained(target)
     except ModelUnavailable:
@@ -200,6 +207,56 @@ def _load(kind: str, target: str, spec: object) -> EmbeddingModel:
     if kind == "dir":
         return EmbeddingModel(static, f"{target}@{_sha12(weights)}", Path(target))
     return EmbeddingModel(static, f"hub:{target}@{_hub_digest(target, static)}", None)
+
+
+class _PlainStatic:
+    """The part of model2vec's ``StaticModel`` that encoding needs, loaded straight from disk.
+
+    Importing model2vec pulls in huggingface_hub and an HTTP stack (~0.5 s); a local model in
+    the plain layout (``model.safetensors`` with one ``embeddings`` tensor, ``tokenizer.json``,
+    ``config.json``) needs none of it. The attributes mirror model2vec's so pooling is the same:
+    padding off, truncation at ``max_length`` tokens, the character cap from the median token
+    length, the unknown token dropped. Models with token weights or a token mapping go through
+    model2vec itself (:meth:`load` returns None).
+    """
+
+    token_mapping = None
+    weights = None
+
+    @classmethod
+    def load(cls, folder: Path) -> "_PlainStatic | None":
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+
+        with safe_open(str(folder / "model.safetensors"), framework="numpy") as tensors:
+            if set(tensors.keys()) != {"embeddings"}:
+                return None
+            embedding = tensors.get_tensor("embeddings")
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        self = cls()
+        self.embedding = embedding
+        self.dim = int(embedding.shape[1])
+        self.max_length = config.get("max_length", 512)
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        padding = tokenizer.padding
+        if padding is not None:
+            tokenizer.enable_padding(
+                pad_id=padding["pad_id"], pad_token=padding["pad_token"], pad_type_id=padding["pad_type_id"], length=0
+            )
+        if self.max_length is None:
+            tokenizer.no_truncation()
+        else:
+            tokenizer.enable_truncation(self.max_length)
+        self.tokenizer = tokenizer
+        vocab = tokenizer.get_vocab()
+        if len(vocab) != len(embedding):
+            return None
+        self.median_token_length = int(np.median([len(t) for t in vocab]))
+        if not hasattr(tokenizer.model, "unk_token"):
+            return None  # e.g. Unigram: model2vec reads its unk id from the JSON
+        unk = tokenizer.model.unk_token
+        self.unk_token_id = tokenizer.token_to_id(unk) if unk is not None else None
+        return self
 
 
 def _import_static_model():  # the heavy import, deferred until a model is needed

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .arms import DEFAULT_ARMS, REGISTRY, Arm, ArmUnavailable
-from .consolidate import ARM_FAMILIES, consolidate
+from .consolidate import ARM_FAMILIES, Groups
 from .fusion import check_k, check_weights
 from .indexer import Indexer, IndexSettings, IndexStats, NotifyFn, ProgressFn
 from .store import IndexError_, IndexView, index_dir
@@ -123,6 +123,7 @@ class Engine:
         self.notify = notify or (lambda _msg: None)
         self._view: IndexView | None = None
         self._arms: dict[str, Arm | ArmUnavailable] = {}
+        self._groups: tuple | None = None  # (key, Groups, rankings kept alive so ids stay unique)
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
 
@@ -268,7 +269,13 @@ class Engine:
             rankings = dict(results)
         else:
             rankings = {r.arm: r.hits for r in results if r.ok}
-        hits = consolidate(rankings, k=k, weights=weights, families=ARM_FAMILIES)
+        # The grouping of the last rankings is kept: a re-fuse of the same rankings (same
+        # list objects) with new weights or k skips validation and grouping.
+        key = tuple(sorted((arm, id(hits)) for arm, hits in rankings.items()))
+        cached = self._groups
+        if cached is None or cached[0] != key:
+            cached = self._groups = (key, Groups(rankings, families=ARM_FAMILIES), rankings)
+        hits = cached[1].fuse(k, weights)
         return hits[:top_k] if top_k else hits
 
     def close(self) -> None:

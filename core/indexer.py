@@ -28,13 +28,14 @@ import numpy as np
 from . import __version__
 from .arms import bm25 as bm25_arm
 from .arms import dense as dense_arm
+from .arms import fts5 as fts5_arm
 from .arms import lexical_ctx as ctx_arm
 from .arms import symbols as symbols_arm
 from .bm25 import BM25Matrix, TokenCounter, Vocabulary, widen
 from .chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
 from .discovery import DiscoveryOptions, FileEntry, discover, read_text
 from .languages import language_for
-from .store import FORMAT_VERSION, SCHEMA, connect, gen_dir_name, read_meta
+from .store import FORMAT_VERSION, SCHEMA, ChunkTable, connect, gen_dir_name, read_meta
 from .types import Chunk
 
 #: Lexical matrices stored per generation: name -> (weighted chunk fields that make its
@@ -292,6 +293,9 @@ class Indexer:
                 embedder.close()
             with clock("lexical"):
                 self._write_matrices(tmp, prev_gen, old_ids, new_chunks, new_ids, progress)
+                self._write_chunk_table(conn, tmp, prev_gen, old_ids, new_chunks, new_ids)
+                common = fts5_arm.common_terms(conn)
+                (tmp / fts5_arm.COMMON_TERMS_FILE).write_text(json.dumps(common), encoding="utf-8")
             if embedder is not None:
                 with clock("embed wait"):
                     index = embedder.result()
@@ -408,6 +412,14 @@ class Indexer:
             matrix.save(out, name)
         vocab.save(out / "vocab.json")
         progress(Progress("lexical", steps, steps))
+
+    def _write_chunk_table(self, conn, out: Path, prev_gen: int, old_ids, new_chunks, new_ids) -> None:
+        prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
+        if prev is not None and (prev / ChunkTable.FILE).exists():
+            table = ChunkTable.load_dir(prev).updated(old_ids, new_ids, new_chunks)
+        else:
+            table = ChunkTable.load(conn)
+        table.save(out)
 
     def _vector_plan(self, conn, prev_gen: int, model, old_ids):
         """The vector index to start from, and the surviving chunks it still lacks."""

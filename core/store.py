@@ -95,26 +95,87 @@ def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 class ChunkTable:
-    """Columnar, in-memory metadata of every chunk (no text), ordered by chunk id."""
+    """Columnar, in-memory metadata of every chunk (no text), ordered by chunk id.
 
-    def __init__(self, rows: list[tuple]) -> None:
-        self.ids = np.array([r[0] for r in rows], dtype=np.int64)
-        self.paths: list[str] = [r[1] for r in rows]
-        self.starts = np.array([r[2] for r in rows], dtype=np.int64)
-        self.ends = np.array([r[3] for r in rows], dtype=np.int64)
-        self.contexts: list[str] = [r[4] for r in rows]
-        self.languages: list[str] = [r[5] for r in rows]
-        self.kinds: list[str] = [r[6] for r in rows]
+    Saved in each generation folder (``chunks.npz``), so a warm start reads a few arrays
+    instead of every row of the chunks table.
+    """
+
+    FILE = "chunks.npz"
+
+    def __init__(
+        self,
+        ids: np.ndarray,
+        paths: list[str],
+        starts: np.ndarray,
+        ends: np.ndarray,
+        contexts: list[str],
+        languages: list[str],
+        kinds: list[str],
+    ) -> None:
+        self.ids = np.asarray(ids, dtype=np.int64)
+        self.paths = paths
+        self.starts = np.asarray(starts, dtype=np.int64)
+        self.ends = np.asarray(ends, dtype=np.int64)
+        self.contexts = contexts
+        self.languages = languages
+        self.kinds = kinds
         self._masks: dict[tuple[str | None, str | None], np.ndarray] = {}
         self._lock = threading.Lock()
 
     @classmethod
+    def from_rows(cls, rows: list[tuple]) -> "ChunkTable":
+        """From ``(id, path, start, end, context, language, kind)`` rows sorted by id."""
+        cols = list(zip(*rows)) if rows else [[]] * 7
+        return cls(np.array(cols[0], dtype=np.int64), list(cols[1]), np.array(cols[2], dtype=np.int64),
+                   np.array(cols[3], dtype=np.int64), list(cols[4]), list(cols[5]), list(cols[6]))
+
+    @classmethod
     def load(cls, conn: sqlite3.Connection) -> "ChunkTable":
-        return cls(
+        return cls.from_rows(
             conn.execute(
                 "SELECT id, path, start_line, end_line, context, language, kind FROM chunks ORDER BY id"
             ).fetchall()
         )
+
+    def updated(self, remove_ids: list[int], new_ids: list[int], new_chunks: list) -> "ChunkTable":
+        """Without ``remove_ids``, plus ``new_chunks`` (ids larger than every kept id)."""
+        keep = ~np.isin(self.ids, np.asarray(remove_ids, dtype=np.int64))
+        rows = np.flatnonzero(keep)
+
+        def pick(values: list[str]) -> list[str]:
+            return [values[r] for r in rows]
+
+        return ChunkTable(
+            np.concatenate([self.ids[keep], np.asarray(new_ids, dtype=np.int64)]),
+            pick(self.paths) + [c.path for c in new_chunks],
+            np.concatenate([self.starts[keep], np.array([c.start_line for c in new_chunks], dtype=np.int64)]),
+            np.concatenate([self.ends[keep], np.array([c.end_line for c in new_chunks], dtype=np.int64)]),
+            pick(self.contexts) + [c.context for c in new_chunks],
+            pick(self.languages) + [c.language for c in new_chunks],
+            pick(self.kinds) + [c.kind for c in new_chunks],
+        )
+
+    def save(self, directory: Path) -> None:
+        # Repeated strings (paths, languages, kinds) are stored once plus an index per row.
+        arrays = {"ids": self.ids, "starts": self.starts, "ends": self.ends}
+        texts = {}
+        for name in ("paths", "languages", "kinds"):
+            values = getattr(self, name)
+            uniq = list(dict.fromkeys(values))
+            pos = {v: i for i, v in enumerate(uniq)}
+            arrays[name] = np.fromiter((pos[v] for v in values), dtype=np.int32, count=len(values))
+            texts[name] = uniq
+        texts["contexts"] = self.contexts
+        np.savez(directory / self.FILE, **arrays, texts=np.frombuffer(json.dumps(texts).encode(), dtype=np.uint8))
+
+    @classmethod
+    def load_dir(cls, directory: Path) -> "ChunkTable":
+        with np.load(directory / cls.FILE) as z:
+            texts = json.loads(z["texts"].tobytes())
+            cols = {name: [texts[name][i] for i in z[name].tolist()] for name in ("paths", "languages", "kinds")}
+            return cls(z["ids"], cols["paths"], z["starts"], z["ends"], texts["contexts"],
+                       cols["languages"], cols["kinds"])
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -243,12 +304,17 @@ class IndexView:
                 generation = int(meta.get("generation", "0"))
                 if generation <= 0:
                     raise IndexError_("index was never completed")
-                chunks = ChunkTable.load(conn)
+                gen_dir = directory / gen_dir_name(generation)
+                if not gen_dir.is_dir():
+                    raise IndexError_(f"index generation {generation} is missing")
+                if (gen_dir / ChunkTable.FILE).exists():
+                    chunks = ChunkTable.load_dir(gen_dir)
+                else:
+                    chunks = ChunkTable.load(conn)
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
             raise IndexError_(f"index database is unreadable ({exc})") from None
-        view = cls(root=root, directory=directory, generation=generation, meta=meta, chunks=chunks)
-        if not view.gen_dir.is_dir():
-            raise IndexError_(f"index generation {generation} is missing")
-        return view
+        except (OSError, ValueError, KeyError) as exc:
+            raise IndexError_(f"index files are unreadable ({exc})") from None
+        return cls(root=root, directory=directory, generation=generation, meta=meta, chunks=chunks)

@@ -203,3 +203,26 @@ def test_core_never_imports_textual():
         "assert 'textual' not in sys.modules, 'core imported textual'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_fts5_leaves_out_terms_in_most_chunks_but_keeps_the_rarest():
+    from core.arms.fts5 import match_expression
+
+    common = {"n": 100, "df": {"a": 80, "the": 90, "file": 40, "parse": 6}}
+    assert match_expression("parse a file", common) == '"parse"'
+    assert match_expression("the a", common) == '"a"'
+    assert match_expression('say "NOT" a*', None) == '"say" OR "not" OR "a"'
+
+
+def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_repo):
+    from core.store import ChunkTable, connect
+
+    (sample_repo / "app/cache.py").write_text("def evict():\n    return 1\n")
+    (sample_repo / "app/more.py").write_text("class More:\n    pass\n")
+    engine.ensure_index()
+    saved = engine.view.chunks
+    fresh = ChunkTable.load(connect(engine.view.db_path, readonly=True))
+    assert list(saved.ids) == list(fresh.ids)
+    for name in ("paths", "contexts", "languages", "kinds"):
+        assert getattr(saved, name) == getattr(fresh, name)
+    assert list(saved.starts) == list(fresh.starts) and list(saved.ends) == list(fresh.ends)
