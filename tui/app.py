@@ -100,13 +100,16 @@ class RanklensApp(App[None]):
         Binding("ctrl+q", "quit", "Quit", priority=True),
         Binding("q", "quit", "Quit", show=False),
         Binding("question_mark", "help", "Help"),
+        # In the query "?" types a "?": the footer offers f1 there instead.
+        Binding("f1", "help_from_query", "Help"),
         Binding("f1", "help", "Help", show=False),
         Binding("t", "toggle_tuning", "Tuning"),
         Binding("e", "export", "Export"),
         Binding("slash", "focus_query", "Query"),
         Binding("c", "clear_selection", "Clear selection", show=False),
-        Binding("down", "focus_results", "Results"),
-        Binding("escape", "back", "Back", show=False),
+        Binding("escape", "leave_query", "Results"),
+        Binding("escape", "close_tuning", "Close tuning", show=False),
+        Binding("down", "leave_query", "Results", show=False),
     ]
 
     #: Show arm timings in the status line (snapshot tests turn it off: timings vary).
@@ -137,6 +140,7 @@ class RanklensApp(App[None]):
         self._index_note = ""
         self._query_note = ""
         self._generation: int | None = None
+        self._index_refreshed = False
         self._preview_key: tuple[str, int] | None = None  # (docid, fuse version) shown
         self._preview_code: tuple[str, str] | None = None  # (docid, query) highlighted
         self._fuse_version = 0
@@ -296,6 +300,16 @@ class RanklensApp(App[None]):
         cursor = "top" if first or self.table.cursor_row == 0 else "keep"
         self.refuse(cursor=cursor)
 
+    @property
+    def query_complete(self) -> bool:
+        """Every arm has answered (or was skipped / failed) for the current query."""
+        return bool(self.query_text) and len(self.results) == len(self.arms)
+
+    @property
+    def index_ready(self) -> bool:
+        """The index is open and the refresh pass started on mount has finished."""
+        return self.engine.ready and self._index_refreshed
+
     def answered(self) -> list[str]:
         """The arms that answered the current query so far, in arm order."""
         return [arm for arm in self.arms if arm in self.results and self.results[arm].ok]
@@ -437,6 +451,7 @@ class RanklensApp(App[None]):
         generation = self._current_generation()
         changed = generation != self._generation
         self._generation = generation
+        self._index_refreshed = True
         self._set_index_note(describe_stats(message.stats, first_build))
         if self._pending is not None:
             self.search(self._pending)
@@ -508,26 +523,28 @@ class RanklensApp(App[None]):
     # -- actions ----------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        in_query = self.focused is self.query_input
-        if action == "focus_results":
+        focused = self.focused
+        in_query = focused is self.query_input
+        if action in ("leave_query", "help_from_query"):
             # Only the query input lets "down" through to here; elsewhere it moves/scrolls.
             return in_query
         if action == "focus_query":
             return not in_query
+        if action == "close_tuning":
+            return focused is not None and self.tuning in focused.ancestors_with_self
         return True
 
-    def action_focus_results(self) -> None:
+    def action_leave_query(self) -> None:
         self.table.focus()
 
     def action_focus_query(self) -> None:
         self.query_input.focus()
 
-    def action_back(self) -> None:
-        focused = self.focused
-        if focused is not None and self.tuning in focused.ancestors_with_self:
-            self.action_toggle_tuning()
-        elif focused is self.query_input:
-            self.table.focus()
+    def action_close_tuning(self) -> None:
+        self.action_toggle_tuning()
+
+    def action_help_from_query(self) -> None:
+        self.action_help()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
-import threading
 from collections import Counter
-from pathlib import Path
 
-import pytest
+from pilot_helpers import column, count_arm_calls, gate_arms, ready, record_notifications, run_query, wait_for
 from textual.widgets import Input
 
 from core.arms import DEFAULT_ARMS
@@ -26,84 +23,6 @@ from tui.widgets.tuning import TuningPanel
 SIZE = (120, 36)
 
 
-@pytest.fixture
-def engine(sample_repo: Path):
-    """A real engine over the sample repository, already indexed (a warm start)."""
-    eng = Engine(sample_repo)
-    eng.ensure_index()
-    yield eng
-    eng.close()
-
-
-def count_arm_calls(eng: Engine) -> Counter:
-    """Wrap ``eng.run_arm`` so every call is counted per arm."""
-    calls: Counter = Counter()
-    real = eng.run_arm
-
-    def counted(name, query, **kwargs):
-        calls[name] += 1
-        return real(name, query, **kwargs)
-
-    eng.run_arm = counted
-    return calls
-
-
-def gate_arms(eng: Engine) -> dict[str, threading.Event]:
-    """Make every arm wait for its own event before it runs."""
-    gates = {arm: threading.Event() for arm in DEFAULT_ARMS}
-    real = eng.run_arm
-
-    def gated(name, query, **kwargs):
-        gates[name].wait(20)
-        return real(name, query, **kwargs)
-
-    eng.run_arm = gated
-    return gates
-
-
-async def wait_for(pilot, condition, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.02)
-
-
-async def ready(pilot, app: RanklensApp) -> None:
-    """Wait for the index to be open and refreshed."""
-    await wait_for(pilot, lambda: app.engine.ready and app._generation is not None)
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-async def run_query(pilot, app: RanklensApp, text: str) -> None:
-    """Type ``text`` into the query, press enter and wait for every arm."""
-    app.query_input.focus()
-    app.query_input.value = text
-    await pilot.press("enter")
-    await wait_for(pilot, lambda: app.query_text == text and len(app.results) == len(app.arms))
-    await pilot.pause()
-
-
-def record_notifications(app: RanklensApp) -> list[str]:
-    """Collect the text of every notification the app shows."""
-    shown: list[str] = []
-    real = app.notify
-
-    def notify(message, *args, **kwargs):
-        shown.append(str(message))
-        return real(message, *args, **kwargs)
-
-    app.notify = notify
-    return shown
-
-
-def column(app: RanklensApp, key: str) -> list[str]:
-    table = app.table
-    return [table.cell_text(row, key) for row in range(table.row_count)]
-
-
 # -- searching ---------------------------------------------------------------------------
 
 
@@ -114,7 +33,7 @@ async def test_typing_a_query_fills_the_table_and_the_preview(engine) -> None:
         assert isinstance(app.focused, Input)
         await pilot.press(*"password hash")
         # Debounced: it runs on its own after the last key, no enter needed.
-        await wait_for(pilot, lambda: len(app.results) == len(app.arms))
+        await wait_for(pilot, lambda: app.query_complete)
         await pilot.pause()
         assert app.query_text == "password hash"
         assert app.table.row_count >= 1
@@ -440,7 +359,7 @@ async def test_first_open_indexes_with_progress_then_runs_the_waiting_query(samp
             real_set_note(text)
 
         app.status.set_note = record
-        await wait_for(pilot, lambda: len(app.results) == len(app.arms), timeout=60)
+        await wait_for(pilot, lambda: app.query_complete, timeout=60)
         await pilot.pause()
         assert column(app, "location")[0] == "app/auth.py:1-25"
     # Progress messages supersede each other, so some steps may be collapsed away.
@@ -462,7 +381,7 @@ async def test_a_warm_start_refreshes_the_index_and_re_runs_the_query(engine, sa
             "def rate_limit_requests(client):\n    return client.requests < 10\n", encoding="utf-8"
         )
         app._start_index()  # what returning from the editor does
-        await wait_for(pilot, lambda: app.query_id > first_id and len(app.results) == len(app.arms))
+        await wait_for(pilot, lambda: app.query_id > first_id and app.query_complete)
         await pilot.pause()
         assert "index refreshed (+1" in app.status.note
         assert "app/limits.py:1-2" in column(app, "location")

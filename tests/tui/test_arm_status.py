@@ -31,7 +31,7 @@ async def test_states_render_in_order_with_note() -> None:
     async with app.run_test(size=(140, 3)) as pilot:
         status = app.query_one(ArmStatus)
         await pilot.pause()
-        assert shown(status) == "bm25:   dense:   symbols:"
+        assert shown(status) == "bm25: –   dense: –   symbols: –"
         status.set_running("bm25")
         status.set_running("dense")
         status.set_done("bm25", 12.4, 30)
@@ -60,16 +60,25 @@ async def test_running_single_hit_reset_and_new_arm() -> None:
         status.set_running("dense")
         status.set_done("bm25", 0.42, 1)
         await pilot.pause()
-        assert shown(status) == "bm25: 0.4 ms · 1 hit   dense: running…   symbols:"
+        assert shown(status) == "bm25: 0.4 ms · 1 hit   dense: running…   symbols: –"
         status.set_note("42 ms total")
         status.reset(["fts5", "bm25"])
         status.set_done("tags", 1500, 0)  # an arm not in the reset list is appended
         await pilot.pause()
-        assert shown(status) == "fts5:   bm25:   tags: 1.5 s · 0 hits   │ 42 ms total"
+        assert shown(status) == "fts5: –   bm25: –   tags: 1.5 s · 0 hits   │ 42 ms total"
         status.set_note("")
         await pilot.pause()
-        assert shown(status) == "fts5:   bm25:   tags: 1.5 s · 0 hits"
+        assert shown(status) == "fts5: –   bm25: –   tags: 1.5 s · 0 hits"
         assert status.note == ""
+
+
+async def test_done_without_timing() -> None:
+    app = StatusApp()
+    async with app.run_test(size=(140, 3)) as pilot:
+        status = app.query_one(ArmStatus)
+        status.set_done("bm25", None, 3)
+        await pilot.pause()
+        assert shown(status).startswith("bm25: 3 hits   dense: –")
 
 
 def test_format_ms() -> None:

@@ -106,8 +106,8 @@ class ArmStatus(Static):
             if parts:
                 parts.append("   ")
             parts.append((f"{arm}:", "bold"))
-            if state.detail:
-                parts.append((f" {state.detail}", STATE_STYLES[state.state]))
+            # A pending arm with nothing to say (no query yet) shows a dash, not a gap.
+            parts.append((f" {state.detail or '–'}", STATE_STYLES[state.state]))
         if self._note:
             if parts:
                 parts.append(("   │ ", "$text-muted"))

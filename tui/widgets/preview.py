@@ -252,7 +252,9 @@ class Preview(VerticalScroll):
     def _header(path: str, start: int, end: int, hit: ConsolidatedHit | None) -> Text:
         header = Text(f"{path}:{start}-{end}", no_wrap=True, overflow="ellipsis")
         if hit is not None and hit.context and hit.context != path:
-            header.append(f"  {hit.context}", style="dim")
+            # The breadcrumb without the path the header starts with.
+            crumb = hit.context.removeprefix(f"{path} > ")
+            header.append(f"  {crumb}", style="dim")
         return header
 
     def clear(self, message: str = "") -> None:

@@ -37,7 +37,7 @@ CONFIDENCE_LABELS: dict[str, str] = {"high": "high", "medium": "med", "low": "lo
 LOCATION_WIDTH = 38
 LOCATION_MIN, LOCATION_MAX, LOCATION_FLOOR = 20, 60, 10
 #: Columns kept for the context before the location is narrowed; longer contexts are cut.
-CONTEXT_MIN, CONTEXT_MAX = 12, 80
+CONTEXT_MIN = 12
 
 
 def span_of(hit: ConsolidatedHit) -> Span:
@@ -152,7 +152,7 @@ class ResultsTable(DataTable):
 
     COLUMNS: ClassVar[list[tuple[str, str, int | None]]] = [
         # key, label, width (None: fit the content). "rank" carries the selection mark;
-        # "location" is sized to the table (see _fit_location).
+        # "location" and "context" are sized to the table (see _fit_columns).
         ("rank", "   #", 4),
         ("move", "move", 4),
         ("score", "score", 6),
@@ -160,7 +160,7 @@ class ResultsTable(DataTable):
         ("conf", "conf", 4),
         ("via", "via", None),
         ("location", "location", LOCATION_WIDTH),
-        ("context", "context", None),
+        ("context", "context", CONTEXT_MIN),
     ]
 
     @dataclass
@@ -200,38 +200,42 @@ class ResultsTable(DataTable):
         self._letters: dict[str, str] = {}
         self._selected: list[Span] = []
         self.location_width = LOCATION_WIDTH
+        self.context_width = CONTEXT_MIN
 
     def on_mount(self) -> None:
         for key, label, width in self.COLUMNS:
             self.add_column(label, key=key, width=width)
 
     def on_resize(self) -> None:
-        self._fit_location()
+        self._fit_columns()
 
-    def _fit_location(self) -> None:
-        """Give ``location`` the room the other columns leave (the context may scroll)."""
+    def _fit_columns(self) -> None:
+        """Share the width the fixed columns leave between location and context.
+
+        Both get fixed widths so the table never scrolls sideways: the location first
+        (it is what the user acts on), the context whatever is left (cut with "…").
+        """
         if not self.columns:
             return
+        flexible = ("location", "context")
         pad = 2 * self.cell_padding
-        fixed = sum(
-            (column.get_render_width(self) if column.key.value != "location" else pad)
-            for column in self.columns.values()
-            if column.key.value != "context"
-        )
-        room = self.scrollable_content_region.width - fixed
+        fixed = sum(c.get_render_width(self) for c in self.columns.values() if c.key.value not in flexible)
+        room = max(0, self.scrollable_content_region.width - fixed - 2 * pad)
         if room - CONTEXT_MIN >= LOCATION_MIN:
-            width = min(LOCATION_MAX, room - CONTEXT_MIN)
+            location = min(LOCATION_MAX, room - CONTEXT_MIN)
         else:
-            # Tight (tuning panel open, narrow terminal): the location takes all there is.
-            width = max(LOCATION_FLOOR, room)
-        if width == self.location_width:
+            # Tight (narrow terminal, tuning panel open): the location takes all there is.
+            # (A context column can not be narrower than one cell.)
+            location = max(LOCATION_FLOOR, room - 1)
+        context = max(1, room - location)
+        if (location, context) == (self.location_width, self.context_width):
             return
-        self.location_width = width
-        self.columns[ColumnKey("location")].width = width
+        self.location_width, self.context_width = location, context
+        self.columns[ColumnKey("location")].width = location
+        self.columns[ColumnKey("context")].width = context
         if self.hits:
             self._update_rows()
-        else:
-            self.refresh()
+        self.refresh()
 
     # -- public API -----------------------------------------------------------------------
 
@@ -279,6 +283,11 @@ class ResultsTable(DataTable):
         if list(arms) != self.arms:
             self.arms = list(arms)
             self._letters = arm_letters(self.arms)
+            via = self.columns.get(ColumnKey("via"))
+            if via is not None:
+                via.width = max(len("via"), sum(len(tag) for tag in self._letters.values()))
+                via.auto_width = False
+                self._fit_columns()
         self._selected = self._remap_selection(self._selected)
 
         row = 0
@@ -475,5 +484,5 @@ class ResultsTable(DataTable):
             conf,
             via,
             Text(format_location(hit, self.location_width), style=style),
-            Text(breadcrumb(hit)[:CONTEXT_MAX], style=style or "italic"),
+            Text(breadcrumb(hit), style=style or "italic", overflow="ellipsis"),
         ]
