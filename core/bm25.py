@@ -16,6 +16,7 @@ generation shares one :class:`Vocabulary`.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -94,7 +95,7 @@ class TokenCounter:
         """Turn a word-count matrix (from :meth:`word_counts`) into token counts (tf)."""
         n_words = len(self._expansions)
         rows = np.repeat(np.arange(n_words), [len(e) for e in self._expansions])
-        cols = np.fromiter((c for e in self._expansions for c in e), dtype=np.int64, count=rows.size)
+        cols = np.fromiter(itertools.chain.from_iterable(self._expansions), dtype=np.int64, count=rows.size)
         expand = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n_words, len(self.vocab)))
         words = sparse.csr_matrix((words.data, words.indices, words.indptr), shape=(words.shape[0], n_words))
         tf = (words @ expand).tocsr()

@@ -12,6 +12,7 @@ model2vec is imported lazily inside :func:`load_model`: importing this module is
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -99,7 +100,9 @@ class EmbeddingModel:
         encodings = model.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
         ids = [e.ids for e in encodings]
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        flat = np.fromiter((i for row in ids for i in row), dtype=np.int64, count=int(lengths.sum()))
+        # chain.from_iterable keeps the flattening in C: a generator expression here would hold
+        # the GIL for every token and stall the indexer's other thread.
+        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
         rows = np.repeat(np.arange(len(ids)), lengths)
         if model.unk_token_id is not None:  # model2vec drops unknown tokens before pooling
             keep = flat != model.unk_token_id

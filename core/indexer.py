@@ -294,8 +294,7 @@ class Indexer:
             with clock("lexical"):
                 self._write_matrices(tmp, prev_gen, old_ids, new_chunks, new_ids, progress)
                 self._write_chunk_table(conn, tmp, prev_gen, old_ids, new_chunks, new_ids)
-                common = fts5_arm.common_terms(conn)
-                (tmp / fts5_arm.COMMON_TERMS_FILE).write_text(json.dumps(common), encoding="utf-8")
+                self._write_common_terms(conn, tmp, prev_gen, len(old_ids) + len(new_ids))
             if embedder is not None:
                 with clock("embed wait"):
                     index = embedder.result()
@@ -412,6 +411,17 @@ class Indexer:
             matrix.save(out, name)
         vocab.save(out / "vocab.json")
         progress(Progress("lexical", steps, steps))
+
+    def _write_common_terms(self, conn, out: Path, prev_gen: int, touched: int) -> None:
+        """FTS5's frequent terms; a small update keeps the last list (scanning costs ~0.1 s)."""
+        prev = self.directory / gen_dir_name(prev_gen) / fts5_arm.COMMON_TERMS_FILE if prev_gen else None
+        if prev is not None and prev.exists():
+            common = json.loads(prev.read_text(encoding="utf-8"))
+            if touched < 0.01 * common["n"]:  # shares of the chunks barely move
+                shutil.copyfile(prev, out / fts5_arm.COMMON_TERMS_FILE)
+                return
+        common = fts5_arm.common_terms(conn)
+        (out / fts5_arm.COMMON_TERMS_FILE).write_text(json.dumps(common), encoding="utf-8")
 
     def _write_chunk_table(self, conn, out: Path, prev_gen: int, old_ids, new_chunks, new_ids) -> None:
         prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
