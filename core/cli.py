@@ -331,8 +331,9 @@ EVAL_HELP = (
     "configuration (--retriever, --weights, --rrf-k) on its consolidated hits. A result is a "
     "span hit when it is in a gold file and its lines overlap a gold span. hit@n: a span hit "
     "in the top n; file@5: a gold file in the top 5; MRR@K: 1/rank of the first span hit; "
-    "nDCG@K: binary gain, each gold span credited once. p50/p95: per-query latency in ms; "
-    "lines: mean lines per hit (fused hits merge overlapping spans, so they are wider)."
+    "nDCG@K: binary gain, each gold span credited once. p50/p95: per-query latency in ms "
+    "(arms loaded first). lines: mean lines per hit (fused hits merge overlapping spans, so "
+    "they are wider)."
 )
 
 
@@ -478,10 +479,11 @@ def tune(
     if force and not save:
         raise UsageProblem("--force only applies with --save")
     labeled = _load_labeled(queries)
+    scored = sum(1 for q in labeled if q.gold)
+    if scored < folds:
+        raise UsageProblem(f"{scored} queries with gold spans are too few for {folds} folds")
     engine = _engine(root, model, _note)
     run = _run_labeled(engine, labeled, arms, {}, DEFAULT_RRF_K, also=(), top_k=DEFAULT_TOP_K, quiet=as_json)
-    if len(run.queries) < folds:
-        raise UsageProblem(f"{len(run.queries)} scored queries are too few for {folds} folds")
     result = tune_fusion(run, n_folds=folds, seed=seed)
     result["root"] = str(engine.root)
     result["file"] = queries
@@ -539,12 +541,18 @@ def _print_tune(result: dict) -> None:
             f"{cv[name + '_train']:.3f}", f"{cv[name + '_held_out']:.3f}",
         )
     console.print(table)
+    console.print(
+        "train / held-out: each fold tunes on its training part and scores both parts (means over "
+        "folds); the tuned weights and k shown are tuned on all queries."
+    )
     gain = cv["tuned_held_out"] - cv["default_held_out"]
     console.print(f"held-out gain of tuning: {gain:+.3f} nDCG@10 ({'improves' if result['improves'] else 'no improvement'})")
     if result["saved"]:
         console.print(f"saved to {result['saved']}", markup=False)
-    elif result["saved"] is None:
+    elif result["saved"] is None and result["improves"]:
         console.print("use --save to store the tuned values in the root's config")
+    elif result["saved"] is None:
+        console.print("the defaults generalise as well: --save would refuse these values (--force overrides)")
 
 
 def main(argv: list[str] | None = None) -> int:

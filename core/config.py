@@ -1,0 +1,100 @@
+"""Per-root fusion settings: the weights and RRF k that ``ranklens tune --save`` found.
+
+Stored as ``config.json`` in the root's index folder (:func:`core.store.index_dir`), written
+atomically::
+
+    {"weights": {"bm25": 0.8, "fts5": 1.0, "dense": 1.4, "symbols": 1.2}, "k": 30,
+     "tuned": {"queries": "evals/ranklens.jsonl", "n": 40, ...}}
+
+The CLI's ``query``/``eval`` and the TUI start from :func:`load_config`; explicit
+``--weights``/``--rrf-k`` win over it. Arms not named weigh 1.0.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from .fusion import check_k, check_weight
+from .store import index_dir
+
+CONFIG_FILE = "config.json"
+DEFAULT_K = 60.0
+
+
+class ConfigError(ValueError):
+    """The root's config file exists but cannot be used (one line, names the file)."""
+
+
+def config_path(root: Path | str, cache_dir: Path | None = None) -> Path:
+    """Where the config of ``root`` lives (it may not exist)."""
+    return index_dir(Path(root).expanduser().resolve(), cache_dir) / CONFIG_FILE
+
+
+def default_config() -> dict:
+    return {"weights": {}, "k": DEFAULT_K}
+
+
+def load_config(root: Path | str, cache_dir: Path | None = None) -> dict:
+    """``{"weights": {arm: w}, "k": k}`` of ``root``; the defaults (``{}``, 60) when none is saved.
+
+    Raises :class:`ConfigError` for a file that is unreadable, not JSON or holds bad values.
+    """
+    path = config_path(root, cache_dir)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return default_config()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    return parse_config(data, str(path))
+
+
+def parse_config(data: object, source: str = "config") -> dict:
+    """Validate a config object into ``{"weights": …, "k": …}`` (extra keys are ignored)."""
+    from .arms import REGISTRY
+
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object")
+    out = default_config()
+    weights = data.get("weights", {})
+    if not isinstance(weights, dict):
+        raise ConfigError(f'{source}: "weights" must be an object of arm: weight')
+    for name, w in weights.items():
+        if name not in REGISTRY:
+            raise ConfigError(f"{source}: unknown retriever {name!r} in weights")
+        try:
+            out["weights"][name] = check_weight(name, w)
+        except ValueError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+    if "k" in data:
+        try:
+            out["k"] = check_k(data["k"])
+        except ValueError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+    return out
+
+
+def save_config(
+    root: Path | str,
+    weights: Mapping[str, float],
+    k: float,
+    *,
+    extra: Mapping[str, object] | None = None,
+    cache_dir: Path | None = None,
+) -> Path:
+    """Validate and atomically write ``root``'s config; returns its path."""
+    from .handoff import write_json_atomic
+
+    data = {"weights": dict(weights), "k": k, **(dict(extra) if extra else {})}
+    parsed = parse_config(data, "config")
+    data.update(weights=parsed["weights"], k=parsed["k"])
+    path = config_path(root, cache_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, data)
+    return path

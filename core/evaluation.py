@@ -1,0 +1,666 @@
+"""Retrieval evaluation and fusion tuning over a labeled query file.
+
+A labeled query file is JSONL, one query per line::
+
+    {"id": "q1", "query": "where are passwords hashed", "kind": "paraphrase",
+     "gold": [{"path": "app/auth.py", "start_line": 9, "end_line": 11}]}
+
+``path`` is POSIX and relative to the root; lines are 1-based and inclusive. ``kind`` is
+optional and groups the report. ``note`` (free text) and ``not_relevant`` (spans judged not
+relevant, as the TUI's judgments file writes them) are accepted and not scored. A query with
+an empty ``gold`` has nothing to find and is left out of the figures (and counted).
+
+Metrics (pure functions below, over the top 10 of a ranking):
+
+* ``hit@k``: some result among the first k is a *span hit*: same file as a gold span and
+  lines overlapping it.
+* ``file_hit@5``: some result among the first 5 is in a file that holds a gold span.
+* ``mrr@10``: 1 / rank of the first span hit, 0 when none is in the top 10.
+* ``ndcg@10``: binary gain; each gold span is credited at most once, so a result that only
+  overlaps gold spans already credited earns nothing. Ideal DCG is that of
+  ``min(len(gold), 10)`` hits at the top.
+
+Each query is run once per arm through :meth:`core.engine.Engine.search`; every arm is scored
+on its own raw top 10 and the fused list on the consolidated hits. Tuning re-fuses those cached
+rankings (no arm runs again), so searching the weights and k costs only fusion.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+from .fusion import check_k, check_weights
+
+TOP_K = 10
+METRICS = ("hit@1", "hit@5", "hit@10", "file_hit@5", "mrr@10", "ndcg@10")
+#: The name of the fused row in reports.
+FUSED = "fused"
+#: Queries without a ``kind`` are grouped under this name.
+NO_KIND = "-"
+MAX_FILE_BYTES = 20 << 20
+
+
+class SpanLike(Protocol):
+    path: str
+    start_line: int
+    end_line: int
+
+
+class Span(NamedTuple):
+    """A span of a file: POSIX path relative to the root, 1-based inclusive lines."""
+
+    path: str
+    start_line: int
+    end_line: int
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "start_line": self.start_line, "end_line": self.end_line}
+
+
+@dataclass(frozen=True)
+class LabeledQuery:
+    """One line of a labeled query file."""
+
+    id: str
+    query: str
+    gold: tuple[Span, ...]
+    kind: str | None = None
+    line: int = 0
+    not_relevant: tuple[Span, ...] = ()
+
+    def to_dict(self) -> dict:
+        out: dict = {"id": self.id, "query": self.query}
+        if self.kind is not None:
+            out["kind"] = self.kind
+        out["gold"] = [g.to_dict() for g in self.gold]
+        if self.not_relevant:
+            out["not_relevant"] = [g.to_dict() for g in self.not_relevant]
+        return out
+
+
+class EvalFileError(ValueError):
+    """A labeled query file cannot be used; the message names the file and line."""
+
+
+# --------------------------------------------------------------------------- loading
+
+_KEYS = {"id", "query", "gold", "kind", "note", "not_relevant"}
+
+
+def load_queries(path: Path | str) -> list[LabeledQuery]:
+    """Read and validate a labeled query file (raises :class:`EvalFileError`)."""
+    p = Path(path).expanduser()
+    try:
+        if p.is_dir():
+            raise EvalFileError(f"{path}: is a directory, not a labeled query file")
+        if p.stat().st_size > MAX_FILE_BYTES:
+            raise EvalFileError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MB")
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise EvalFileError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise EvalFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EvalFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    return parse_queries(text.splitlines(), source=str(path))
+
+
+def parse_queries(lines: Iterable[str], source: str = "<queries>") -> list[LabeledQuery]:
+    """Validate JSONL lines into labeled queries; blank lines are skipped."""
+    from .engine import QueryError, check_query
+
+    out: list[LabeledQuery] = []
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip().lstrip("\ufeff") if number == 1 else raw.strip()
+        if not line:
+            continue
+
+        def bad(message: str) -> EvalFileError:
+            return EvalFileError(f"{source}:{number}: {message}")
+
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise bad(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise bad(f"expected a JSON object, got {type(obj).__name__}")
+        unknown = sorted(set(obj) - _KEYS)
+        if unknown:
+            raise bad(f"unknown field {unknown[0]!r} (fields: {', '.join(sorted(_KEYS))})")
+        qid = obj.get("id")
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
+            raise bad('"id" must be a non-empty string')
+        qid = str(qid).strip()
+        if qid in seen:
+            raise bad(f"duplicate id {qid!r} (first on line {seen[qid]})")
+        seen[qid] = number
+        query = obj.get("query")
+        if not isinstance(query, str):
+            raise bad('"query" must be a string')
+        try:
+            query = check_query(query)
+        except QueryError as exc:
+            raise bad(f'"query": {exc}') from None
+        kind = obj.get("kind")
+        if kind is not None and (not isinstance(kind, str) or not kind.strip()):
+            raise bad('"kind" must be a non-empty string when given')
+        if "gold" not in obj:
+            raise bad('missing "gold" (a list of {"path", "start_line", "end_line"})')
+        gold = _spans(obj["gold"], "gold", bad)
+        not_relevant = _spans(obj.get("not_relevant", []), "not_relevant", bad)
+        out.append(LabeledQuery(qid, query, gold, kind.strip() if kind else None, number, not_relevant))
+    if not out:
+        raise EvalFileError(f"{source}: holds no queries")
+    return out
+
+
+def _spans(value: object, name: str, bad: Callable[[str], EvalFileError]) -> tuple[Span, ...]:
+    if not isinstance(value, list):
+        raise bad(f'"{name}" must be a list of {{"path", "start_line", "end_line"}}')
+    spans = []
+    for i, item in enumerate(value, start=1):
+        where = f'"{name}" item {i}'
+        if not isinstance(item, dict):
+            raise bad(f"{where} must be an object")
+        extra = sorted(set(item) - {"path", "start_line", "end_line"})
+        if extra:
+            raise bad(f"{where}: unknown field {extra[0]!r}")
+        path = item.get("path")
+        if not isinstance(path, str) or not path.strip():
+            raise bad(f'{where}: "path" must be a non-empty string')
+        if path.startswith("/") or "\\" in path or ".." in path.split("/"):
+            raise bad(f'{where}: "path" must be relative to the root, with / separators')
+        start, end = item.get("start_line"), item.get("end_line")
+        for key, v in (("start_line", start), ("end_line", end)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise bad(f'{where}: "{key}" must be a whole number >= 1')
+        if end < start:
+            raise bad(f"{where}: end_line {end} is before start_line {start}")
+        spans.append(Span(path.strip().removeprefix("./"), start, end))
+    return tuple(spans)
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def overlaps(hit: SpanLike, gold: SpanLike) -> bool:
+    """Same file and at least one line in common."""
+    return hit.path == gold.path and hit.start_line <= gold.end_line and gold.start_line <= hit.end_line
+
+
+def hit_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int) -> float:
+    """1.0 when one of the first ``k`` hits overlaps a gold span, else 0.0."""
+    return 1.0 if any(overlaps(h, g) for h in hits[:k] for g in gold) else 0.0
+
+
+def file_hit_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = 5) -> float:
+    """1.0 when one of the first ``k`` hits is in a file holding a gold span."""
+    paths = {g.path for g in gold}
+    return 1.0 if any(h.path in paths for h in hits[:k]) else 0.0
+
+
+def reciprocal_rank(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = TOP_K) -> float:
+    """1 / rank of the first hit overlapping a gold span among the first ``k``, else 0."""
+    for rank, h in enumerate(hits[:k], start=1):
+        if any(overlaps(h, g) for g in gold):
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = TOP_K) -> float:
+    """Binary-gain nDCG@k where each gold span is credited at most once.
+
+    A hit earns gain 1 when it overlaps a gold span not credited yet (the first such span in
+    gold order is then credited); a hit overlapping only credited spans earns nothing. The
+    ideal DCG puts ``min(len(gold), k)`` hits at the top. No gold: 0.0.
+    """
+    if not gold:
+        return 0.0
+    credited = [False] * len(gold)
+    dcg = 0.0
+    for rank, h in enumerate(hits[:k], start=1):
+        for i, g in enumerate(gold):
+            if not credited[i] and overlaps(h, g):
+                credited[i] = True
+                dcg += 1.0 / math.log2(rank + 1)
+                break
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(gold), k) + 1))
+    return dcg / ideal
+
+
+def first_hit_rank(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = TOP_K) -> int | None:
+    """1-based rank of the first span hit among the first ``k``, or None."""
+    rr = reciprocal_rank(hits, gold, k)
+    return round(1 / rr) if rr else None
+
+
+def metric_names(depth: int = TOP_K) -> tuple[str, ...]:
+    """The reported metrics for a ranking depth (``METRICS`` at the default depth 10)."""
+    names = ["hit@1", "hit@5", f"hit@{depth}", "file_hit@5", f"mrr@{depth}", f"ndcg@{depth}"]
+    return tuple(dict.fromkeys(names))
+
+
+def metrics_for(hits: Sequence[SpanLike], gold: Sequence[SpanLike], depth: int = TOP_K) -> dict[str, float]:
+    """Every metric of :func:`metric_names` for one ranking (only its first ``depth`` count)."""
+    top = hits[:depth]
+    return {
+        "hit@1": hit_at_k(top, gold, 1),
+        "hit@5": hit_at_k(top, gold, 5),
+        f"hit@{depth}": hit_at_k(top, gold, depth),
+        "file_hit@5": file_hit_at_k(top, gold, 5),
+        f"mrr@{depth}": reciprocal_rank(top, gold, depth),
+        f"ndcg@{depth}": ndcg_at_k(top, gold, depth),
+    }
+
+
+def query_metrics(hits: Sequence[SpanLike], gold: Sequence[SpanLike]) -> dict[str, float]:
+    """``{"mrr@10": …, "ndcg@10": …}`` of one ranking against relevant spans (the TUI's status)."""
+    return {"mrr@10": reciprocal_rank(hits, gold, TOP_K), "ndcg@10": ndcg_at_k(hits, gold, TOP_K)}
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0..100) with linear interpolation; None for no values."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values) if values else 0.0
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class QueryRun:
+    """One labeled query's cached answers: each arm's ranking and the fused list."""
+
+    query: LabeledQuery
+    rankings: dict[str, list]  # arm -> its raw hits (Hit), best first (pool, not cut to 10)
+    arm_ms: dict[str, float]
+    fused: list  # consolidated hits of the configuration (top ``top_k``)
+    fused_ms: float
+
+
+@dataclass
+class EvalRun:
+    """Everything one evaluation ran: enough to report and to re-fuse for tuning."""
+
+    queries: list[QueryRun]
+    arms: list[str]  # the fused configuration's arms
+    measured: list[str]  # every arm measured alone (configuration first)
+    weights: dict[str, float]
+    k: float
+    skipped: dict[str, str]  # arm -> why it could not answer (first reason seen)
+    no_gold: list[str] = field(default_factory=list)  # ids of queries left out (empty gold)
+    top_k: int = TOP_K  # the ranking depth every metric looks at
+    fuse: Callable[..., list] | None = None  # engine.fuse: (results, weights=, k=, top_k=)
+
+
+def run_queries(
+    engine,
+    queries: Sequence[LabeledQuery],
+    *,
+    arms: Sequence[str],
+    weights: Mapping[str, float] | None = None,
+    k: float = 60,
+    also: Sequence[str] = (),
+    top_k: int = TOP_K,
+    progress: Callable[[int, int], None] | None = None,
+) -> EvalRun:
+    """Run every query once per arm on an opened engine and cache the rankings.
+
+    ``arms`` is the fused configuration (one arm: that arm's own ranking is the "fused"
+    list, as ``ranklens query --retriever`` prints it); ``also`` are more arms measured alone
+    but not fused (run in a second search, so the configuration's latency is its own).
+    Arms are opened before the first query, so latencies do not include loading them.
+    """
+    from .consolidate import single_arm
+
+    ws = check_weights(weights)
+    kf = check_k(k)
+    arms = list(dict.fromkeys(arms))
+    extra = [a for a in dict.fromkeys(also) if a not in arms]
+    runs: list[QueryRun] = []
+    skipped: dict[str, str] = {}
+    scored = [q for q in queries if q.gold]
+    no_gold = [q.id for q in queries if not q.gold]
+    if hasattr(engine, "warm"):
+        engine.warm(arms + extra)  # load every artifact first: latencies are steady-state ones
+    for i, q in enumerate(scored, start=1):
+        result = engine.search(q.query, top_k=top_k, arms=arms, weights=ws, k=kf)
+        results = dict(result.results)
+        if extra:
+            results.update(engine.search(q.query, top_k=top_k, arms=extra).results)
+        for name, reason in result.skipped:
+            skipped.setdefault(name, reason)
+        for name in extra:
+            r = results[name]
+            if not r.ok:
+                skipped.setdefault(name, r.skipped or r.error or "")
+        if len(arms) == 1:
+            only = results[arms[0]]
+            fused = single_arm(only.hits[:top_k], k=kf, weight=ws.get(arms[0], 1.0)) if only.ok else []
+        else:
+            fused = list(result.hits[:top_k])
+        runs.append(
+            QueryRun(
+                query=q,
+                rankings={a: list(r.hits) for a, r in results.items() if r.ok},
+                arm_ms={a: r.elapsed_ms for a, r in results.items() if r.ok},
+                fused=fused,
+                fused_ms=result.elapsed_ms,
+            )
+        )
+        if progress is not None:
+            progress(i, len(scored))
+    return EvalRun(runs, arms, arms + extra, ws, kf, skipped, no_gold, top_k, getattr(engine, "fuse", None))
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def _row(per_query: list[tuple[dict[str, float], float, float]], names: Sequence[str]) -> dict:
+    """Aggregate (metrics, latency ms, mean span lines) per query into one report row."""
+    row: dict = {"n": len(per_query)}
+    for m in names:
+        row[m] = mean([pq[0][m] for pq in per_query])
+    lat = [pq[1] for pq in per_query]
+    row["latency_ms"] = {"p50": percentile(lat, 50), "p95": percentile(lat, 95)}
+    row["mean_lines"] = mean([pq[2] for pq in per_query])
+    return row
+
+
+def _lines(hits: Sequence[SpanLike], depth: int) -> float:
+    top = hits[:depth]
+    return mean([h.end_line - h.start_line + 1 for h in top]) if top else 0.0
+
+
+def report(run: EvalRun) -> dict:
+    """Per-arm and fused figures, overall and per ``kind``, plus per-query details."""
+    depth = run.top_k
+    names = metric_names(depth)
+    hit_key, ndcg_key = f"hit@{depth}", f"ndcg@{depth}"
+    rows: dict[str, list[tuple[str | None, tuple[dict[str, float], float, float]]]] = {}
+    details = []
+    missed_by_all = []
+    for qr in run.queries:
+        q = qr.query
+        arm_metrics = {}
+        for arm in run.measured:
+            hits = qr.rankings.get(arm)
+            if hits is None:
+                continue
+            top = hits[:depth]
+            m = metrics_for(top, q.gold, depth)
+            arm_metrics[arm] = m
+            rows.setdefault(arm, []).append((q.kind, (m, qr.arm_ms[arm], _lines(top, depth))))
+        fm = metrics_for(qr.fused, q.gold, depth)
+        rows.setdefault(FUSED, []).append((q.kind, (fm, qr.fused_ms, _lines(qr.fused, depth))))
+        if all(m[hit_key] == 0 for m in [*arm_metrics.values(), fm]):
+            missed_by_all.append({"id": q.id, "kind": q.kind, "query": q.query})
+        details.append(
+            {
+                "id": q.id,
+                "kind": q.kind,
+                "query": q.query,
+                "fused": {
+                    ndcg_key: fm[ndcg_key],
+                    "first_hit": first_hit_rank(qr.fused, q.gold, depth),
+                    "top": [f"{h.path}:{h.start_line}-{h.end_line}" for h in qr.fused[:3]],
+                },
+                "arms": {
+                    a: {ndcg_key: m[ndcg_key], "first_hit": first_hit_rank(qr.rankings[a], q.gold, depth)}
+                    for a, m in arm_metrics.items()
+                },
+            }
+        )
+    kinds = sorted({qr.query.kind or NO_KIND for qr in run.queries})
+    groups: dict[str, dict] = {}
+    order = [a for a in run.measured if a in rows] + [FUSED]
+    for group in ["all", *kinds]:
+        g_rows = {}
+        for name in order:
+            picked = [v for kind, v in rows.get(name, []) if group == "all" or (kind or NO_KIND) == group]
+            if picked:
+                g_rows[name] = _row(picked, names)
+        n = sum(1 for qr in run.queries if group == "all" or (qr.query.kind or NO_KIND) == group)
+        groups[group] = {"n": n, "rows": g_rows}
+    return {
+        "queries": len(run.queries),
+        "top_k": depth,
+        "metrics": list(names),
+        "configuration": {
+            "arms": list(run.arms),
+            "weights": {a: run.weights.get(a, 1.0) for a in run.arms},
+            "k": run.k,
+        },
+        "skipped": dict(run.skipped),
+        "no_gold": list(run.no_gold),
+        "groups": groups,
+        "missed_by_all": missed_by_all,
+        "per_query": details,
+    }
+
+
+# --------------------------------------------------------------------------- tuning
+
+#: Weight grid: 0 to 3 in steps of 0.2, a subset of the TUI slider's 0.1 grid, so tuned
+#: weights show exactly there.
+WEIGHT_GRID: tuple[float, ...] = tuple(round(0.2 * i, 1) for i in range(16))
+#: k grid: where RRF's k matters (small k sharpens the top ranks), roughly geometric.
+K_GRID: tuple[float, ...] = (5, 10, 20, 30, 45, 60, 90, 120, 200)
+DEFAULT_WEIGHT = 1.0
+DEFAULT_K = 60.0
+ROUNDS = 4
+FOLDS = 5
+SEED = 20240601
+
+
+@dataclass(frozen=True)
+class Setting:
+    weights: tuple[tuple[str, float], ...]
+    k: float
+
+    @property
+    def weight_map(self) -> dict[str, float]:
+        return dict(self.weights)
+
+    def to_dict(self) -> dict:
+        return {"weights": dict(self.weights), "k": self.k}
+
+
+class _Scorer:
+    """Mean fused nDCG@10 of a set of queries for a setting, from cached rankings.
+
+    ``exact`` re-fuses through the run's ``fuse`` (``Engine.fuse``) every time. The fast
+    path uses that consolidation is weight-independent up to the scores: the groups of
+    overlapping spans and each arm's best rank in a group do not change with the weights or
+    k, so they are computed once per query (one ``fuse`` with every weight 1) and a setting
+    only re-scores ``sum(w / (k + rank))`` per group and re-sorts, with the same tie-break
+    (path, start, end, docid) and the same rule that a group no arm votes for is dropped.
+    Tuning searches with the fast path and reports figures computed exactly.
+    """
+
+    def __init__(self, run: EvalRun, exact: bool = False) -> None:
+        if run.fuse is None:
+            raise ValueError("the run has no fuse function (run it through an engine)")
+        self.run = run
+        self.exact = exact
+        self.cache: dict[tuple[Setting, int], float] = {}
+        self._tables: dict[int, tuple] = {}
+
+    def _rankings(self, i: int) -> dict[str, list]:
+        qr = self.run.queries[i]
+        return {a: qr.rankings[a] for a in self.run.arms if a in qr.rankings}
+
+    def _table(self, i: int) -> tuple:
+        found = self._tables.get(i)
+        if found is None:
+            import numpy as np
+
+            rankings = self._rankings(i)
+            groups = self.run.fuse(rankings, weights={a: 1.0 for a in rankings}, k=DEFAULT_K) if rankings else []
+            arms = list(self.run.arms)
+            ranks = np.full((len(groups), len(arms)), np.inf)
+            for g, hit in enumerate(groups):
+                for c in hit.contributors:
+                    ranks[g, arms.index(c.arm)] = c.rank
+            tie = sorted(range(len(groups)), key=lambda g: (groups[g].path, groups[g].start_line, groups[g].end_line, groups[g].docid))
+            tie_pos = np.empty(len(groups), dtype=np.int64)
+            tie_pos[tie] = np.arange(len(groups))
+            spans = [Span(h.path, h.start_line, h.end_line) for h in groups]
+            found = self._tables[i] = (ranks, tie_pos, spans)
+        return found
+
+    def _fast_hits(self, setting: Setting, i: int) -> list[Span]:
+        import numpy as np
+
+        ranks, tie_pos, spans = self._table(i)
+        if not spans:
+            return []
+        w = np.array([setting.weight_map.get(a, DEFAULT_WEIGHT) for a in self.run.arms])
+        contrib = w / (setting.k + ranks)  # absent arms: rank inf -> 0
+        voting = (contrib > 0).any(axis=1)
+        score = contrib.sum(axis=1)
+        rows = np.flatnonzero(voting)
+        order = rows[np.lexsort((tie_pos[rows], -score[rows]))][:TOP_K]
+        return [spans[g] for g in order]
+
+    def hits(self, setting: Setting, i: int) -> list:
+        if self.exact:
+            rankings = self._rankings(i)
+            return self.run.fuse(rankings, weights=setting.weight_map, k=setting.k, top_k=TOP_K) if rankings else []
+        return self._fast_hits(setting, i)
+
+    def query_ndcg(self, setting: Setting, i: int) -> float:
+        key = (setting, i)
+        found = self.cache.get(key)
+        if found is None:
+            found = self.cache[key] = ndcg_at_k(self.hits(setting, i), self.run.queries[i].query.gold, TOP_K)
+        return found
+
+    def mean(self, setting: Setting, idx: Sequence[int]) -> float:
+        return mean([self.query_ndcg(setting, i) for i in idx])
+
+
+def _closeness(setting: Setting, default: Setting) -> float:
+    """How far a setting is from the default (ties go to the nearer one)."""
+    d = sum(abs(w - dict(default.weights).get(a, DEFAULT_WEIGHT)) for a, w in setting.weights)
+    return d + abs(math.log(setting.k / default.k))
+
+
+def coordinate_ascent(
+    scorer: _Scorer,
+    idx: Sequence[int],
+    start: Setting,
+    *,
+    rounds: int = ROUNDS,
+    weight_grid: Sequence[float] = WEIGHT_GRID,
+    k_grid: Sequence[float] = K_GRID,
+) -> tuple[Setting, float]:
+    """Maximise mean nDCG@10 over ``idx`` one coordinate at a time (k, then each weight).
+
+    A coordinate moves only on a strict improvement; among equal scores the value nearest
+    the default is kept, so the result does not drift on flat ground.
+    """
+    best = start
+    best_score = scorer.mean(best, idx)
+    arms = [a for a, _ in start.weights]
+    for _ in range(rounds):
+        moved = False
+        for coord in ["k", *arms]:
+            grid = k_grid if coord == "k" else weight_grid
+            for value in grid:
+                if coord == "k":
+                    cand = Setting(best.weights, float(value))
+                else:
+                    cand = Setting(tuple((a, float(value) if a == coord else w) for a, w in best.weights), best.k)
+                if cand == best:
+                    continue
+                score = scorer.mean(cand, idx)
+                if score > best_score + 1e-12 or (
+                    abs(score - best_score) <= 1e-12 and _closeness(cand, start) < _closeness(best, start) - 1e-12
+                ):
+                    moved = moved or score > best_score + 1e-12
+                    best, best_score = cand, score
+        if not moved:
+            break
+    return best, best_score
+
+
+def folds(n: int, k: int = FOLDS, seed: int = SEED) -> list[list[int]]:
+    """``k`` disjoint, near-equal held-out folds of ``range(n)``, shuffled with a fixed seed."""
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    k = max(1, min(k, n))
+    return [sorted(order[i::k]) for i in range(k)]
+
+
+def tune(run: EvalRun, *, n_folds: int = FOLDS, seed: int = SEED, rounds: int = ROUNDS) -> dict:
+    """Tune the configuration's weights and k on cached rankings, with k-fold cross-validation.
+
+    Returns the default and tuned settings with their nDCG@10 on all queries (in sample),
+    and per fold the train and held-out nDCG@10 of the default and of the setting tuned on
+    that fold's train part; ``improves`` says whether tuning beat the default held-out.
+    """
+    if len(run.arms) < 2:
+        raise ValueError("tuning needs at least two fused arms")
+    scorer = _Scorer(run)
+    exact = _Scorer(run, exact=True)
+    n = len(run.queries)
+    default = Setting(tuple((a, DEFAULT_WEIGHT) for a in run.arms), DEFAULT_K)
+    everyone = list(range(n))
+    tuned, _ = coordinate_ascent(scorer, everyone, default, rounds=rounds)
+    per_fold = []
+    if n >= 2:
+        for held in folds(n, n_folds, seed):
+            held_set = set(held)
+            train = [i for i in everyone if i not in held_set]
+            fold_best, _ = coordinate_ascent(scorer, train, default, rounds=rounds)
+            per_fold.append(
+                {
+                    "train": len(train),
+                    "held_out": len(held),
+                    "tuned": fold_best.to_dict(),
+                    "default_train": exact.mean(default, train),
+                    "tuned_train": exact.mean(fold_best, train),
+                    "default_held_out": exact.mean(default, held),
+                    "tuned_held_out": exact.mean(fold_best, held),
+                }
+            )
+    cv = {
+        key: mean([f[key] for f in per_fold])
+        for key in ("default_train", "tuned_train", "default_held_out", "tuned_held_out")
+    }
+    return {
+        "queries": n,
+        "arms": list(run.arms),
+        "grid": {"weights": list(WEIGHT_GRID), "k": list(K_GRID)},
+        "default": {**default.to_dict(), "ndcg@10": exact.mean(default, everyone)},
+        "tuned": {**tuned.to_dict(), "ndcg@10": exact.mean(tuned, everyone)},
+        "cross_validation": {"folds": len(per_fold), "seed": seed, **cv, "per_fold": per_fold},
+        "improves": bool(per_fold) and cv["tuned_held_out"] > cv["default_held_out"] + 1e-12,
+    }
+
+
+def kinds_summary(queries: Sequence[LabeledQuery]) -> dict[str, int]:
+    """How many queries of each kind (for messages and tests)."""
+    out: dict[str, int] = {}
+    for q in queries:
+        out[q.kind or NO_KIND] = out.get(q.kind or NO_KIND, 0) + 1
+    return out
