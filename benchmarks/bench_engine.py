@@ -3,9 +3,9 @@ re-fuse cost, one-file incremental update and peak RSS, on a ~50k-chunk corpus.
 
     python benchmarks/bench_engine.py [--root DIR] [--queries N]
 
-The default corpus is the Python standard library of this interpreter (~50k chunks, not a
-git work tree, so discovery walks it). It is copied to a temp folder first so the one-file
-incremental step can edit a file. The index goes to a temp cache folder; nothing of the
+The default corpus is this interpreter's standard library without its test suite, plus the
+test modules ``test/test_[a-f]*.py`` (~50k chunks; not a git work tree, so discovery walks
+it). It is copied to a temp folder first so the one-file incremental step can edit a file. The index goes to a temp cache folder; nothing of the
 user's is touched. Figures are medians unless named p95.
 """
 
@@ -49,6 +49,23 @@ QUERIES = [
 ]
 
 
+def _corpus_filter(src: Path):
+    """Skip site-packages, caches and most of the test suite (keep test/test_[a-f]*.py)."""
+    import fnmatch
+
+    skip = shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc", "idle_test", "tests")
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        out = set(skip(folder, names))
+        if Path(folder) == src / "test":
+            out |= {n for n in names if not fnmatch.fnmatch(n, "test_[a-f]*.py")}
+        elif src / "test" in Path(folder).parents:
+            out |= set(names)
+        return out
+
+    return ignore
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
@@ -71,7 +88,7 @@ def main() -> None:
     else:
         root = work / "stdlib"
         src = Path(sysconfig.get_paths()["stdlib"])
-        shutil.copytree(src, root, ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc"))
+        shutil.copytree(src, root, ignore=_corpus_filter(src))
 
     from core.embedding import load_model
     from core.engine import Engine
