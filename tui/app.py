@@ -92,7 +92,8 @@ class RanklensApp(App[None]):
         A query to run as soon as the index is ready.
     """
 
-    CSS_PATH = "app.tcss"
+    # Absolute, so a subclass defined elsewhere (tests, benchmarks) finds it too.
+    CSS_PATH = Path(__file__).parent / "app.tcss"
     TITLE = "ranklens"
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
 
@@ -292,13 +293,14 @@ class RanklensApp(App[None]):
             status.set_failed(result.arm, result.error)
         else:
             status.set_done(result.arm, result.elapsed_ms if self.show_timings else None, len(result.hits))
-        if len(self.results) == len(self.arms):
-            self.last_query_ms = (time.perf_counter() - self._query_started) * 1000
         # The first answer of a new query starts at the top; later ones keep the top row
         # on the best hit unless the user has moved the cursor down.
         first = self._shown_query_id != self.query_id
         cursor = "top" if first or self.table.cursor_row == 0 else "keep"
         self.refuse(cursor=cursor)
+        if self.query_complete:
+            # From the query starting to the table holding every arm's answer.
+            self.last_query_ms = (time.perf_counter() - self._query_started) * 1000
 
     @property
     def query_complete(self) -> bool:

@@ -9,7 +9,9 @@ lines, emphasises the query terms and lists what every arm said about the hit.
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatch
 from functools import lru_cache
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from rich.console import Group
@@ -38,22 +40,55 @@ LEXER_LOOKBEHIND = 200
 TERM_STYLE = Style(bold=True, underline=True)
 
 
-@lru_cache(maxsize=256)
-def lexer_for(path: str) -> str:
+@lru_cache(maxsize=1)
+def _filename_patterns() -> tuple[tuple[str, str], ...]:
+    """(file name pattern, lexer alias) of every lexer bundled with pygments."""
+    from pygments.lexers._mapping import LEXERS
+
+    return tuple(
+        (pattern, aliases[0]) for _module, _name, aliases, patterns, _mimes in LEXERS.values() if aliases
+        for pattern in patterns
+    )
+
+
+_LEXERS: dict[str, str] = {}
+
+
+def lexer_for(path: str, text: str | None = None) -> str:
     """The pygments lexer alias for a file name, or ``"text"`` when none matches.
 
     An alias (not a lexer instance) is returned so rich builds the lexer itself with
     ``stripnl=False``; pygments' default strips leading blank lines, which would shift
     every line number below them.
-    """
-    from pygments.lexers import get_lexer_for_filename
-    from pygments.util import ClassNotFound
 
-    try:
-        lexer = get_lexer_for_filename(path)
-    except ClassNotFound:
-        return "text"
-    return lexer.aliases[0] if lexer.aliases else "text"
+    Only the lexers bundled with pygments are considered. ``get_lexer_for_filename`` also
+    loads every third-party lexer plugin on each call (IPython's, when it is installed,
+    takes ~0.6 s to import), which froze the preview on the first hit of a new file.
+    When several lexers claim the name (``*.h``, ``*.m``, ``*.pl``) the file's ``text``
+    decides, as pygments does, through each candidate's ``analyse_text`` and priority.
+    The answer is cached per path.
+    """
+    found = _LEXERS.get(path)
+    if found is not None:
+        return found
+    name = PurePosixPath(path).name
+    candidates = list(dict.fromkeys(alias for pattern, alias in _filename_patterns() if fnmatch(name, pattern)))
+    if not candidates:
+        found = "text"
+    elif len(candidates) == 1:
+        found = candidates[0]
+    else:
+        from pygments.lexers import find_lexer_class_by_name
+
+        def rank(alias: str) -> float:
+            cls = find_lexer_class_by_name(alias)
+            return (cls.analyse_text(text[:4000]) if text else 0.0) + cls.priority
+
+        found = max(candidates, key=rank)
+    if len(_LEXERS) > 512:
+        _LEXERS.clear()
+    _LEXERS[path] = found
+    return found
 
 
 def query_terms(query: str) -> set[str]:
@@ -100,6 +135,8 @@ class Preview(VerticalScroll):
     ----------
     context_lines:
         Lines shown above and below the span (when the text passed in has them).
+    max_lines:
+        Most lines highlighted; a longer span is cut there (the header says so).
     theme:
         Pygments style for the code; ``None`` picks one matching the app's dark/light theme.
     """
@@ -154,6 +191,7 @@ class Preview(VerticalScroll):
         self,
         *,
         context_lines: int = 3,
+        max_lines: int = 200,
         theme: str | None = None,
         name: str | None = None,
         id: str | None = None,  # noqa: A002
@@ -161,9 +199,12 @@ class Preview(VerticalScroll):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.context_lines = context_lines
+        self.max_lines = max_lines
+        self.cut_at: int | None = None  # last line shown when a long span was cut
         self.theme = theme
         self._syntax: Syntax | None = None
         self._trace: Group | None = None
+        self._trace_shape: tuple[tuple, int] | None = None  # (shape, lines) last measured
         self.add_class("-empty")
 
     def compose(self) -> ComposeResult:
@@ -232,25 +273,40 @@ class Preview(VerticalScroll):
         """
         self._trace = self.build_trace(hit, arms)
         header = self._header(hit.path, hit.start_line, hit.end_line, hit)
-        for selector, renderable in (("#preview-header", header), ("#preview-trace", self._trace)):
-            widget = self.query_one(selector, Static)
-            # A layout pass re-measures the highlighted code too (tens of ms): skip it when
-            # the new content takes as many lines as the old.
-            same_height = self._height(widget, renderable) == widget.content_size.height
-            widget.update(renderable, layout=not same_height)
+        # A layout pass re-measures the highlighted code too (tens of ms): skip it when the
+        # new content takes as many lines as the old. The header never wraps (one line).
+        self.query_one("#preview-header", Static).update(header, layout=False)
+        trace = self.query_one("#preview-trace", Static)
+        same_height = self._trace_height(trace, self._trace) == trace.content_size.height
+        trace.update(self._trace, layout=not same_height)
 
-    def _height(self, widget: Static, renderable: Text | Group) -> int:
-        """Lines ``renderable`` takes in ``widget`` at its current content width."""
+    def _trace_height(self, widget: Static, trace: Group) -> int:
+        """Lines ``trace`` takes in ``widget`` at its current width (-1: unknown).
+
+        Rendering to count lines costs more than the rest of a re-fuse, so the count is
+        remembered for the trace's shape: rows, column widths, summary length, width.
+        """
         width = widget.content_size.width
         if width <= 0:
             return -1
+        table, _blank, summary = trace.renderables
+        shape = (
+            width,
+            table.row_count,
+            tuple(max((len(str(cell)) for cell in column.cells), default=0) for column in table.columns),
+            summary.cell_len,
+        )
+        if self._trace_shape is not None and self._trace_shape[0] == shape:
+            return self._trace_shape[1]
         console = self.app.console
-        lines = console.render_lines(renderable, console.options.update_width(width), pad=False)
-        return len(lines)
+        height = len(console.render_lines(trace, console.options.update_width(width), pad=False))
+        self._trace_shape = (shape, height)
+        return height
 
-    @staticmethod
-    def _header(path: str, start: int, end: int, hit: ConsolidatedHit | None) -> Text:
+    def _header(self, path: str, start: int, end: int, hit: ConsolidatedHit | None) -> Text:
         header = Text(f"{path}:{start}-{end}", no_wrap=True, overflow="ellipsis")
+        if self.cut_at is not None:
+            header.append(f" (to line {self.cut_at})", style="italic")
         if hit is not None and hit.context and hit.context != path:
             # The breadcrumb without the path the header starts with.
             crumb = hit.context.removeprefix(f"{path} > ")
@@ -292,12 +348,18 @@ class Preview(VerticalScroll):
         last_line = first_line + max(0, len(lines) - 1)
         window_start = max(first_line, start - self.context_lines)
         window_end = max(window_start, min(last_line, end + self.context_lines))
+        # A merged span can cover most of a file; highlighting all of it would cost far more
+        # than a screenful (hundreds of ms for 600 lines) for lines seldom scrolled to.
+        self.cut_at = None
+        if window_end - window_start + 1 > self.max_lines:
+            window_end = window_start + self.max_lines - 1
+            self.cut_at = window_end
         # Keep some lines above the window for the lexer, drop everything below it.
         code_first = max(first_line, window_start - LEXER_LOOKBEHIND)
         code_lines = lines[code_first - first_line : window_end - first_line + 1]
         syntax = Syntax(
             "\n".join(code_lines),
-            lexer_for(path),
+            lexer_for(path, text),
             theme=self._pick_theme(),
             line_numbers=True,
             start_line=code_first,

@@ -19,7 +19,11 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
+from textual._two_way_dict import TwoWayDict
+from textual.css.styles import RenderStyles
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widgets.data_table import CellKey, ColumnKey, RowKey
 
 from core.types import ConsolidatedHit
 
@@ -308,8 +312,11 @@ class ResultsTable(DataTable):
         """
         wanted = {hit.docid for hit in self.hits}
         with self.app.batch_update():
-            for key in [k for k in self.rows if k.value not in wanted]:
-                self.remove_row(key)
+            stale = [k for k in self.rows if k.value not in wanted]
+            if len(stale) > len(self.rows) // 2:
+                self.clear()  # mostly new hits (a new query): refill
+            elif stale:
+                self._drop_rows(stale)
             for hit in self.hits:
                 cells = self._cells(hit)
                 if hit.docid in self.rows:
@@ -369,7 +376,60 @@ class ResultsTable(DataTable):
         if event.data_table is self and hit is not None:
             self.post_message(self.OpenRequested(self, hit))
 
+    def _drop_rows(self, row_keys: list[RowKey]) -> None:
+        """``DataTable.remove_row`` for several rows, without the layout pass it asks for.
+
+        A re-fuse swaps a few rows out and as many in; ``remove_row`` would lay out the
+        whole screen for each (tens of ms, the preview's code included) although the table
+        keeps its size, and re-index every row each time. The dimensions are still
+        recomputed on idle, and a changed size relays out from there.
+        """
+        gone = set(row_keys)
+        for row_key in gone:
+            for column_key in self._data.get(row_key, {}):
+                self._updated_cells.discard(CellKey(row_key, column_key))
+            del self.rows[row_key]
+            del self._data[row_key]
+        locations = self._row_locations
+        kept = sorted((locations.get(key), key) for key in locations if key not in gone)
+        self._row_locations = TwoWayDict({key: index for index, (_old, key) in enumerate(kept)})
+        self._require_update_dimensions = True
+        self.cursor_coordinate = self.cursor_coordinate
+        self.hover_coordinate = self.hover_coordinate
+        self._update_count += 1
+        self.check_idle()
+        self.refresh()
+
     # -- rendering --------------------------------------------------------------------------
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # DataTable asks for the same component styles and the node's style on every line
+        # (a new Styles object and an ancestor walk each time); within one pass they can
+        # not change, so they are computed once per pass.
+        self._pass_styles = {}
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass_styles = None
+
+    def get_component_styles(self, *names: str) -> RenderStyles:
+        cache = getattr(self, "_pass_styles", None)
+        if cache is None:
+            return super().get_component_styles(*names)
+        styles = cache.get(names)
+        if styles is None:
+            styles = cache[names] = super().get_component_styles(*names)
+        return styles
+
+    @property
+    def rich_style(self) -> Style:
+        cache = getattr(self, "_pass_styles", None)
+        if cache is None:
+            return super().rich_style
+        style = cache.get("rich_style")
+        if style is None:
+            style = cache["rich_style"] = super().rich_style
+        return style
 
     def _render_cell(
         self,
@@ -424,13 +484,23 @@ class ResultsTable(DataTable):
         console = self.app.console
         # The meta lets a mouse click find the cell, as in DataTable's own path.
         pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+        own = console.get_style(cell.style) if cell.style else Style.null()
         pad = " " * self.cell_padding
-        text = cell.copy()
-        text.end = ""
-        text.align(cell.justify if cell.justify in ("left", "center", "right") else "left", max(0, width - 2 * len(pad)))
-        own = console.get_style(text.style) if text.style else Style.null()
-        segments = [Segment(pad), *text.render(console, end=""), Segment(pad)] if pad else list(text.render(console, end=""))
-        line = list(Segment.apply_style(segments, style=pre_style + own, post_style=post_style))
+        inner = max(0, width - 2 * len(pad))
+        justify = cell.justify if cell.justify in ("left", "center", "right") else "left"
+        plain = cell.plain
+        if not cell.spans and len(plain) <= inner and plain.isascii():
+            # The common case, one style and room to spare: one segment, no Text machinery.
+            gap = inner - len(plain)
+            left = {"left": 0, "center": gap // 2, "right": gap}[justify]
+            body = f"{pad}{' ' * left}{plain}{' ' * (gap - left)}{pad}"
+            line = [Segment(body, pre_style + own + post_style if post_style else pre_style + own)]
+        else:
+            text = cell.copy()
+            text.end = ""
+            text.align(justify, inner)
+            segments = [Segment(pad), *text.render(console, end=""), Segment(pad)] if pad else list(text.render(console, end=""))
+            line = list(Segment.apply_style(segments, style=pre_style + own, post_style=post_style))
         lines = [line]
         self._cell_render_cache[key] = lines
         return lines
