@@ -20,6 +20,8 @@ from .evaluation import SEED
 from .fusion import check_k, check_weight
 from .handoff import envelope, write_json_atomic
 from .indexer import STAGES, IndexSettings, Progress
+from .priors import RULES as PRIOR_RULES
+from .priors import apply_priors
 
 RETRIEVERS = ("all", *REGISTRY)
 
@@ -30,6 +32,20 @@ CONFIDENCE_HELP = (
     "arms of different families agree (lexical: bm25, fts5; semantic: dense; structural: "
     "symbols); medium: a semantic arm alone or two arms of one family; low: otherwise. "
     "via: the arms that found it."
+)
+
+PRIORS_HELP = (
+    "Priors: after fusion, a hit in test code, examples, a README/CHANGELOG/LICENSE-style file or "
+    "a non-code file (configuration, data, markup, templates) has its score multiplied by its "
+    "rule's factor (" + ", ".join(f"{r.name} x{r.factor:g}" for r in PRIOR_RULES) + "), "
+    "unless the query asks for it (test/spec/fixture, example/sample/demo, doc/docs/readme, "
+    "config/yaml/json/template …); such hits end with (name xFACTOR). The JSON gives each hit's "
+    "fused_score (before the priors), score (after) and the priors applied with their reasons. "
+    "--no-priors ranks by the fused score alone."
+)
+
+NO_PRIORS_HELP = (
+    "Turn off the code-aware priors (no demotion of tests, examples, README/CHANGELOG-style and non-code files)."
 )
 
 
@@ -152,7 +168,7 @@ def index(root: str, as_json: bool, model: str | None) -> None:
     )
 
 
-@cli.command(epilog=CONFIDENCE_HELP)
+@cli.command(epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP)
 @click.argument("text")
 @click.option("--root", default=".", show_default=True, help="Repository to search.")
 @click.option("--top-k", type=int, default=DEFAULT_TOP_K, show_default=True, help=f"Hits to show (1..{MAX_TOP_K}).")
@@ -170,6 +186,7 @@ def index(root: str, as_json: bool, model: str | None) -> None:
 @click.option("--rrf-k", type=float, default=None, help="RRF constant k (1..1000000; default: the root's tuned config, else 60).")
 @click.option("--path", "path_glob", metavar="GLOB", help="Only paths matching GLOB (fnmatch; * crosses /).")
 @click.option("--lang", "language", metavar="NAME", help="Only chunks in this language (python, go, markdown …).")
+@click.option("--no-priors", "no_priors", is_flag=True, help=NO_PRIORS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON envelope.")
 @click.option("--output", metavar="FILE", help="Also write the JSON envelope to FILE (atomically).")
 @click.option("--model", metavar="PATH_OR_ID", help="model2vec model for the dense arm (default: bundled).")
@@ -182,13 +199,15 @@ def query(
     rrf_k: float | None,
     path_glob: str | None,
     language: str | None,
+    no_priors: bool,
     as_json: bool,
     output: str | None,
     model: str | None,
 ) -> None:
     """Search ROOT for TEXT; one line per hit, first token path:start-end.
 
-    A missing or stale index is brought up to date first.
+    A missing or stale index is brought up to date first. The fused list (or a single
+    retriever's ranking) is re-scored by the code-aware priors unless --no-priors is given.
     """
     if retriever not in RETRIEVERS:
         raise UsageProblem(f"unknown retriever {retriever!r} (choose from {', '.join(RETRIEVERS)})")
@@ -212,7 +231,8 @@ def query(
     arms = list(DEFAULT_ARMS) if retriever == "all" else [retriever]
     try:
         result = engine.search(
-            text, top_k=top_k, arms=arms, weights=ws, k=rrf_k, path_glob=path_glob, language=language
+            text, top_k=top_k, arms=arms, weights=ws, k=rrf_k, path_glob=path_glob, language=language,
+            priors=not no_priors,
         )
     except QueryError as exc:
         raise UsageProblem(str(exc)) from None
@@ -223,7 +243,11 @@ def query(
     if retriever == "all":
         hits = result.hits
     else:
-        hits = single_arm(result.results[retriever].hits[:top_k], k=rrf_k, weight=ws.get(retriever, 1.0))
+        # The arm's whole pool, so a demoted hit can be replaced from below the cut.
+        hits = single_arm(result.results[retriever].hits, k=rrf_k, weight=ws.get(retriever, 1.0))
+        if not no_priors:
+            hits = apply_priors(hits, text)
+        hits = hits[:top_k]
     data = envelope(
         query=text,
         mode=retriever,
@@ -232,6 +256,7 @@ def query(
         weights={a: ws.get(a, 1.0) for a in arms},
         k=rrf_k,
         hits=hits,
+        priors=not no_priors,
     )
     if output:
         try:
@@ -244,9 +269,11 @@ def query(
     m = len(result.answered)
     for hit in hits:
         label = hit.context[len(hit.path) + 3 :] if hit.context.startswith(hit.path + " > ") else ""
+        applied = ", ".join(f"{p.name} x{p.factor:g}" for p in hit.priors if p.factor != 1.0)
         click.echo(
             f"{hit.path}:{hit.start_line}-{hit.end_line}  [score={hit.score:.4f} agree={hit.agreement}/{m} "
             f"conf={hit.confidence}  via {','.join(hit.provenance)}]  {label}".rstrip()
+            + (f"  ({applied})" if applied else "")
         )
     if not hits:
         _note("no results")
@@ -289,7 +316,7 @@ def _load_labeled(path: str):
         raise UsageProblem(str(exc)) from None
 
 
-def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quiet: bool):
+def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quiet: bool, priors: bool = True):
     """Index, warn about gold spans missing from the index, and run every query once per arm."""
     from .evaluation import run_queries
 
@@ -301,7 +328,7 @@ def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quie
     if len(missing) > 10:
         _note(f"… and {len(missing) - 10} more gold files not in the index")
     try:
-        run = run_queries(engine, queries, arms=arms, weights=ws, k=k, also=also, top_k=top_k)
+        run = run_queries(engine, queries, arms=arms, weights=ws, k=k, also=also, top_k=top_k, priors=priors)
     except QueryError as exc:
         raise UsageProblem(str(exc)) from None
     for name, reason in run.skipped.items():
@@ -333,7 +360,9 @@ EVAL_HELP = (
     "in the top n; file@5: a gold file in the top 5; MRR@K: 1/rank of the first span hit; "
     "nDCG@K: binary gain, each gold span credited once. p50/p95: per-query latency in ms "
     "(arms loaded first). lines: mean lines per hit (fused hits merge overlapping spans, so "
-    "they are wider)."
+    "they are wider). Priors: by default every row, each arm alone as well as the fused list, "
+    "is re-ordered by the code-aware priors before the cut to K (an arm's whole candidate pool "
+    "in its own order); --no-priors scores the raw rankings and the plain fused list."
 )
 
 
@@ -353,6 +382,7 @@ EVAL_HELP = (
     help='Per-arm RRF weights, e.g. "dense:1.5,bm25:0.5" (default: the root\'s tuned config, else 1).',
 )
 @click.option("--rrf-k", type=float, default=None, help="RRF constant k (default: the root's tuned config, else 60).")
+@click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings: no code-aware priors on any row.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (with per-query details).")
 @click.option("--model", metavar="PATH_OR_ID", help="model2vec model for the dense arm (default: bundled).")
 def eval_command(
@@ -362,6 +392,7 @@ def eval_command(
     retriever: str,
     weights: str | None,
     rrf_k: float | None,
+    no_priors: bool,
     as_json: bool,
     model: str | None,
 ) -> None:
@@ -386,7 +417,7 @@ def eval_command(
     from .evaluation import report
 
     also = [a for a in REGISTRY if a not in arms]
-    run = _run_labeled(engine, labeled, arms, ws, k, also=also, top_k=top_k, quiet=as_json)
+    run = _run_labeled(engine, labeled, arms, ws, k, also=also, top_k=top_k, quiet=as_json, priors=not no_priors)
     data = {"root": str(engine.root), "file": queries, **report(run)}
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
@@ -403,7 +434,8 @@ def _print_eval(data: dict) -> None:
     mode = "+".join(conf["arms"])
     weights = " ".join(f"{a}={w:g}" for a, w in conf["weights"].items())
     console.print(
-        f"{data['queries']} queries over {data['root']}; fused = {mode} (weights {weights}, k={conf['k']:g})"
+        f"{data['queries']} queries over {data['root']}; fused = {mode} (weights {weights}, k={conf['k']:g}); "
+        f"priors {'on' if conf.get('priors') else 'off'}"
     )
     for group, body in data["groups"].items():
         title = "overall" if group == "all" else f"kind: {group}"
@@ -437,7 +469,8 @@ def _print_eval(data: dict) -> None:
     "{0, 0.2, …, 3.0}, moving only on a strict gain in mean nDCG@10, for up to 4 rounds. It re-fuses "
     "cached rankings, so no arm runs twice. Over-fitting check: k-fold cross-validation (fixed "
     "seed) tunes on each training part and scores the held-out part; --save refuses a result that "
-    "does not beat the defaults held-out unless --force is given."
+    "does not beat the defaults held-out unless --force is given. The fused lists are re-scored by "
+    "the code-aware priors while tuning, as query does, unless --no-priors is given."
 ))
 @click.argument("queries", metavar="QUERIES.jsonl")
 @click.option("--root", default=".", show_default=True, help="Repository the gold paths are relative to.")
@@ -451,6 +484,7 @@ def _print_eval(data: dict) -> None:
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Seed of the random fold split.")
 @click.option("--save", is_flag=True, help="Store the tuned weights and k in ROOT's config (used by query, eval and the TUI).")
 @click.option("--force", is_flag=True, help="With --save: save even when held-out nDCG@10 does not improve.")
+@click.option("--no-priors", "no_priors", is_flag=True, help="Tune the plain fused lists, without the code-aware priors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--model", metavar="PATH_OR_ID", help="model2vec model for the dense arm (default: bundled).")
 def tune(
@@ -461,6 +495,7 @@ def tune(
     seed: int,
     save: bool,
     force: bool,
+    no_priors: bool,
     as_json: bool,
     model: str | None,
 ) -> None:
@@ -483,7 +518,9 @@ def tune(
     if scored < folds:
         raise UsageProblem(f"{scored} queries with gold spans are too few for {folds} folds")
     engine = _engine(root, model, _note)
-    run = _run_labeled(engine, labeled, arms, {}, DEFAULT_RRF_K, also=(), top_k=DEFAULT_TOP_K, quiet=as_json)
+    run = _run_labeled(
+        engine, labeled, arms, {}, DEFAULT_RRF_K, also=(), top_k=DEFAULT_TOP_K, quiet=as_json, priors=not no_priors
+    )
     result = tune_fusion(run, n_folds=folds, seed=seed)
     result["root"] = str(engine.root)
     result["file"] = queries
@@ -524,7 +561,7 @@ def _print_tune(result: dict) -> None:
     cv = result["cross_validation"]
     console.print(
         f"tuned on {result['queries']} queries over {result['root']}; arms {', '.join(result['arms'])}; "
-        f"{cv['folds']}-fold cross-validation (seed {cv['seed']})"
+        f"priors {'on' if result.get('priors') else 'off'}; {cv['folds']}-fold cross-validation (seed {cv['seed']})"
     )
     table = Table(show_edge=False, pad_edge=False)
     table.add_column("")

@@ -18,6 +18,7 @@ from .arms import DEFAULT_ARMS, REGISTRY, Arm, ArmUnavailable
 from .consolidate import ARM_FAMILIES, Groups
 from .fusion import check_k, check_weights
 from .indexer import Indexer, IndexSettings, IndexStats, NotifyFn, ProgressFn
+from .priors import apply_priors
 from .store import IndexError_, IndexView, index_dir
 from .tokenize import code_tokens
 from .types import ConsolidatedHit, Hit
@@ -64,6 +65,7 @@ class ArmResult:
     elapsed_ms: float = 0.0
     skipped: str | None = None  # the arm could not run (missing dependency, no model …)
     error: str | None = None  # the arm failed while running
+    query: str = ""  # the query text the arm answered (the priors read its words)
 
     @property
     def ok(self) -> bool:
@@ -82,6 +84,7 @@ class SearchResult:
     weights: dict[str, float]
     k: float
     elapsed_ms: float
+    priors: bool = True  # whether the code-aware priors re-scored ``hits``
 
     @property
     def answered(self) -> list[str]:
@@ -209,13 +212,13 @@ class Engine:
         try:
             arm = self.arm(name)
         except ArmUnavailable as exc:
-            return ArmResult(name, skipped=str(exc))
+            return ArmResult(name, skipped=str(exc), query=query)
         try:
             allowed = self.view.chunks.mask(path_glob, language)
             hits = arm.search(query, pool_size(top_k), allowed)
         except Exception as exc:  # one arm failing must not fail the query
-            return ArmResult(name, elapsed_ms=_ms(t0), error=f"{type(exc).__name__}: {exc}")
-        return ArmResult(name, hits=hits, elapsed_ms=_ms(t0))
+            return ArmResult(name, elapsed_ms=_ms(t0), error=f"{type(exc).__name__}: {exc}", query=query)
+        return ArmResult(name, hits=hits, elapsed_ms=_ms(t0), query=query)
 
     def search(
         self,
@@ -228,11 +231,13 @@ class Engine:
         path_glob: str | None = None,
         language: str | None = None,
         on_arm: Callable[[ArmResult], None] | None = None,
+        priors: bool = True,
     ) -> SearchResult:
         """Run the arms concurrently, each on its own thread, and fuse their rankings.
 
         ``on_arm`` is called (from the arm's thread) with each arm's result as soon as it is
-        ready, in completion order.
+        ready, in completion order. ``priors`` applies the code-aware priors to the fused
+        list (see :mod:`core.priors`); the arms' own rankings are never re-scored.
         """
         t0 = time.perf_counter()
         text = check_query(query)
@@ -253,8 +258,8 @@ class Engine:
 
         futures = {name: self._pool.submit(job, name) for name in names}
         results = {name: f.result() for name, f in futures.items()}
-        hits = self.fuse(results.values(), weights=ws, k=k, top_k=top_k)
-        return SearchResult(text, top_k, names, results, hits, ws, float(k), _ms(t0))
+        hits = self.fuse(results.values(), weights=ws, k=k, top_k=top_k, priors=priors, query=text)
+        return SearchResult(text, top_k, names, results, hits, ws, float(k), _ms(t0), priors)
 
     def fuse(
         self,
@@ -263,11 +268,23 @@ class Engine:
         weights: Mapping[str, float] | None = None,
         k: float = DEFAULT_RRF_K,
         top_k: int | None = None,
+        priors: bool = True,
+        query: str | None = None,
     ) -> list[ConsolidatedHit]:
-        """Consolidate cached rankings with these weights and k; no arm runs again."""
+        """Consolidate cached rankings with these weights and k; no arm runs again.
+
+        With ``priors`` (the default) the fused hits are re-scored by the code-aware priors
+        before the ``top_k`` cut (:func:`core.priors.apply_priors`): ``score`` is then the
+        final score, ``fused_score`` the RRF score and ``priors`` what was applied. The query
+        words that lift a prior come from ``query``, else from the ``ArmResult``s' ``query``;
+        with a mapping of rankings and no ``query``, no prior is lifted.
+        """
         if isinstance(results, Mapping):
             rankings = dict(results)
         else:
+            results = list(results)
+            if query is None:
+                query = next((r.query for r in results if r.query), None)
             rankings = {r.arm: r.hits for r in results if r.ok}
         # The grouping of the last rankings is kept: a re-fuse of the same rankings (same
         # list objects) with new weights or k skips validation and grouping.
@@ -276,6 +293,8 @@ class Engine:
         if cached is None or cached[0] != key:
             cached = self._groups = (key, Groups(rankings, families=ARM_FAMILIES), rankings)
         hits = cached[1].fuse(k, weights)
+        if priors:
+            hits = apply_priors(hits, query)
         return hits[:top_k] if top_k else hits
 
     def close(self) -> None:

@@ -21,12 +21,17 @@ Metrics (pure functions below, over the top 10 of a ranking):
   ``min(len(gold), 10)`` hits at the top.
 
 Each query is run once per arm through :meth:`core.engine.Engine.search`; every arm is scored
-on its own raw top 10 and the fused list on the consolidated hits. Tuning re-fuses those cached
-rankings (no arm runs again), so searching the weights and k costs only fusion.
+on its own top 10 and the fused list on the consolidated hits. With the priors on (the
+default), both are re-ordered by the code-aware priors first (:mod:`core.priors`): an arm's
+whole candidate pool, in its ranking order, gets the same treatment as the fused list
+(``single_arm`` then ``apply_priors``) before the cut to 10; with ``priors=False`` arms are
+scored on their raw rankings. Tuning re-fuses the cached raw rankings (no arm runs again) and
+applies the priors the same way, so searching the weights and k costs only fusion.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -294,6 +299,12 @@ class QueryRun:
     arm_ms: dict[str, float]
     fused: list  # consolidated hits of the configuration (top ``top_k``)
     fused_ms: float
+    ranked: dict[str, list] = field(default_factory=dict)  # arm -> what it is scored on, if not ``rankings``
+
+    def scored(self, arm: str) -> list | None:
+        """The list an arm alone is scored on: re-ordered by the priors, or its raw ranking."""
+        found = self.ranked.get(arm)
+        return found if found is not None else self.rankings.get(arm)
 
 
 @dataclass
@@ -308,7 +319,8 @@ class EvalRun:
     skipped: dict[str, str]  # arm -> why it could not answer (first reason seen)
     no_gold: list[str] = field(default_factory=list)  # ids of queries left out (empty gold)
     top_k: int = TOP_K  # the ranking depth every metric looks at
-    fuse: Callable[..., list] | None = None  # engine.fuse: (results, weights=, k=, top_k=)
+    fuse: Callable[..., list] | None = None  # engine.fuse without priors: (results, weights=, k=, top_k=)
+    priors: bool = False  # whether the code-aware priors re-order the arms' and the fused lists
 
 
 def run_queries(
@@ -321,6 +333,7 @@ def run_queries(
     also: Sequence[str] = (),
     top_k: int = TOP_K,
     progress: Callable[[int, int], None] | None = None,
+    priors: bool = True,
 ) -> EvalRun:
     """Run every query once per arm on an opened engine and cache the rankings.
 
@@ -328,8 +341,10 @@ def run_queries(
     list, as ``ranklens query --retriever`` prints it); ``also`` are more arms measured alone
     but not fused (run in a second search, so the configuration's latency is its own).
     Arms are opened before the first query, so latencies do not include loading them.
+    ``priors`` re-orders every arm's pool and the fused list by the code-aware priors.
     """
     from .consolidate import single_arm
+    from .priors import apply_priors
 
     ws = check_weights(weights)
     kf = check_k(k)
@@ -342,7 +357,7 @@ def run_queries(
     if hasattr(engine, "warm"):
         engine.warm(arms + extra)  # load every artifact first: latencies are steady-state ones
     for i, q in enumerate(scored, start=1):
-        result = engine.search(q.query, top_k=top_k, arms=arms, weights=ws, k=kf)
+        result = engine.search(q.query, top_k=top_k, arms=arms, weights=ws, k=kf, priors=priors)
         results = dict(result.results)
         if extra:
             results.update(engine.search(q.query, top_k=top_k, arms=extra).results)
@@ -352,9 +367,21 @@ def run_queries(
             r = results[name]
             if not r.ok:
                 skipped.setdefault(name, r.skipped or r.error or "")
+        ranked = {}
+        if priors:
+            ranked = {
+                a: apply_priors(single_arm(r.hits, k=kf, weight=ws.get(a, 1.0)), q.query)
+                for a, r in results.items()
+                if r.ok
+            }
         if len(arms) == 1:
             only = results[arms[0]]
-            fused = single_arm(only.hits[:top_k], k=kf, weight=ws.get(arms[0], 1.0)) if only.ok else []
+            if not only.ok:
+                fused = []
+            elif priors:
+                fused = ranked[arms[0]][:top_k]
+            else:
+                fused = single_arm(only.hits[:top_k], k=kf, weight=ws.get(arms[0], 1.0))
         else:
             fused = list(result.hits[:top_k])
         runs.append(
@@ -364,11 +391,14 @@ def run_queries(
                 arm_ms={a: r.elapsed_ms for a, r in results.items() if r.ok},
                 fused=fused,
                 fused_ms=result.elapsed_ms,
+                ranked=ranked,
             )
         )
         if progress is not None:
             progress(i, len(scored))
-    return EvalRun(runs, arms, arms + extra, ws, kf, skipped, no_gold, top_k, getattr(engine, "fuse", None))
+    fuse = getattr(engine, "fuse", None)
+    raw_fuse = None if fuse is None else functools.partial(fuse, priors=False)
+    return EvalRun(runs, arms, arms + extra, ws, kf, skipped, no_gold, top_k, raw_fuse, priors)
 
 
 # --------------------------------------------------------------------------- reporting
@@ -402,7 +432,7 @@ def report(run: EvalRun) -> dict:
         q = qr.query
         arm_metrics = {}
         for arm in run.measured:
-            hits = qr.rankings.get(arm)
+            hits = qr.scored(arm)
             if hits is None:
                 continue
             top = hits[:depth]
@@ -424,7 +454,7 @@ def report(run: EvalRun) -> dict:
                     "top": [f"{h.path}:{h.start_line}-{h.end_line}" for h in qr.fused[:3]],
                 },
                 "arms": {
-                    a: {ndcg_key: m[ndcg_key], "first_hit": first_hit_rank(qr.rankings[a], q.gold, depth)}
+                    a: {ndcg_key: m[ndcg_key], "first_hit": first_hit_rank(qr.scored(a), q.gold, depth)}
                     for a, m in arm_metrics.items()
                 },
             }
@@ -448,6 +478,7 @@ def report(run: EvalRun) -> dict:
             "arms": list(run.arms),
             "weights": {a: run.weights.get(a, 1.0) for a in run.arms},
             "k": run.k,
+            "priors": run.priors,
         },
         "skipped": dict(run.skipped),
         "no_gold": list(run.no_gold),
@@ -493,6 +524,8 @@ class _Scorer:
     k, so they are computed once per query (one ``fuse`` with every weight 1) and a setting
     only re-scores ``sum(w / (k + rank))`` per group and re-sorts, with the same tie-break
     (path, start, end, docid) and the same rule that a group no arm votes for is dropped.
+    The priors depend only on a group's path and the query, so with the run's priors on each
+    group's prior factor is computed once too and multiplies its score.
     Tuning searches with the fast path and reports figures computed exactly.
     """
 
@@ -524,19 +557,25 @@ class _Scorer:
             tie_pos = np.empty(len(groups), dtype=np.int64)
             tie_pos[tie] = np.arange(len(groups))
             spans = [Span(h.path, h.start_line, h.end_line) for h in groups]
-            found = self._tables[i] = (ranks, tie_pos, spans)
+            factor = np.ones(len(groups))
+            if self.run.priors:
+                from .priors import applied_to, factor_of, query_words
+
+                words = query_words(self.run.queries[i].query.query)
+                factor = np.array([factor_of(applied_to(h.path, words)) for h in groups])
+            found = self._tables[i] = (ranks, tie_pos, spans, factor)
         return found
 
     def _fast_hits(self, setting: Setting, i: int) -> list[Span]:
         import numpy as np
 
-        ranks, tie_pos, spans = self._table(i)
+        ranks, tie_pos, spans, factor = self._table(i)
         if not spans:
             return []
         w = np.array([setting.weight_map.get(a, DEFAULT_WEIGHT) for a in self.run.arms])
         contrib = w / (setting.k + ranks)  # absent arms: rank inf -> 0
         voting = (contrib > 0).any(axis=1)
-        score = contrib.sum(axis=1)
+        score = contrib.sum(axis=1) * factor
         rows = np.flatnonzero(voting)
         order = rows[np.lexsort((tie_pos[rows], -score[rows]))][:TOP_K]
         return [spans[g] for g in order]
@@ -544,7 +583,14 @@ class _Scorer:
     def hits(self, setting: Setting, i: int) -> list:
         if self.exact:
             rankings = self._rankings(i)
-            return self.run.fuse(rankings, weights=setting.weight_map, k=setting.k, top_k=TOP_K) if rankings else []
+            if not rankings:
+                return []
+            if not self.run.priors:
+                return self.run.fuse(rankings, weights=setting.weight_map, k=setting.k, top_k=TOP_K)
+            from .priors import apply_priors
+
+            hits = self.run.fuse(rankings, weights=setting.weight_map, k=setting.k)
+            return apply_priors(hits, self.run.queries[i].query.query)[:TOP_K]
         return self._fast_hits(setting, i)
 
     def query_ndcg(self, setting: Setting, i: int) -> float:
@@ -650,6 +696,7 @@ def tune(run: EvalRun, *, n_folds: int = FOLDS, seed: int = SEED, rounds: int = 
     return {
         "queries": n,
         "arms": list(run.arms),
+        "priors": run.priors,
         "grid": {"weights": list(WEIGHT_GRID), "k": list(K_GRID)},
         "default": {**default.to_dict(), "ndcg@10": exact.mean(default, everyone)},
         "tuned": {**tuned.to_dict(), "ndcg@10": exact.mean(tuned, everyone)},

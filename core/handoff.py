@@ -45,8 +45,13 @@ def envelope(
     hits: Iterable[ConsolidatedHit],
     root: Path | None = None,
     with_hashes: bool = False,
+    priors: bool | None = None,
 ) -> dict:
-    """Build the envelope; ``with_hashes`` adds each span's current ``sha256`` (needs ``root``)."""
+    """Build the envelope; ``with_hashes`` adds each span's current ``sha256`` (needs ``root``).
+
+    ``priors`` (when given) records whether the code-aware priors re-scored the hits; each
+    hit carries its own ``fused_score`` and ``priors`` either way.
+    """
     results = []
     for hit in hits:
         item = hit.to_dict()
@@ -60,8 +65,10 @@ def envelope(
         "skipped": [{"name": n, "reason": r} for n, r in skipped],
         "weights": dict(weights),
         "k": k,
-        "results": results,
     }
+    if priors is not None:
+        out["priors"] = priors
+    out["results"] = results
     if root is not None:
         out["root"] = str(root)
     return out

@@ -71,9 +71,31 @@ class Contribution:
     contribution: float
 
 
+@dataclass(frozen=True, slots=True)
+class AppliedPrior:
+    """One prior as applied to a hit (see :mod:`core.priors`).
+
+    ``factor`` multiplied the hit's fused score; a rule lifted by the query shows with factor
+    1.0 and ``lifted_by`` naming the query word that lifted it.
+    """
+
+    name: str
+    reason: str
+    factor: float
+    lifted_by: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "reason": self.reason, "factor": self.factor, "lifted_by": self.lifted_by}
+
+
 @dataclass(slots=True)
 class ConsolidatedHit:
-    """A group of overlapping spans of one file, fused across arms."""
+    """A group of overlapping spans of one file, fused across arms.
+
+    ``score`` is the final score the list is sorted by: the fused RRF score times the factors
+    of the priors applied (``priors``); ``fused_score`` is the RRF score before the priors
+    (``None`` when the priors stage has not run, in which case it equals ``score``).
+    """
 
     path: str
     start_line: int
@@ -86,6 +108,16 @@ class ConsolidatedHit:
     agreement: int
     confidence: str
     contributors: list[Contribution] = field(default_factory=list)
+    fused_score: float | None = None
+    priors: list[AppliedPrior] = field(default_factory=list)
+
+    @property
+    def prior_factor(self) -> float:
+        """The product of the applied priors' factors (1.0 when none demoted or boosted it)."""
+        f = 1.0
+        for p in self.priors:
+            f *= p.factor
+        return f
 
     def to_dict(self) -> dict:
         return {
@@ -95,6 +127,7 @@ class ConsolidatedHit:
             "docid": self.docid,
             "context": self.context,
             "score": self.score,
+            "fused_score": self.score if self.fused_score is None else self.fused_score,
             "rank": self.rank,
             "provenance": list(self.provenance),
             "agreement": self.agreement,
@@ -109,4 +142,5 @@ class ConsolidatedHit:
                 }
                 for c in self.contributors
             ],
+            "priors": [p.to_dict() for p in self.priors],
         }

@@ -58,14 +58,14 @@ def test_query_json_envelope_has_every_field(sample_repo, tmp_path):
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert json.loads(target.read_text()) == data
-    assert set(data) == {"query", "mode", "retrievers", "skipped", "weights", "k", "results"}
-    assert data["mode"] == "all" and data["k"] == 30
+    assert set(data) == {"query", "mode", "retrievers", "skipped", "weights", "k", "priors", "results"}
+    assert data["mode"] == "all" and data["k"] == 30 and data["priors"] is True
     assert data["weights"] == {"bm25": 0.5, "fts5": 1.0, "dense": 1.5, "symbols": 1.0}
     hit = data["results"][0]
     assert hit["path"] == "server/main.go"
     assert set(hit) >= {
-        "path", "start_line", "end_line", "docid", "context", "score", "rank",
-        "provenance", "agreement", "confidence", "contributors",
+        "path", "start_line", "end_line", "docid", "context", "score", "fused_score", "rank",
+        "provenance", "agreement", "confidence", "contributors", "priors",
     }
     assert set(hit["contributors"][0]) == {"arm", "rank", "docid", "score", "contribution"}
 

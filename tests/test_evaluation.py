@@ -402,6 +402,7 @@ def test_eval_json_measures_the_configuration_asked_for(sample_repo, sample_quer
         "arms": ["bm25", "fts5", "dense", "symbols"],
         "weights": {"bm25": 1.0, "fts5": 1.0, "dense": 0.5, "symbols": 2.0},
         "k": 20.0,
+        "priors": True,
     }
     assert data["queries"] == 10 and data["top_k"] == 10
     fused = data["groups"]["all"]["rows"]["fused"]
