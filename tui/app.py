@@ -15,7 +15,8 @@ import os
 import shlex
 import subprocess
 import time
-from functools import partial
+from collections.abc import Callable
+from functools import partial, wraps
 from pathlib import Path
 from typing import ClassVar
 
@@ -23,6 +24,7 @@ from textual import on
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input
 from textual.worker import Worker, WorkerState
@@ -44,6 +46,8 @@ from tui.widgets.tuning import K_DEFAULT, WEIGHT_DEFAULT, TuningPanel
 ROW_LIMIT = 50
 #: Pause after the last keystroke before the query runs.
 DEBOUNCE_SECONDS = 0.15
+#: Pause before the preview highlights a newly selected span (see _update_preview).
+PREVIEW_DELAY = 0.04
 #: What the help screen lists under "Keys" (the footer shows the same, contextually).
 HELP_KEYS: list[tuple[str, str]] = [
     ("type", "search as you type (runs 150 ms after the last key)"),
@@ -79,6 +83,20 @@ def describe_progress(progress: Progress) -> str:
     step = f" ({STAGES.index(stage) + 1}/{len(STAGES)})" if stage in STAGES else ""
     count = f" {progress.done}/{progress.total}" if progress.total > 1 else ""
     return f"indexing: {stage}{count}{step}"
+
+
+def _while_open(handler: Callable[..., None]) -> Callable[..., None]:
+    """Drop a worker's late message once the app is closing (its widgets are gone)."""
+
+    @wraps(handler)
+    def guarded(self: RanklensApp, *args: object) -> None:
+        try:
+            handler(self, *args)
+        except NoMatches:
+            if not (self._exit or self._closing):
+                raise
+
+    return guarded
 
 
 class RanklensApp(App[None]):
@@ -144,6 +162,7 @@ class RanklensApp(App[None]):
         self._index_refreshed = False
         self._preview_key: tuple[str, int] | None = None  # (docid, fuse version) shown
         self._preview_code: tuple[str, str] | None = None  # (docid, query) highlighted
+        self._preview_timer: Timer | None = None
         self._fuse_version = 0
         self._files: dict[str, tuple[int, int, str]] = {}  # path -> (mtime_ns, size, text)
 
@@ -278,6 +297,7 @@ class RanklensApp(App[None]):
         self._update_titles()
 
     @on(ArmFinished)
+    @_while_open
     def _arm_finished(self, message: ArmFinished) -> None:
         if message.query_id != self.query_id:
             return
@@ -306,6 +326,11 @@ class RanklensApp(App[None]):
     def query_complete(self) -> bool:
         """Every arm has answered (or was skipped / failed) for the current query."""
         return bool(self.query_text) and len(self.results) == len(self.arms)
+
+    @property
+    def preview_pending(self) -> bool:
+        """The preview is about to highlight the span under the cursor."""
+        return self._preview_timer is not None
 
     @property
     def index_ready(self) -> bool:
@@ -358,6 +383,16 @@ class RanklensApp(App[None]):
         self._update_preview()
 
     def _update_preview(self) -> None:
+        """Show the hit under the cursor: its trace now, its code a moment later.
+
+        Highlighting a new span is the costliest thing the UI does (tens of ms). Putting it
+        off by :data:`PREVIEW_DELAY` means a held arrow key or arms landing one after the
+        other highlight once, for where things settle, and the arms' threads are not
+        starved of the interpreter while they run.
+        """
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+            self._preview_timer = None
         hit = self.table.current_hit
         if hit is None:
             self._preview_key = None
@@ -375,12 +410,25 @@ class RanklensApp(App[None]):
         key = (hit.docid, self._fuse_version)
         if key == self._preview_key:
             return
-        same_code = self._preview_code == (hit.docid, self.query_text)
-        self._preview_key = key
-        if same_code:
+        if self._preview_code == (hit.docid, self.query_text):
             # Only the fusion changed: leave the highlighted code alone.
+            self._preview_key = key
             self.preview.show_trace(hit, self.answered())
             return
+        self._preview_timer = self.set_timer(PREVIEW_DELAY, self._show_code)
+
+    def _show_code(self) -> None:
+        """Highlight the span under the cursor (see :meth:`_update_preview`)."""
+        self._preview_timer = None
+        try:
+            hit = self.table.current_hit
+        except NoMatches:
+            if not (self._exit or self._closing):
+                raise
+            return  # the app is closing
+        if hit is None:
+            return
+        self._preview_key = (hit.docid, self._fuse_version)
         text = self.read_file(hit.path)
         if text is None:
             self._preview_code = None
@@ -429,6 +477,7 @@ class RanklensApp(App[None]):
         self.post_message(IndexDone(stats))
 
     @on(IndexOpened)
+    @_while_open
     def _index_opened(self, message: IndexOpened) -> None:
         if message.ok:
             self._generation = self._current_generation()
@@ -444,10 +493,12 @@ class RanklensApp(App[None]):
                 )
 
     @on(IndexProgress)
+    @_while_open
     def _index_progress(self, message: IndexProgress) -> None:
         self._set_index_note(describe_progress(message.progress))
 
     @on(IndexDone)
+    @_while_open
     def _index_done(self, message: IndexDone) -> None:
         first_build = self._generation is None
         generation = self._current_generation()
@@ -471,6 +522,7 @@ class RanklensApp(App[None]):
 
     # -- workers ----------------------------------------------------------------------------
 
+    @_while_open
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
         finished = event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)

@@ -59,6 +59,13 @@ async def run_query(pilot, app: RanklensApp, text: str) -> None:
     app.query_input.value = text
     await pilot.press("enter")
     await wait_for(pilot, lambda: app.query_text == text and app.query_complete)
+    await settled(pilot, app)
+
+
+async def settled(pilot, app: RanklensApp) -> None:
+    """Wait for the preview to show the span under the cursor."""
+    await pilot.pause()
+    await wait_for(pilot, lambda: not app.preview_pending)
     await pilot.pause()
 
 

@@ -7,7 +7,16 @@ import hashlib
 import json
 from collections import Counter
 
-from pilot_helpers import column, count_arm_calls, gate_arms, ready, record_notifications, run_query, wait_for
+from pilot_helpers import (
+    column,
+    count_arm_calls,
+    gate_arms,
+    ready,
+    record_notifications,
+    run_query,
+    settled,
+    wait_for,
+)
 from textual.widgets import Input
 
 from core.arms import DEFAULT_ARMS
@@ -34,7 +43,7 @@ async def test_typing_a_query_fills_the_table_and_the_preview(engine) -> None:
         await pilot.press(*"password hash")
         # Debounced: it runs on its own after the last key, no enter needed.
         await wait_for(pilot, lambda: app.query_complete)
-        await pilot.pause()
+        await settled(pilot, app)
         assert app.query_text == "password hash"
         assert app.table.row_count >= 1
         assert column(app, "location")[0] == "app/auth.py:1-25"
@@ -47,7 +56,7 @@ async def test_typing_a_query_fills_the_table_and_the_preview(engine) -> None:
         # Moving the cursor moves the preview.
         app.table.focus()
         await pilot.press("down")
-        await pilot.pause()
+        await settled(pilot, app)
         second = app.table.hits[1]
         assert app.table.current_hit is second
         assert f"{second.path}:{second.start_line}-{second.end_line}" in str(

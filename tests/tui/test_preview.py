@@ -187,3 +187,24 @@ async def test_clear_shows_message_and_hides_code() -> None:
         message = preview.query_one("#preview-message", Static)
         assert message.display
         assert "no results" in [line.strip() for line in screen_lines(message)]
+
+
+async def test_trace_height_is_counted_without_rendering() -> None:
+    # show_trace decides from a count whether the screen needs a layout pass; the count
+    # must agree with what rendering the trace gives, wide or narrow, short or long.
+    app = PreviewApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        preview = app.query_one(Preview)
+        trace_widget = preview.query_one("#preview-trace", Static)
+        hit = make_hit()
+        await show(pilot, preview, hit=hit)
+        many = ["bm25", "fts5", "dense", "symbols", "hybrid", "lexical+ctx"]
+        for width in (100, 60, 40, 24):
+            await pilot.resize_terminal(width, 30)
+            await pilot.pause()
+            for arms in (["bm25"], many):
+                trace = Preview.build_trace(hit, arms)
+                inner = trace_widget.content_size.width
+                console = app.console
+                rendered = len(console.render_lines(trace, console.options.update_width(inner), pad=False))
+                assert preview._trace_height(trace_widget, trace) == rendered, (width, arms)

@@ -36,6 +36,9 @@ _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 #: started above it is usually right, without highlighting a whole large file.
 LEXER_LOOKBEHIND = 200
 
+#: Columns between the trace table's columns.
+TRACE_PADDING = 2
+
 #: How query terms are emphasised in the code (on top of the syntax colours).
 TERM_STYLE = Style(bold=True, underline=True)
 
@@ -204,7 +207,6 @@ class Preview(VerticalScroll):
         self.theme = theme
         self._syntax: Syntax | None = None
         self._trace: Group | None = None
-        self._trace_shape: tuple[tuple, int] | None = None  # (shape, lines) last measured
         self.add_class("-empty")
 
     def compose(self) -> ComposeResult:
@@ -283,25 +285,24 @@ class Preview(VerticalScroll):
     def _trace_height(self, widget: Static, trace: Group) -> int:
         """Lines ``trace`` takes in ``widget`` at its current width (-1: unknown).
 
-        Rendering to count lines costs more than the rest of a re-fuse, so the count is
-        remembered for the trace's shape: rows, column widths, summary length, width.
+        Rendering the trace to count its lines would cost more than the rest of a re-fuse.
         """
         width = widget.content_size.width
         if width <= 0:
             return -1
         table, _blank, summary = trace.renderables
-        shape = (
-            width,
-            table.row_count,
-            tuple(max((len(str(cell)) for cell in column.cells), default=0) for column in table.columns),
-            summary.cell_len,
-        )
-        if self._trace_shape is not None and self._trace_shape[0] == shape:
-            return self._trace_shape[1]
+        # The table's natural width: its widest cell per column plus the padding between
+        # columns. Comfortably narrower than the pane, no row wraps and the table takes a
+        # line per row; near the edge, render it to count. The summary is wrapped as text.
+        natural = sum(
+            max([len(str(column.header)), *(len(str(cell)) for cell in column.cells)]) for column in table.columns
+        ) + TRACE_PADDING * (len(table.columns) - 1)
         console = self.app.console
-        height = len(console.render_lines(trace, console.options.update_width(width), pad=False))
-        self._trace_shape = (shape, height)
-        return height
+        if natural + 4 <= width:
+            table_lines = 1 + table.row_count
+        else:
+            table_lines = len(console.render_lines(table, console.options.update_width(width), pad=False))
+        return table_lines + 1 + len(summary.wrap(console, width))
 
     def _header(self, path: str, start: int, end: int, hit: ConsolidatedHit | None) -> Text:
         header = Text(f"{path}:{start}-{end}", no_wrap=True, overflow="ellipsis")
@@ -394,7 +395,7 @@ class Preview(VerticalScroll):
             show_edge=False,
             pad_edge=False,
             header_style="bold",
-            padding=(0, 2, 0, 0),
+            padding=(0, TRACE_PADDING, 0, 0),
         )
         table.add_column("arm")
         table.add_column("rank", justify="right")

@@ -30,6 +30,9 @@ from core.types import ConsolidatedHit
 #: (path, start_line, end_line) of a hit: what the cursor and the selection remember.
 Span = tuple[str, int, int]
 
+#: Rows whose steady cells are kept (a few screens' worth; see _steady_cells).
+MAX_STEADY = 500
+
 #: Marks in the selection column.
 SELECTED_MARK = "●"
 
@@ -141,6 +144,8 @@ def _rank_of(cell: Text) -> int:
 
 def _same_cell(a: object, b: object) -> bool:
     """Cell equality including style (``Text.__eq__`` ignores the base style)."""
+    if a is b:
+        return True
     if isinstance(a, Text) and isinstance(b, Text):
         return a.plain == b.plain and a.style == b.style and a.justify == b.justify and a.spans == b.spans
     return a == b
@@ -204,6 +209,7 @@ class ResultsTable(DataTable):
         self._letters: dict[str, str] = {}
         self._selected: list[Span] = []
         self.location_width = LOCATION_WIDTH
+        self._steady: dict[tuple, list[Text]] = {}
         self.context_width = CONTEXT_MIN
 
     def on_mount(self) -> None:
@@ -317,16 +323,25 @@ class ResultsTable(DataTable):
                 self.clear()  # mostly new hits (a new query): refill
             elif stale:
                 self._drop_rows(stale)
+            changed = False
             for hit in self.hits:
                 cells = self._cells(hit)
-                if hit.docid in self.rows:
-                    current = self.get_row(hit.docid)
-                    for (column, _label, width), old, new in zip(self.COLUMNS, current, cells):
-                        if not _same_cell(old, new):
-                            # Only auto-width columns can need a wider column.
-                            self.update_cell(hit.docid, column, new, update_width=width is None)
-                else:
+                row_key = RowKey(hit.docid)
+                data = self._data.get(row_key)
+                if data is None:
                     self.add_row(*cells, key=hit.docid)
+                    continue
+                # What update_cell does, once per table rather than once per cell (every
+                # call refreshes the widget): every column has a fixed width, so no
+                # column needs measuring again.
+                for (column, _label, _width), new in zip(self.COLUMNS, cells):
+                    column_key = ColumnKey(column)
+                    if not _same_cell(data.get(column_key), new):
+                        data[column_key] = new
+                        changed = True
+            if changed:
+                self._update_count += 1
+                self.refresh()
             self.sort("rank", key=_rank_of)
 
     def clear_hits(self) -> None:
@@ -536,8 +551,35 @@ class ResultsTable(DataTable):
         mark = (SELECTED_MARK, "bold magenta") if self._is_selected(hit) else " "
         return Text.assemble(mark, (f"{hit.rank:>3}", style))
 
-    def _cells(self, hit: ConsolidatedHit) -> list[Text | str]:
+    def _cells(self, hit: ConsolidatedHit) -> list[Text]:
         style = "dim" if hit.confidence == "low" else ""
+        return [
+            self._rank_cell(hit),
+            format_shift(self.shifts[hit.docid]) if hit.docid in self.shifts else Text(""),
+            Text(f"{hit.score:.4f}", style=style, justify="right"),
+            *self._steady_cells(hit, style),
+        ]
+
+    def _steady_cells(self, hit: ConsolidatedHit, style: str) -> list[Text]:
+        """The cells a re-fuse seldom changes, built once and reused (same objects).
+
+        A re-fuse changes ranks and scores; agreement, confidence, arms and location
+        mostly stay. Reusing the very cell objects makes the comparison with what the
+        table holds an identity check, and saves building five ``Text`` a row.
+        """
+        key = (
+            hit.docid,
+            hit.context,
+            hit.confidence,
+            tuple(hit.provenance),
+            hit.agreement,
+            self.answered,
+            self.location_width,
+            tuple(self.arms),
+        )
+        cells = self._steady.get(key)
+        if cells is not None:
+            return cells
         conf = Text(CONFIDENCE_LABELS.get(hit.confidence, hit.confidence), style=CONFIDENCE_STYLES.get(hit.confidence, ""))
         via = Text()
         for arm in self.arms:
@@ -546,13 +588,14 @@ class ResultsTable(DataTable):
                 via.append(tag, style=style)
             else:
                 via.append("·" * len(tag), style="dim")
-        return [
-            self._rank_cell(hit),
-            format_shift(self.shifts[hit.docid]) if hit.docid in self.shifts else Text(""),
-            Text(f"{hit.score:.4f}", style=style, justify="right"),
+        cells = [
             Text(f"{hit.agreement}/{self.answered}", style=style, justify="center"),
             conf,
             via,
             Text(format_location(hit, self.location_width), style=style),
             Text(breadcrumb(hit), style=style or "italic", overflow="ellipsis"),
         ]
+        if len(self._steady) > 4 * MAX_STEADY:
+            self._steady.clear()
+        self._steady[key] = cells
+        return cells
