@@ -135,10 +135,10 @@ def main() -> None:
     )
     warm, first = [], []
     for _ in range(3):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                             cwd=Path(__file__).resolve().parents[1]).stdout.split()
-        warm.append(float(out[0]))
-        first.append(float(out[1]))
+        fields = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                cwd=Path(__file__).resolve().parents[1]).stdout.split()
+        warm.append(float(fields[0]))
+        first.append(float(fields[1]))
     print(f"warm start (import + open + load arms, fresh process): {statistics.median(warm):.3f} s "
           f"(target <= 0.5 s); first query after it {statistics.median(first) * 1000:.1f} ms")
 
