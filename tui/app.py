@@ -78,6 +78,20 @@ def describe_stats(stats: IndexStats, first_build: bool) -> str:
     return f"index refreshed (+{stats.added} ~{stats.changed} -{stats.removed}) · {size}"
 
 
+def describe_write_error(path: Path, error: OSError) -> str:
+    """A one-line reason an export to ``path`` failed, about ``path`` (not a temp file)."""
+    parent = path.expanduser().parent
+    if isinstance(error, IsADirectoryError) or path.is_dir():
+        return f"{path} is a folder; give a file name"
+    if not parent.exists():
+        return f"the folder {parent} does not exist"
+    if not parent.is_dir():
+        return f"{parent} is not a folder"
+    if isinstance(error, PermissionError):
+        return f"no permission to write in {parent}"
+    return f"cannot write {path}: {error.strerror or error}"
+
+
 def describe_progress(progress: Progress) -> str:
     stage = progress.stage
     step = f" ({STAGES.index(stage) + 1}/{len(STAGES)})" if stage in STAGES else ""
@@ -669,7 +683,11 @@ class RanklensApp(App[None]):
             root=self.engine.root,
             with_hashes=True,
         )
-        write_json_atomic(path, data)
+        try:
+            write_json_atomic(path, data)
+        except OSError as error:
+            # The raw error names the temporary file beside the target; say what to fix.
+            raise OSError(describe_write_error(Path(path), error)) from error
 
     @on(ResultsTable.OpenRequested)
     def _open_requested(self, event: ResultsTable.OpenRequested) -> None:

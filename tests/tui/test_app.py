@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 from collections import Counter
 
 from pilot_helpers import (
@@ -306,17 +307,29 @@ async def test_an_unwritable_export_path_shows_the_error(engine, tmp_path) -> No
         await pilot.pause()
         assert app.screen is screen  # still open, the user can fix the path
         assert screen.error.startswith("Could not export:")
-        assert "No such file or directory" in screen.error
+        assert f"the folder {out / 'no' / 'such'} does not exist" in screen.error
+        assert ".tmp" not in screen.error
         # A directory is not a file either.
         screen.query_one("#export-path", Input).value = str(out)
         await pilot.press("enter")
         await pilot.pause()
-        assert "is a directory" in screen.error
+        assert "is a folder; give a file name" in screen.error
+        if os.geteuid() != 0:  # root writes anywhere
+            locked = out / "locked"
+            locked.mkdir()
+            locked.chmod(0o500)
+            try:
+                screen.query_one("#export-path", Input).value = str(locked / "x.json")
+                await pilot.press("enter")
+                await pilot.pause()
+                assert f"no permission to write in {locked}" in screen.error
+            finally:
+                locked.chmod(0o700)
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ExportScreen)
         assert app.is_running
-    assert list(out.iterdir()) == []
+    assert [p for p in out.rglob("*") if p.is_file()] == []  # nothing written, no temp file left
 
 
 async def test_export_with_no_results_notifies(engine) -> None:
