@@ -29,8 +29,8 @@ import numpy as np
 from .types import Hit
 
 #: Bumped whenever the on-disk layout or the meaning of a stored artifact changes; a cache of
-#: another version is rebuilt, never read.
-FORMAT_VERSION = 1
+#: another version is rebuilt, never read. 2: path and symbol tokens in the bm25 documents.
+FORMAT_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -226,3 +226,47 @@ def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_rep
     for name in ("paths", "contexts", "languages", "kinds"):
         assert getattr(saved, name) == getattr(fresh, name)
     assert list(saved.starts) == list(fresh.starts) and list(saved.ends) == list(fresh.ends)
+
+
+def test_bm25_documents_hold_path_and_symbol_tokens(engine):
+    from core.arms.bm25 import FIELDS
+    from core.indexer import MATRICES
+
+    assert FIELDS == {"text": 1, "path": 1, "symbol": 1} and MATRICES["bm25"][0] is FIELDS
+    # "auth" is only in the path app/auth.py, never a token of its text.
+    hits = engine.run_arm("bm25", "auth").hits
+    assert hits and {h.path for h in hits} == {"app/auth.py"}
+    # A definition's document holds its symbol name besides its text.
+    top = engine.run_arm("bm25", "verify_password").hits[0]
+    assert top.context == "app/auth.py > PasswordHasher > verify_password"
+
+
+def test_fts5_index_matches_its_content_after_updates(engine, sample_repo):
+    # An external-content FTS5 'delete' must get exactly the inserted values, or the index
+    # silently drifts from the chunks table; integrity-check with rank 1 compares them.
+    (sample_repo / "app/auth.py").write_text("def renamed_login():\n    return 1\n")
+    os.remove(sample_repo / "web/router.js")
+    stats = engine.ensure_index()
+    assert stats.changed == 1 and stats.removed == 1
+    conn = sqlite3.connect(engine.directory / "index.sqlite")
+    try:
+        conn.execute("INSERT INTO fts(fts, rank) VALUES ('integrity-check', 1)")
+    finally:
+        conn.close()
+    assert engine.run_arm("fts5", "renamed_login").hits[0].path == "app/auth.py"
+    assert not engine.run_arm("fts5", "router").hits
+
+
+def test_an_index_of_the_previous_format_is_rebuilt(sample_repo):
+    from core.store import FORMAT_VERSION
+
+    eng = Engine(sample_repo)
+    eng.ensure_index()
+    conn = sqlite3.connect(eng.directory / "index.sqlite")
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'format'", (str(FORMAT_VERSION - 1),))
+    conn.commit()
+    conn.close()
+    notes = []
+    stats = Engine(sample_repo, notify=notes.append).ensure_index()
+    assert stats.rebuilt == f"index format {FORMAT_VERSION - 1} is not {FORMAT_VERSION}"
+    assert any("rebuilding" in n for n in notes)

@@ -1,4 +1,9 @@
-"""``bm25``: BM25Okapi over code-aware tokens (identifiers whole and split) — the sub-token signal."""
+"""``bm25``: BM25Okapi over code-aware tokens (identifiers whole and split) — the sub-token signal.
+
+Each chunk's document is its text plus the tokens of its path (``core/arms/fts5.py`` gives
+core, arms, fts5, fts, 5, py) and, for a definition, its symbol name: a question in other
+words than the code's still meets the file and function names that say what the code is.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from ..types import LEXICAL
 from ._matrix import MatrixArm
 
 #: Chunk fields counted into this arm's documents, with their weights.
-FIELDS = {"text": 1}
+FIELDS = {"text": 1, "path": 1, "symbol": 1}
 
 
 class Bm25Arm(MatrixArm):
