@@ -118,6 +118,17 @@ def _run_index(engine: Engine, show_progress: bool):
         return engine.ensure_index(progress)
 
 
+# Options shared by several commands, defined once so their help stays the same everywhere.
+model_option = click.option(
+    "--model", metavar="PATH_OR_ID", help="model2vec model for the dense arm (default: bundled)."
+)
+weights_option = click.option(
+    "--weights",
+    metavar="ARM:W,…",
+    help='Per-arm RRF weights, e.g. "dense:1.5,bm25:0.5" (default: the root\'s tuned config, else 1).',
+)
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ranklens", prog_name="ranklens")
 def cli() -> None:
@@ -134,7 +145,7 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
-@click.option("--model", metavar="PATH_OR_ID", help="model2vec model for the dense arm (default: bundled).")
+@model_option
 def tui(root: str, model: str | None) -> None:
     """Open the terminal UI on ROOT (the default command)."""
     engine = _engine(root, model, _note)
@@ -146,7 +157,7 @@ def tui(root: str, model: str | None) -> None:
 @cli.command()
 @click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of progress.")
-@click.option("--model", metavar="PATH_OR_ID", help="model2vec model for the dense arm (default: bundled).")
+@model_option
 def index(root: str, as_json: bool, model: str | None) -> None:
     """Build or incrementally update the index of ROOT (default: .).
 
@@ -178,18 +189,14 @@ def index(root: str, as_json: bool, model: str | None) -> None:
     show_default=True,
     help=f"all (fuse {', '.join(DEFAULT_ARMS)}) or one of: {', '.join(REGISTRY)}.",
 )
-@click.option(
-    "--weights",
-    metavar="ARM:W,…",
-    help='Per-arm RRF weights, e.g. "dense:1.5,bm25:0.5" (default: the root\'s tuned config, else 1).',
-)
+@weights_option
 @click.option("--rrf-k", type=float, default=None, help="RRF constant k (1..1000000; default: the root's tuned config, else 60).")
 @click.option("--path", "path_glob", metavar="GLOB", help="Only paths matching GLOB (fnmatch; * crosses /).")
 @click.option("--lang", "language", metavar="NAME", help="Only chunks in this language (python, go, markdown …).")
 @click.option("--no-priors", "no_priors", is_flag=True, help=NO_PRIORS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON envelope.")
 @click.option("--output", metavar="FILE", help="Also write the JSON envelope to FILE (atomically).")
-@click.option("--model", metavar="PATH_OR_ID", help="model2vec model for the dense arm (default: bundled).")
+@model_option
 def query(
     text: str,
     root: str,
@@ -376,15 +383,11 @@ EVAL_HELP = (
     show_default=True,
     help=f"Configuration to fuse: all ({', '.join(DEFAULT_ARMS)}), one of {', '.join(REGISTRY)}, or a comma-separated list.",
 )
-@click.option(
-    "--weights",
-    metavar="ARM:W,…",
-    help='Per-arm RRF weights, e.g. "dense:1.5,bm25:0.5" (default: the root\'s tuned config, else 1).',
-)
+@weights_option
 @click.option("--rrf-k", type=float, default=None, help="RRF constant k (default: the root's tuned config, else 60).")
 @click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings: no code-aware priors on any row.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (with per-query details).")
-@click.option("--model", metavar="PATH_OR_ID", help="model2vec model for the dense arm (default: bundled).")
+@model_option
 def eval_command(
     queries: str,
     root: str,
@@ -486,7 +489,7 @@ def _print_eval(data: dict) -> None:
 @click.option("--force", is_flag=True, help="With --save: save even when held-out nDCG@10 does not improve.")
 @click.option("--no-priors", "no_priors", is_flag=True, help="Tune the plain fused lists, without the code-aware priors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--model", metavar="PATH_OR_ID", help="model2vec model for the dense arm (default: bundled).")
+@model_option
 def tune(
     queries: str,
     root: str,

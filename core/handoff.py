@@ -74,10 +74,11 @@ def envelope(
     return out
 
 
-def write_json_atomic(path: Path | str, data: object) -> Path:
-    """Write JSON to ``path`` via a temp file in the same folder and ``os.replace``.
+def write_text_atomic(path: Path | str, text: str) -> Path:
+    """Write ``text`` to ``path`` via a temp file in the same folder, fsync and ``os.replace``.
 
-    Raises OSError (unwritable folder, missing parent …) with nothing left behind.
+    Readers see the old file or the new one, never half of one. Raises OSError (unwritable
+    folder, missing parent …) with nothing left behind.
     """
     target = Path(path).expanduser()
     if target.is_dir():
@@ -86,8 +87,7 @@ def write_json_atomic(path: Path | str, data: object) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -98,3 +98,8 @@ def write_json_atomic(path: Path | str, data: object) -> Path:
             pass
         raise
     return target
+
+
+def write_json_atomic(path: Path | str, data: object) -> Path:
+    """Write ``data`` as indented JSON with :func:`write_text_atomic`."""
+    return write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

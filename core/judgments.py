@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .evaluation import EvalFileError, LabeledQuery, Span, SpanLike, load_queries, overlaps, query_metrics
+from .handoff import write_text_atomic
 from .store import index_dir
 
 JUDGMENTS_FILE = "judgments.jsonl"
@@ -109,19 +108,7 @@ def save_judgments(
         for _key, j in sorted(judgments.items())
         if j.relevant or j.not_relevant
     ]
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write("".join(line + "\n" for line in lines))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_text_atomic(path, "".join(line + "\n" for line in lines))
     return path
 
 
