@@ -4,7 +4,10 @@ Data flow. Every arm runs in its own thread worker (its own group, so a new quer
 arm does not cancel the others) and posts :class:`~tui.messages.ArmFinished` tagged with
 the query id; results of an older query are dropped. Each landing arm re-consolidates the
 cached rankings (``engine.fuse``) and redraws the table, so ``agree`` grows live. The
-tuning sliders re-fuse the same cached rankings; no arm runs again. The index is opened
+tuning sliders and the priors toggle (``p``) re-fuse the same cached rankings; no arm runs
+again. ``+`` / ``-`` judge the hit under the cursor relevant / not relevant for the query
+(:mod:`core.judgments` keeps the marks per root); the status line then shows the query's
+MRR@10 and nDCG@10 against them, recomputed after every re-fuse. The index is opened
 and refreshed in a thread worker of its own. Only the handlers here, on the UI thread,
 touch widgets.
 """
@@ -32,6 +35,7 @@ from textual.worker import Worker, WorkerState
 from core.arms import DEFAULT_ARMS
 from core.engine import ArmResult, Engine, QueryError, check_query
 from core.handoff import envelope, write_json_atomic
+from core.judgments import QueryJudgments, judge, judgments_for
 from core.indexer import STAGES, IndexStats, Progress
 from core.types import ConsolidatedHit
 from tui.messages import ArmFinished, IndexDone, IndexOpened, IndexProgress
@@ -56,6 +60,8 @@ HELP_KEYS: list[tuple[str, str]] = [
     ("↑ ↓ pgup pgdn home end", "move in the results; the preview follows"),
     ("space", "select / unselect the hit (● in the table)"),
     ("c", "clear the selection"),
+    ("+ / -", "judge the hit relevant (✓) / not relevant (✗) for the query; again clears it"),
+    ("p", "priors on / off (demote tests, examples, README-style and non-code files)"),
     ("enter / o", "open the hit in $EDITOR at its first line"),
     ("e", "export the selected hits (all shown hits if none is selected) as JSON"),
     ("t", "show / hide the tuning panel (weights per arm, RRF k)"),
@@ -138,6 +144,9 @@ class RanklensApp(App[None]):
         Binding("f1", "help", "Help", show=False),
         Binding("t", "toggle_tuning", "Tuning"),
         Binding("e", "export", "Export"),
+        Binding("plus", "judge(True)", "Relevant"),
+        Binding("minus", "judge(False)", "Not relevant"),
+        Binding("p", "toggle_priors", "Priors"),
         Binding("slash", "focus_query", "Query"),
         Binding("c", "clear_selection", "Clear selection", show=False),
         Binding("escape", "leave_query", "Results"),
@@ -155,6 +164,8 @@ class RanklensApp(App[None]):
         self.initial_query = query
         self.weights: dict[str, float] = {arm: WEIGHT_DEFAULT for arm in self.arms}
         self.k: float = float(K_DEFAULT)
+        #: Whether the code-aware priors re-score the fused list (``p`` toggles).
+        self.priors: bool = True
         # The current query and what has come back for it.
         self.query_id = 0
         self.query_text = ""
@@ -179,6 +190,11 @@ class RanklensApp(App[None]):
         self._preview_timer: Timer | None = None
         self._fuse_version = 0
         self._files: dict[str, tuple[int, int, str]] = {}  # path -> (mtime_ns, size, text)
+        # The judgments of the query in ``_judged_query`` (None: that query has none).
+        self._judgments: QueryJudgments | None = None
+        self._judged_query: str | None = None
+        self._judgments_error: str | None = None  # the last load error notified
+        self._metrics_note = ""
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -309,6 +325,7 @@ class RanklensApp(App[None]):
         self.table.clear_hits()
         self.status.reset(self.arms)
         self._update_titles()
+        self._update_metrics()
 
     @on(ArmFinished)
     @_while_open
@@ -366,7 +383,9 @@ class RanklensApp(App[None]):
         t0 = time.perf_counter()
         same_query = self._shown_query_id == self.query_id
         try:
-            hits = self.engine.fuse(list(self.results.values()), weights=self.weights, k=self.k)
+            hits = self.engine.fuse(
+                list(self.results.values()), weights=self.weights, k=self.k, priors=self.priors
+            )
         except ValueError as error:
             # Two arms answered from different index generations (a refresh landed
             # mid-query): their spans disagree. Run the query again on the new index.
@@ -376,9 +395,13 @@ class RanklensApp(App[None]):
         old, self.hits = self.hits, hits
         shown = hits[:ROW_LIMIT]
         moved = rank_shifts(old, shown) if shifts and same_query else None
-        self.table.set_hits(shown, answered=len(self.answered()), arms=self.arms, shifts=moved, cursor=cursor)
+        table = self.table
+        judgments = self.current_judgments()
+        table.set_verdicts(None if judgments is None else judgments.verdict, redraw=False)
+        table.set_hits(shown, answered=len(self.answered()), arms=self.arms, shifts=moved, cursor=cursor)
         self._shown_query_id = self.query_id
         self._fuse_version += 1
+        self._update_metrics()
         self._update_titles()
         self._update_preview()
         self.last_refuse_ms = (time.perf_counter() - t0) * 1000
@@ -387,6 +410,102 @@ class RanklensApp(App[None]):
     def _tuning_changed(self, event: TuningPanel.Changed) -> None:
         self.weights = dict(event.weights)
         self.k = float(event.k)
+        if self.results:
+            self.refuse(cursor="keep", shifts=True)
+
+    # -- judgments ------------------------------------------------------------------------
+
+    @property
+    def cache_dir(self) -> Path:
+        """The folder holding the root's index folder (where the judgments are kept)."""
+        return self.engine.directory.parent
+
+    def current_judgments(self) -> QueryJudgments | None:
+        """The judgments of the current query (read once per query; None when it has none).
+
+        A file that cannot be read is reported once (a notification) and treated as empty.
+        """
+        if not self.query_text:
+            return None
+        if self._judged_query != self.query_text:
+            self._judged_query = self.query_text
+            try:
+                self._judgments = judgments_for(self.engine.root, self.query_text, self.cache_dir)
+                self._judgments_error = None
+            except (OSError, ValueError) as error:
+                self._judgments = None
+                reason = str(error) or type(error).__name__
+                if reason != self._judgments_error:
+                    self._judgments_error = reason
+                    self.notify(f"Cannot read the judgments: {reason}", title="Judgments", severity="error")
+        return self._judgments
+
+    def _update_metrics(self) -> None:
+        """The status line's MRR@10 / nDCG@10 of the fused list against the query's judgments."""
+        judgments = self.current_judgments()
+        note = ""
+        if judgments is not None:
+            judged = len(judgments.relevant) + len(judgments.not_relevant)
+            metrics = judgments.metrics(self.hits)
+            if metrics is None:
+                note = f"{judged} judged, none relevant"
+            else:
+                note = f"MRR@10 {metrics['mrr@10']:.2f} · nDCG@10 {metrics['ndcg@10']:.2f} ({judged} judged)"
+        if note != self._metrics_note:
+            self._metrics_note = note
+            self._redraw_note()
+
+    def action_judge(self, relevant: bool) -> None:
+        """Mark the hit under the cursor relevant (``+``) or not (``-``); the same key again clears it."""
+        hit = self.table.current_hit
+        if hit is None or not self.query_text:
+            self.notify("Nothing to judge yet: run a query first.", severity="warning")
+            return
+        judgments = self.current_judgments()
+        current = None if judgments is None else judgments.verdict(hit)
+        verdict = None if current is relevant else relevant
+        # Spans grow as arms land: what was judged may be another extent of this hit.
+        # A new verdict (or a clear) replaces every judgment overlapping the hit.
+        older = []
+        if judgments is not None:
+            older = [
+                span
+                for span in (*judgments.relevant, *judgments.not_relevant)
+                if span.path == hit.path
+                and span.start_line <= hit.end_line
+                and hit.start_line <= span.end_line
+                and (span.start_line, span.end_line) != (hit.start_line, hit.end_line)
+            ]
+        try:
+            for span in older:
+                judge(
+                    self.engine.root, self.query_text, span.path, span.start_line, span.end_line, None,
+                    cache_dir=self.cache_dir,
+                )
+            found = judge(
+                self.engine.root, self.query_text, hit.path, hit.start_line, hit.end_line, verdict,
+                cache_dir=self.cache_dir,
+            )
+        except (OSError, ValueError, ImportError) as error:
+            reason = str(error) or type(error).__name__
+            self.notify(f"Cannot save the judgment: {reason}", title="Judgments", severity="error")
+            self._judged_query = None  # read the file again: part of the change may have landed
+            self._refresh_verdicts()
+            return
+        self._judged_query = self.query_text
+        self._judgments = found if (found.relevant or found.not_relevant) else None
+        self._judgments_error = None
+        self._refresh_verdicts()
+
+    def _refresh_verdicts(self) -> None:
+        judgments = self.current_judgments()
+        self.table.set_verdicts(None if judgments is None else judgments.verdict)
+        self._update_metrics()
+
+    def action_toggle_priors(self) -> None:
+        """Priors on / off: re-fuse the cached rankings (no arm runs again)."""
+        self.priors = not self.priors
+        self._redraw_note()
         if self.results:
             self.refuse(cursor="keep", shifts=True)
 
@@ -568,7 +687,9 @@ class RanklensApp(App[None]):
         self._redraw_note()
 
     def _redraw_note(self) -> None:
-        self.status.set_note(" · ".join(t for t in (self._query_note, self._index_note) if t))
+        priors = "" if self.priors else "priors off"
+        parts = (self._query_note, self._metrics_note, priors, self._index_note)
+        self.status.set_note(" · ".join(t for t in parts if t))
 
     def _update_titles(self) -> None:
         table = self.table
@@ -597,6 +718,9 @@ class RanklensApp(App[None]):
             # Only the query input lets "down" through to here; elsewhere it moves/scrolls.
             return in_query
         if action == "focus_query":
+            return not in_query
+        if action in ("judge", "toggle_priors"):
+            # In the query "+", "-" and "p" type themselves (the footer does not offer them).
             return not in_query
         if action == "close_tuning":
             return focused is not None and self.tuning in focused.ancestors_with_self

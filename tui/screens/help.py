@@ -36,6 +36,10 @@ Every query runs on several retrievers ("arms") at once; their rankings are fuse
   compared with the ranking shown before (`new`: it was not ranked before); the marks
   stay until the next change.
 - **●** in the `#` column: the hit is selected (space); export takes the selection.
+- **✓** / **✗** in the `#` column: you judged the hit relevant (`+`) / not relevant (`-`)
+  to the query; the same key again clears it. Judgments are kept per repository (`judgments.jsonl` in its index
+  folder, a labeled query file for `ranklens eval` / `ranklens tune`), and the status line
+  shows the query's MRR@10 and nDCG@10 against them.
 - Dimmed rows are low-confidence hits.
 
 ## Fusion (weighted reciprocal rank fusion)
@@ -49,6 +53,14 @@ Every query runs on several retrievers ("arms") at once; their rankings are fuse
 - `rank_i` is 1-based: an arm's top hit has rank 1;
 - overlapping spans of one file are merged into one hit, and each arm counts once, with
   its best rank among the merged spans.
+
+## Priors
+
+After fusion, hits in test code, examples, README/CHANGELOG-style project files and
+configuration/data files have their score multiplied by a factor below 1, unless the query
+mentions that kind of file. The preview's trace lists the priors applied to the hit and its
+score before and after them. `p` turns the priors off and on (the status line says
+*priors off*); like the sliders, it re-fuses without running the arms again.
 """
 
 

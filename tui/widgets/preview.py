@@ -129,6 +129,22 @@ def _fmt_score(score: float) -> str:
     return f"{score:.4g}"
 
 
+def describe_priors(hit: ConsolidatedHit) -> Text:
+    """``priors tests ×0.5 · examples lifted by "example"  fused 0.03 → 0.015``."""
+    out = Text.assemble(("priors ", "dim"))
+    for i, prior in enumerate(hit.priors):
+        if i:
+            out.append(" · ", style="dim")
+        if prior.lifted_by:
+            out.append(f"{prior.name} lifted by {prior.lifted_by!r}")
+        else:
+            out.append(f"{prior.name} ×{prior.factor:g}", style="yellow" if prior.factor < 1 else "green")
+    if hit.fused_score is not None and hit.fused_score != hit.score:
+        out.append("  fused ", style="dim")
+        out.append(f"{_fmt_score(hit.fused_score)} → {_fmt_score(hit.score)}")
+    return out
+
+
 class Preview(VerticalScroll):
     """Scrollable preview of one hit: header, highlighted code, fused trace.
 
@@ -424,4 +440,7 @@ class Preview(VerticalScroll):
             ("  via ", "dim"),
             ", ".join(hit.provenance) or "—",
         )
+        if hit.priors:
+            summary.append("\n")
+            summary.append_text(describe_priors(hit))
         return Group(table, Text(""), summary)

@@ -9,7 +9,7 @@ hit of the same file whose span overlaps the old one most.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -35,6 +35,12 @@ MAX_STEADY = 500
 
 #: Marks in the selection column.
 SELECTED_MARK = "●"
+
+#: Marks in the verdict column: judged relevant / not relevant for the query (``+`` / ``-``).
+VERDICT_MARKS: dict[bool, tuple[str, str]] = {True: ("✓", "bold green"), False: ("✗", "bold red")}
+
+#: What the table asks about a hit's judgment: True, False or None (not judged).
+VerdictFn = Callable[[ConsolidatedHit], "bool | None"]
 
 #: Style of the confidence cell, and of the whole row for ``low``.
 CONFIDENCE_STYLES: dict[str, str] = {"high": "bold green", "medium": "yellow", "low": "dim"}
@@ -138,8 +144,8 @@ def breadcrumb(hit: ConsolidatedHit) -> str:
 
 
 def _rank_of(cell: Text) -> int:
-    """The rank in a rank cell (``"●  3"`` -> 3), for sorting rows."""
-    return int(cell.plain.lstrip(SELECTED_MARK))
+    """The rank in a rank cell (``"●✓ 3"`` -> 3), for sorting rows."""
+    return int(cell.plain[2:])
 
 
 def _same_cell(a: object, b: object) -> bool:
@@ -160,7 +166,8 @@ class ResultsTable(DataTable):
     ]
 
     COLUMNS: ClassVar[list[tuple[str, str, int | None]]] = [
-        # key, label, width (None: fit the content). "rank" carries the selection mark;
+        # key, label, width (None: fit the content). "rank" carries the selection mark and
+        # the relevance judgment (✓ / ✗) before the rank (two digits: ROW_LIMIT is 50);
         # "location" and "context" are sized to the table (see _fit_columns).
         ("rank", "   #", 4),
         ("move", "move", 4),
@@ -208,6 +215,7 @@ class ResultsTable(DataTable):
         self.arms: list[str] = []
         self._letters: dict[str, str] = {}
         self._selected: list[Span] = []
+        self._verdict: VerdictFn | None = None
         self.location_width = LOCATION_WIDTH
         self._steady: dict[tuple, list[Text]] = {}
         self.context_width = CONTEXT_MIN
@@ -367,6 +375,24 @@ class ResultsTable(DataTable):
             self._refresh_row_of(hit)
         if had:
             self.post_message(self.SelectionChanged(self, 0))
+
+    def set_verdicts(self, verdict: VerdictFn | None, *, redraw: bool = True) -> None:
+        """Mark each row with ``verdict(hit)`` (✓ relevant, ✗ not relevant, blank: not judged).
+
+        ``redraw=False`` only records it, for a :meth:`set_hits` that follows.
+        """
+        self._verdict = verdict
+        if not redraw:
+            return
+        for hit in self.hits:
+            if hit.docid in self.rows:
+                cell = self._rank_cell(hit)
+                if not _same_cell(self.get_cell(hit.docid, "rank"), cell):
+                    self.update_cell(hit.docid, "rank", cell)
+
+    def verdict_of(self, hit: ConsolidatedHit) -> bool | None:
+        """The judgment shown for ``hit`` (None when not judged)."""
+        return None if self._verdict is None else self._verdict(hit)
 
     def cell_text(self, row: int, column: str) -> str:
         """The plain text of a cell (for tests and the benchmark)."""
@@ -549,7 +575,9 @@ class ResultsTable(DataTable):
     def _rank_cell(self, hit: ConsolidatedHit) -> Text:
         style = "dim" if hit.confidence == "low" else ""
         mark = (SELECTED_MARK, "bold magenta") if self._is_selected(hit) else " "
-        return Text.assemble(mark, (f"{hit.rank:>3}", style))
+        verdict = self.verdict_of(hit)
+        judged = " " if verdict is None else VERDICT_MARKS[verdict]
+        return Text.assemble(mark, judged, (f"{hit.rank:>2}", style))
 
     def _cells(self, hit: ConsolidatedHit) -> list[Text]:
         style = "dim" if hit.confidence == "low" else ""
