@@ -294,7 +294,7 @@ class Engine:
             cached = self._groups = (key, Groups(rankings, families=ARM_FAMILIES), rankings)
         hits = cached[1].fuse(k, weights)
         if priors:
-            hits = apply_priors(hits, query)
+            hits = apply_priors(hits, query, in_place=True)  # the hits were just built above
         return hits[:top_k] if top_k else hits
 
     def close(self) -> None:
