@@ -166,6 +166,11 @@ class Engine:
 
     def arm(self, name: str) -> Arm:
         """The opened arm, or :class:`ArmUnavailable` with the reason it is skipped."""
+        return self._arm_on_view(name)[0]
+
+    def _arm_on_view(self, name: str) -> tuple[Arm, IndexView]:
+        """The arm and the index view it was opened on, taken together: a refresh that lands
+        meanwhile must not pair one generation's arm with another's chunk rows."""
         if name not in REGISTRY:
             raise ArmUnavailable(f"unknown retriever {name!r}")
         with self._lock:
@@ -183,7 +188,7 @@ class Engine:
                 self._arms[name] = found
         if isinstance(found, ArmUnavailable):
             raise found
-        return found
+        return found, view
 
     def warm(self, arms: Iterable[str] = DEFAULT_ARMS) -> dict[str, str | None]:
         """Open the arms now (loading their artifacts); name -> skip reason or None."""
@@ -210,11 +215,11 @@ class Engine:
         """Run one arm in the calling thread (the TUI gives each arm its own worker)."""
         t0 = time.perf_counter()
         try:
-            arm = self.arm(name)
+            arm, view = self._arm_on_view(name)
         except ArmUnavailable as exc:
             return ArmResult(name, skipped=str(exc), query=query)
         try:
-            allowed = self.view.chunks.mask(path_glob, language)
+            allowed = view.chunks.mask(path_glob, language)
             hits = arm.search(query, pool_size(top_k), allowed)
         except Exception as exc:  # one arm failing must not fail the query
             return ArmResult(name, elapsed_ms=_ms(t0), error=f"{type(exc).__name__}: {exc}", query=query)

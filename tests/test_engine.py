@@ -270,3 +270,15 @@ def test_an_index_of_the_previous_format_is_rebuilt(sample_repo):
     stats = Engine(sample_repo, notify=notes.append).ensure_index()
     assert stats.rebuilt == f"index format {FORMAT_VERSION - 1} is not {FORMAT_VERSION}"
     assert any("rebuilding" in n for n in notes)
+
+
+def test_an_arm_filters_with_the_rows_of_its_own_generation(engine, sample_repo):
+    engine.arm("bm25")  # opened on this generation
+    old_view = engine.view
+    (sample_repo / "app/extra.py").write_text("def parse_extra():\n    return 1\n" * 30)
+    engine.ensure_index()  # a refresh lands: new view, arms re-opened lazily
+    assert engine.view is not old_view
+    arm, view = engine._arm_on_view("bm25")
+    assert view is engine.view and arm.view is view
+    result = engine.run_arm("bm25", "parse", path_glob="app/*")
+    assert result.ok and all(h.path.startswith("app/") for h in result.hits)
