@@ -117,7 +117,7 @@ Q = [
   [("core/discovery.py", ("from", r"^# --- private keys inside files", r"^_KEY_HINTS"), "_PRIVATE_KEY = re.compile(")]),
  ("r49", P, "build the JSON that hands the results to a coding agent", [("core/handoff.py", "envelope", "def envelope(")]),
  ("r50", P, "a model that fails to load should only switch off the semantic retriever",
-  [("core/arms/dense.py", "DenseArm > __init__", "raise ArmUnavailable(str(exc))"), ("core/engine.py", "Engine > arm", "except ArmUnavailable as exc:")]),
+  [("core/arms/dense.py", "DenseArm > __init__", "raise ArmUnavailable(str(exc))"), ("core/engine.py", "Engine > _arm_on_view", "except ArmUnavailable as exc:")]),
 ]
 
 
