@@ -281,14 +281,6 @@ class IndexView:
 
         return self.cached(f"matrix:{name}", lambda: BM25Matrix.load(self.gen_dir, name, self.vocabulary()))
 
-    def texts(self, ids: list[int]) -> dict[int, str]:
-        """Chunk texts by id (fetched on demand; the view keeps no text in memory)."""
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        rows = self.connection().execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", ids)
-        return dict(rows.fetchall())
-
     @classmethod
     def open(cls, root: Path, directory: Path) -> "IndexView":
         """Open the committed generation, or raise :class:`IndexError_` saying why not."""
