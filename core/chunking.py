@@ -1,23 +1,28 @@
-"""Split a file into retrievable chunks: line windows plus tree-sitter definitions.
+"""Split a file into retrievable chunks: size-budgeted definitions, or line windows.
 
-Every text file gets overlapping line windows, so every line is retrievable whatever the
-language. Files in :data:`core.languages.TREE_SITTER_LANGUAGES` also get one chunk per
-definition (function, method, class, struct, trait, Markdown section …) carrying its
-name, signature, docstring or leading comment, and a breadcrumb ``path > Class > method``.
+Files in :data:`core.languages.TREE_SITTER_LANGUAGES` are cut along their definitions
+(function, method, class, struct, trait, Markdown section …) under a budget of ``window``
+lines a chunk: small neighbours are packed together, a long class is cut between its
+methods, a long function into overlapping pieces that consolidation shows as one hit (see
+:func:`chunk_file`). Each chunk carries the names, signatures, docstrings or leading
+comments of the definitions it holds, and a breadcrumb ``path > Class > method``. Every
+other text file gets overlapping line windows. :func:`definitions` is the raw tree-sitter
+reading, one chunk per definition whatever its size.
 
-Defaults (window 40, overlap 10). Measured on the CPython 3.11 stdlib top level, whose
-7 808 definitions have a median of 8 lines (p75 19, p90 42): 40/10 gives 4 436 windows
-for 132k lines (1.32x the text) and 80% of definitions lie whole inside some window.
-40/0 costs 1.00x but only 69% lie whole (a function cut in two is found by neither half);
-40/20 reaches 85% for 1.96x the text; 20/5 doubles the windows (8 831) yet only 64% fit;
-60/15 and 80/20 fit 87-91% but a median 8-line function is then an eighth of its window,
-diluting BM25 and embedding scores with unrelated lines. 40/10 is the knee; a later
-issue re-tunes it by retrieval evaluation.
+Defaults (window 40, overlap 10). Windows were measured first on the CPython 3.11 stdlib
+top level, whose 7 808 definitions have a median of 8 lines (p75 19, p90 42): 40/10 gives
+4 436 windows for 132k lines (1.32x the text) and 80% of definitions lie whole inside some
+window. 40/0 costs 1.00x but only 69% lie whole; 40/20 reaches 85% for 1.96x the text;
+20/5 doubles the windows yet only 64% fit; 60/15 and 80/20 fit 87-91% but a median 8-line
+function is then an eighth of its window, diluting BM25 and embedding scores. The budget
+keeps 40 and makes "lies whole" true of every definition up to 40 lines; how it compares
+with plain windows and plain definitions per arm is in the README (issue #5, step 2).
 
-Throughput (``lib/python3.11/*.py``: 168 files, 4.7 MB, 132k lines; one thread; best of
-three on a shared 2-core machine): 1.37 s, i.e. ~120 files/s and ~8 900 chunks/s, for
-12 237 chunks (4 429 windows, 7 808 definitions). Busy runs measured 1.5-2 s. About half
-is tree-sitter parsing, a quarter the definition query, the rest Python-side span work.
+Throughput (``lib/python3.11/*.py``: 168 files, 4.7 MB, 132k lines; one thread): the budget
+gives 4 730 chunks where plain definitions plus windows gave 12 237, in 10% less time (3.6 s
+against 4.0 s, medians of three on a loaded 2-core machine; 1.37 s for the latter when it
+was quiet). About half is tree-sitter parsing, a quarter the definition query, the rest
+Python-side span work.
 
 Parsers: ``Parser(language)`` costs ~1 µs with the ``Language`` cached (``get_parser``
 ~5-12 µs) against milliseconds of parsing, so one parser per thread and language is kept
@@ -29,7 +34,7 @@ from __future__ import annotations
 import inspect
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from core.languages import TREE_SITTER_LANGUAGES, language_for
@@ -242,7 +247,17 @@ def chunk_file(
     overlap: int = DEFAULT_OVERLAP,
     language: str | None = None,
 ) -> list[Chunk]:
-    """All chunks of one file: line windows, plus definitions where a grammar exists.
+    """The chunks of one file: size-budgeted definitions where a grammar exists, else windows.
+
+    With a grammar, the file is cut along its syntax tree under a budget of ``window`` lines:
+    neighbouring small units (definitions with their leading comments, and the code between
+    them) are packed together up to the budget; a longer definition with nested definitions
+    (a class) is cut the same way inside; a longer leaf definition (a long function) is split
+    into ``window``-line *pieces* sharing ``overlap`` lines, each recording the whole
+    definition's span in ``piece_of`` so consolidation shows them as one hit. Every
+    non-blank line lies in some chunk, and no chunk is longer than ``window`` lines.
+    Without a grammar (or with no definition in the file) the file gets overlapping line
+    windows (see :func:`line_windows`).
 
     Parameters
     ----------
@@ -252,9 +267,9 @@ def chunk_file(
         The file's content. Lines are split on ``\\n`` only (as tree-sitter and editors
         count them); a trailing ``\\r`` is dropped from each line of chunk text.
     window : int
-        Lines per window, >= 1.
+        The size budget: lines per chunk, >= 1.
     overlap : int
-        Lines shared by consecutive windows, ``0 <= overlap < window``.
+        Lines shared by consecutive windows and pieces, ``0 <= overlap < window``.
     language : str or None
         Language name; ``language_for(path)`` when None.
 
@@ -270,40 +285,246 @@ def chunk_file(
     ValueError
         When ``window`` or ``overlap`` is out of range.
     """
-    if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
-    if not 0 <= overlap < window:
-        raise ValueError(f"overlap must be in [0, window), got {overlap} for window {window}")
+    _check_window(window, overlap)
     if not text.strip():
         return []
     language = language or language_for(path)
     lines = _split_lines(text)
-
-    definitions: list[Chunk] = []
-    grammar = _grammar(language)
-    if grammar is not None and grammar.query is not None:
-        try:
-            definitions = _definitions(path, text, lines, language, grammar)
-        except Exception:  # a grammar bug must not cost the file its windows
-            definitions = []
-
-    taken = {(c.start_line, c.end_line) for c in definitions}
-    chunks = list(definitions)
-    for start, end in line_windows(len(lines), window, overlap):
-        if (start, end) not in taken:  # the definition says the same with more context
-            chunks.append(
-                Chunk(
-                    path=path,
-                    start_line=start,
-                    end_line=end,
-                    text="\n".join(lines[start - 1 : end]),
-                    language=language,
-                    context=path,
-                    kind=WINDOW,
-                )
-            )
+    defs = _safe_definitions(path, text, lines, language)
+    if defs:
+        spec = _SPECS[language]
+        chunks = _Budget(path, lines, language, spec, window, overlap).chunks(defs)
+    else:
+        chunks = _windows(path, lines, language, path, 1, len(lines), window, overlap)
     chunks.sort(key=lambda c: (c.start_line, c.end_line, c.kind))
     return chunks
+
+
+def definitions(path: str, text: str, *, language: str | None = None) -> list[Chunk]:
+    """One chunk per tree-sitter definition, nested ones included, whatever its size.
+
+    The raw reading :func:`chunk_file` budgets: name, signature, docstring or leading comment
+    and breadcrumb of every function, method, class … (Markdown: every section). Empty when
+    the language has no grammar or the file does not parse into any definition.
+    """
+    if not text.strip():
+        return []
+    language = language or language_for(path)
+    return _safe_definitions(path, text, _split_lines(text), language)
+
+
+def _check_window(window: int, overlap: int) -> None:
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    if not 0 <= overlap < window:
+        raise ValueError(f"overlap must be in [0, window), got {overlap} for window {window}")
+
+
+def _safe_definitions(path: str, text: str, lines: list[str], language: str) -> list[Chunk]:
+    grammar = _grammar(language)
+    if grammar is None or grammar.query is None:
+        return []
+    try:
+        return _definitions(path, text, lines, language, grammar)
+    except Exception:  # a grammar bug must not cost the file its windows
+        return []
+
+
+def _windows(
+    path: str, lines: list[str], language: str, context: str, lo: int, hi: int, window: int, overlap: int,
+    even: bool = False,
+) -> list[Chunk]:
+    """Line windows over lines ``lo..hi`` (1-based, inclusive); ``even``: see :func:`even_spans`."""
+    out = []
+    spans = even_spans(hi - lo + 1, window, overlap) if even else line_windows(hi - lo + 1, window, overlap)
+    for start, end in spans:
+        start, end = start + lo - 1, end + lo - 1
+        out.append(
+            Chunk(
+                path=path,
+                start_line=start,
+                end_line=end,
+                text="\n".join(lines[start - 1 : end]),
+                language=language,
+                context=context,
+                kind=WINDOW,
+            )
+        )
+    return out
+
+
+PIECE = "piece"
+#: Caps on the joined signatures / docstrings of a chunk holding several definitions.
+_MAX_SIGNATURES = 4 * MAX_SIGNATURE
+_MAX_DOCSTRINGS = 2 * MAX_DOCSTRING
+
+
+@dataclass
+class _Unit:
+    """A definition in the nesting tree the budget walks (lines 1-based, comment included)."""
+
+    start: int
+    end: int
+    chunk: Chunk
+    children: list["_Unit"]
+
+
+class _Budget:
+    """Cuts one file along its definitions under a budget of ``window`` lines a chunk.
+
+    Why (issue #5, measured in the README): one chunk per definition lets tiny ``__init__``s
+    win on cosine while long functions lose their middle; 40-line windows cut functions in
+    two. Packing small neighbours and splitting only what is too long keeps every chunk
+    near the budget and every short definition whole.
+    """
+
+    def __init__(self, path: str, lines: list[str], language: str, spec: _Spec, window: int, overlap: int):
+        self.path, self.lines, self.language, self.spec = path, lines, language, spec
+        self.window, self.overlap = window, overlap
+        self.out: list[Chunk] = []
+
+    def chunks(self, defs: list[Chunk]) -> list[Chunk]:
+        self._pack(1, len(self.lines), self._tree(defs), self.path, None)
+        return self.out
+
+    def _tree(self, defs: list[Chunk]) -> list[_Unit]:
+        """Definitions nested by span; each starts at the comment block right above it."""
+        roots: list[_Unit] = []
+        stack: list[_Unit] = []
+        for d in sorted(defs, key=lambda c: (c.start_line, -c.end_line)):
+            while stack and not (stack[-1].chunk.start_line <= d.start_line and d.end_line <= stack[-1].end):
+                stack.pop()
+            top = _comment_block(self.lines, d.start_line - 1, self.spec)[0] + 1
+            unit = _Unit(top, d.end_line, d, [])
+            (stack[-1].children if stack else roots).append(unit)
+            stack.append(unit)
+        return roots
+
+    def _blank(self, lo: int, hi: int) -> bool:
+        return all(not self.lines[i - 1].strip() for i in range(lo, hi + 1))
+
+    def _pack(self, lo: int, hi: int, units: list[_Unit], scope: str, header: _Unit | None) -> None:
+        """Cover lines ``lo..hi``, whose definitions are ``units``, with chunks in budget.
+
+        ``scope`` is the breadcrumb of what encloses the range; ``header`` the definition whose
+        body is being cut (its header lines go to the first chunk, with its name).
+        """
+        # Lay the range out as alternating stretches of code and definitions.
+        parts: list[tuple[int, int, _Unit | None]] = []
+        cursor = lo
+        for u in units:
+            start = max(u.start, cursor)
+            if u.end < start:
+                continue  # folded into its predecessor (two declarators sharing a line)
+            if start > cursor:
+                parts.append((cursor, start - 1, None))
+            parts.append((start, u.end, u))
+            cursor = u.end + 1
+        if cursor <= hi:
+            parts.append((cursor, hi, None))
+
+        run: list[tuple[int, int, _Unit | None]] = []
+        for start, end, unit in parts:
+            if self._blank(start, end):
+                if run:
+                    run.append((start, end, unit))
+                continue
+            if end - start + 1 > self.window:
+                header = self._emit(run, scope, header)
+                run = []
+                if unit is None:
+                    header = self._long_code(start, end, scope, header)
+                elif unit.children:
+                    self._pack(start, end, unit.children, unit.chunk.context, unit)
+                else:
+                    self._pieces(start, end, unit)
+            elif run and end - run[0][0] + 1 <= self.window:
+                run.append((start, end, unit))
+            else:
+                header = self._emit(run, scope, header)
+                run = [(start, end, unit)]
+        self._emit(run, scope, header)
+
+    def _emit(self, run: list[tuple[int, int, _Unit | None]], scope: str, header: _Unit | None) -> _Unit | None:
+        """One chunk of a packed run; returns the header still waiting for its chunk."""
+        if not run:
+            return header
+        start, end = run[0][0], run[-1][1]
+        while end > start and not self.lines[end - 1].strip():
+            end -= 1  # blank lines between chunks belong to neither
+        defs = [u.chunk for _, _, u in run if u is not None]
+        named = ([header.chunk] if header is not None else []) + defs
+        if header is not None:
+            context = _join_names(header.chunk.context, defs)
+        else:
+            context = _join_names(scope, defs)
+        if named:
+            self.out.append(
+                Chunk(
+                    path=self.path,
+                    start_line=start,
+                    end_line=end,
+                    text="\n".join(self.lines[start - 1 : end]),
+                    language=self.language,
+                    context=context,
+                    kind=self.spec.kind,
+                    symbol=" ".join(c.symbol for c in named),
+                    signature=_capped("\n".join(c.signature for c in named if c.signature), _MAX_SIGNATURES),
+                    docstring=_capped("\n\n".join(c.docstring for c in named if c.docstring), _MAX_DOCSTRINGS),
+                )
+            )
+        else:
+            self.out.extend(_windows(self.path, self.lines, self.language, context, start, end, self.window, self.overlap))
+        return None
+
+    def _long_code(self, start: int, end: int, scope: str, header: _Unit | None) -> None:
+        """Code between definitions longer than the budget: windows (the first one carries
+        the pending header's name)."""
+        windows = _windows(self.path, self.lines, self.language, scope, start, end, self.window, self.overlap, True)
+        if header is not None:
+            h = header.chunk
+            windows[0] = replace(
+                windows[0], kind=self.spec.kind, symbol=h.symbol, signature=h.signature, docstring=h.docstring
+            )
+        self.out.extend(windows)
+        return None
+
+    def _pieces(self, start: int, end: int, unit: _Unit) -> None:
+        """A leaf definition over budget: overlapping pieces that all name it. Only the first
+        is a symbol document (see :func:`core.arms.symbols.include`)."""
+        d = unit.chunk
+        for s, e in even_spans(end - start + 1, self.window, self.overlap):
+            s, e = s + start - 1, e + start - 1
+            while e > s and not self.lines[e - 1].strip():
+                e -= 1
+            self.out.append(
+                Chunk(
+                    path=self.path,
+                    start_line=s,
+                    end_line=e,
+                    text="\n".join(self.lines[s - 1 : e]),
+                    language=self.language,
+                    context=d.context,
+                    kind=PIECE,
+                    symbol=d.symbol,
+                    signature=d.signature,
+                    docstring=d.docstring if s == start else "",
+                    piece_of=(start, end),
+                )
+            )
+
+
+def _join_names(scope: str, defs: list[Chunk]) -> str:
+    """Breadcrumb of a packed chunk: one definition reads as its own, several as ``a, b``."""
+    if len(defs) == 1 and defs[0].context.startswith(scope):
+        return defs[0].context
+    if not defs:
+        return scope
+    return _capped(scope + " > " + ", ".join(c.symbol for c in defs), MAX_SIGNATURE)
+
+
+def _capped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def line_windows(
@@ -330,10 +551,7 @@ def line_windows(
     list[tuple[int, int]]
         Empty when ``n_lines`` is 0.
     """
-    if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
-    if not 0 <= overlap < window:
-        raise ValueError(f"overlap must be in [0, window), got {overlap} for window {window}")
+    _check_window(window, overlap)
     step = window - overlap
     spans = []
     start = 1
@@ -343,6 +561,26 @@ def line_windows(
         if end == n_lines:
             break
         start += step
+    return spans
+
+
+def even_spans(n_lines: int, window: int = DEFAULT_WINDOW, overlap: int = DEFAULT_OVERLAP) -> list[tuple[int, int]]:
+    """As few spans of at most ``window`` lines as cover ``n_lines``, of near-equal length,
+    neighbours sharing exactly ``overlap`` lines.
+
+    Used to cut one long definition: :func:`line_windows` would end on a stub (41 lines give
+    1-40 and 31-41, whose last piece adds one line); this gives 1-25 and 16-41.
+    """
+    _check_window(window, overlap)
+    if n_lines <= window:
+        return [(1, n_lines)] if n_lines > 0 else []
+    step = window - overlap
+    count = -(-(n_lines - overlap) // step)  # ceil: pieces needed at full size
+    spans = []
+    for i in range(count):
+        start = 1 + (i * (n_lines - overlap)) // count
+        end = overlap + ((i + 1) * (n_lines - overlap)) // count
+        spans.append((start, min(end, n_lines)))
     return spans
 
 
@@ -672,14 +910,23 @@ def _python_docstring(node: Node, source: bytes) -> str:
 def _comment_above(
     lines: list[str], start_row: int, spec: _Spec, skip: frozenset[int] = frozenset()
 ) -> str:
-    """The comment block ending on the line just above ``start_row`` (0-based), cleaned.
+    """The comment block ending on the line just above ``start_row`` (0-based), cleaned."""
+    return _comment_block(lines, start_row, spec, skip)[1]
 
-    Rows in ``skip`` (attributes) are passed over.
+
+def _comment_block(
+    lines: list[str], start_row: int, spec: _Spec, skip: frozenset[int] = frozenset()
+) -> tuple[int, str]:
+    """The first row (0-based) and cleaned text of the comment block just above ``start_row``.
+
+    The row is ``start_row`` itself when there is no comment. Rows in ``skip`` (attributes)
+    are passed over.
 
     Read from the lines rather than the tree: grammars disagree on where a comment goes
     (tree-sitter-python can put a comment above a dedented def inside the previous block).
     """
     collected: list[str] = []  # bottom-up
+    top = start_row
     i = start_row - 1
     while i >= 0:
         if i in skip:
@@ -699,14 +946,16 @@ def _comment_above(
             block[-1] = re.sub(r"\*+/$", "", block[-1])
             block = [re.sub(r"^\*(?!/)\s?", "", ln) for ln in block]
             collected.extend(reversed(block))
+            top = j
             i = j - 1
             continue
         marker = next((m for m in spec.line_comments if s.startswith(m)), None)
         if marker is None or s.startswith("//!") or s.startswith("#!"):
             break
         collected.append(re.sub(r"^(//+|#+)\s?", "", s))
+        top = i
         i -= 1
-    return _cap("\n".join(reversed(collected)).strip())
+    return top, _cap("\n".join(reversed(collected)).strip())
 
 
 def _cap(text: str) -> str:

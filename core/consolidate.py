@@ -1,9 +1,10 @@
 """Span consolidation: overlapping hits of one file become one fused, explained hit.
 
 Each arm ranks its own chunks; the same code is often ranked by several arms as different but
-overlapping spans (a 40-line window and the function inside it). Hits whose line spans overlap
-or touch (``end + 1 == start``) in the same file form one group; the group takes each arm's
-best rank, and those ranks are fused with weighted RRF (see :mod:`core.fusion`).
+overlapping spans (two pieces of one long function). Hits whose line spans overlap or touch
+(``end + 1 == start``) in the same file form one group, and so do the pieces of one definition
+(``Hit.piece_of``); the group takes each arm's best rank, and those ranks are fused with
+weighted RRF (see :mod:`core.fusion`).
 """
 
 from __future__ import annotations
@@ -78,18 +79,23 @@ def _check_rankings(per_arm_hits: Mapping[str, Sequence[Hit]]) -> None:
 
 
 def _groups(hits: list[Hit], merge_adjacent: bool) -> list[list[Hit]]:
-    """Union overlapping (and, optionally, touching) spans of one file, transitively."""
+    """Union overlapping (and, optionally, touching) spans of one file, transitively, and the
+    pieces of one definition (``Hit.piece_of``) even where the pieces between them are absent."""
     gap = 1 if merge_adjacent else 0
     hits.sort(key=lambda h: (h.start_line, h.end_line, h.docid, h.arm))
     groups: list[list[Hit]] = []
     end = -1
+    pieces: set[tuple[int, int]] = set()  # the definitions the open group holds pieces of
     for hit in hits:
-        if groups and hit.start_line <= end + gap:
+        if groups and (hit.start_line <= end + gap or (hit.piece_of is not None and hit.piece_of in pieces)):
             groups[-1].append(hit)
             end = max(end, hit.end_line)
         else:
             groups.append([hit])
             end = hit.end_line
+            pieces = set()
+        if hit.piece_of is not None:
+            pieces.add(hit.piece_of)
     return groups
 
 

@@ -27,6 +27,10 @@ MAX_QUERY_CHARS = 1000
 MAX_TOP_K = 1000
 DEFAULT_TOP_K = 10
 DEFAULT_RRF_K = 60
+#: Whether hits that only touch (``end + 1 == start``) merge. Budgeted chunks partition a
+#: file, so neighbours touching says nothing about relevance, and merging them chains
+#: adjacent chunks into wide hits: off, measured in the README (issue #5, step 2).
+MERGE_ADJACENT = False
 
 
 class QueryError(ValueError):
@@ -296,7 +300,7 @@ class Engine:
         key = tuple(sorted((arm, id(hits)) for arm, hits in rankings.items()))
         cached = self._groups
         if cached is None or cached[0] != key:
-            cached = self._groups = (key, Groups(rankings, families=ARM_FAMILIES), rankings)
+            cached = self._groups = (key, Groups(rankings, MERGE_ADJACENT, ARM_FAMILIES), rankings)
         hits = cached[1].fuse(k, weights)
         if priors:
             hits = apply_priors(hits, query, in_place=True)  # the hits were just built above

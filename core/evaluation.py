@@ -12,8 +12,10 @@ an empty ``gold`` has nothing to find and is left out of the figures (and counte
 
 Metrics (pure functions below, over the top 10 of a ranking):
 
-* ``hit@k``: some result among the first k is a *span hit*: same file as a gold span and
-  lines overlapping it.
+* ``hit@k``: some result among the first k is a *span hit* (:func:`locates`): same file as
+  a gold span, sharing at least half of the shorter of the two, and no longer than
+  ``max(100, 2 x the gold's)`` lines. A window that grazes a function by four lines, or a
+  whole-file hit that happens to contain it, does not locate it.
 * ``file_hit@5``: some result among the first 5 is in a file that holds a gold span.
 * ``mrr@10``: 1 / rank of the first span hit, 0 when none is in the top 10.
 * ``ndcg@10``: binary gain; each gold span is credited at most once, so a result that only
@@ -202,9 +204,28 @@ def overlaps(hit: SpanLike, gold: SpanLike) -> bool:
     return hit.path == gold.path and hit.start_line <= gold.end_line and gold.start_line <= hit.end_line
 
 
+#: A hit longer than this (and than twice its gold span) does not locate the gold: it is a
+#: file to read, not a place to look. 100 lines is about two budgeted chunks and a half.
+MAX_SPAN_LINES = 100
+
+
+def locates(hit: SpanLike, gold: SpanLike) -> bool:
+    """A span hit: same file, at least half of the shorter span shared, and not too wide.
+
+    Plain overlap rewards width: a 40-line window sharing four lines with a function, or a
+    300-line merged hit, would count as finding it.
+    """
+    if not overlaps(hit, gold):
+        return False
+    hit_len = hit.end_line - hit.start_line + 1
+    gold_len = gold.end_line - gold.start_line + 1
+    shared = min(hit.end_line, gold.end_line) - max(hit.start_line, gold.start_line) + 1
+    return 2 * shared >= min(hit_len, gold_len) and hit_len <= max(MAX_SPAN_LINES, 2 * gold_len)
+
+
 def hit_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int) -> float:
-    """1.0 when one of the first ``k`` hits overlaps a gold span, else 0.0."""
-    return 1.0 if any(overlaps(h, g) for h in hits[:k] for g in gold) else 0.0
+    """1.0 when one of the first ``k`` hits locates a gold span, else 0.0."""
+    return 1.0 if any(locates(h, g) for h in hits[:k] for g in gold) else 0.0
 
 
 def file_hit_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = 5) -> float:
@@ -214,9 +235,9 @@ def file_hit_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = 5
 
 
 def reciprocal_rank(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = TOP_K) -> float:
-    """1 / rank of the first hit overlapping a gold span among the first ``k``, else 0."""
+    """1 / rank of the first hit locating a gold span among the first ``k``, else 0."""
     for rank, h in enumerate(hits[:k], start=1):
-        if any(overlaps(h, g) for g in gold):
+        if any(locates(h, g) for g in gold):
             return 1.0 / rank
     return 0.0
 
@@ -224,8 +245,8 @@ def reciprocal_rank(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int =
 def ndcg_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = TOP_K) -> float:
     """Binary-gain nDCG@k where each gold span is credited at most once.
 
-    A hit earns gain 1 when it overlaps a gold span not credited yet (the first such span in
-    gold order is then credited); a hit overlapping only credited spans earns nothing. The
+    A hit earns gain 1 when it locates a gold span not credited yet (the first such span in
+    gold order is then credited); a hit locating only credited spans earns nothing. The
     ideal DCG puts ``min(len(gold), k)`` hits at the top. No gold: 0.0.
     """
     if not gold:
@@ -234,7 +255,7 @@ def ndcg_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = TOP_K
     dcg = 0.0
     for rank, h in enumerate(hits[:k], start=1):
         for i, g in enumerate(gold):
-            if not credited[i] and overlaps(h, g):
+            if not credited[i] and locates(h, g):
                 credited[i] = True
                 dcg += 1.0 / math.log2(rank + 1)
                 break

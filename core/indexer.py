@@ -371,10 +371,10 @@ class Indexer:
             )
             conn.executemany(
                 "INSERT INTO chunks(id, path, start_line, end_line, kind, language, context, symbol, signature,"
-                " docstring, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " docstring, text, piece_start, piece_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (cid, c.path, c.start_line, c.end_line, c.kind, c.language, c.context, c.symbol, c.signature,
-                     c.docstring, c.text)
+                     c.docstring, c.text, *(c.piece_of or (0, 0)))
                     for cid, c in zip(ids, chunks)
                 ],
             )

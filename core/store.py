@@ -30,7 +30,8 @@ from .types import Hit
 
 #: Bumped whenever the on-disk layout or the meaning of a stored artifact changes; a cache of
 #: another version is rebuilt, never read. 2: path and symbol tokens in the bm25 documents.
-FORMAT_VERSION = 2
+#: 3: size-budgeted chunks, pieces of a long definition (``piece_start``/``piece_end``).
+FORMAT_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,7 +43,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, kind TEXT NOT NULL, language TEXT NOT NULL,
     context TEXT NOT NULL, symbol TEXT NOT NULL, signature TEXT NOT NULL,
-    docstring TEXT NOT NULL, text TEXT NOT NULL
+    docstring TEXT NOT NULL, text TEXT NOT NULL,
+    piece_start INTEGER NOT NULL DEFAULT 0, piece_end INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 -- Identifiers stay whole ('_' is a token character): this arm is the exact-symbol signal.
@@ -112,8 +114,11 @@ class ChunkTable:
         contexts: list[str],
         languages: list[str],
         kinds: list[str],
+        pieces: np.ndarray | None = None,
     ) -> None:
         self.ids = np.asarray(ids, dtype=np.int64)
+        # (start, end) of the definition each chunk is a piece of; (0, 0) for whole chunks.
+        self.pieces = np.zeros((len(self.ids), 2), dtype=np.int64) if pieces is None else np.asarray(pieces, dtype=np.int64).reshape(-1, 2)
         self.paths = paths
         self.starts = np.asarray(starts, dtype=np.int64)
         self.ends = np.asarray(ends, dtype=np.int64)
@@ -125,16 +130,19 @@ class ChunkTable:
 
     @classmethod
     def from_rows(cls, rows: list[tuple]) -> "ChunkTable":
-        """From ``(id, path, start, end, context, language, kind)`` rows sorted by id."""
-        cols = list(zip(*rows)) if rows else [[]] * 7
+        """From ``(id, path, start, end, context, language, kind, piece_start, piece_end)``
+        rows sorted by id."""
+        cols = list(zip(*rows)) if rows else [[]] * 9
         return cls(np.array(cols[0], dtype=np.int64), list(cols[1]), np.array(cols[2], dtype=np.int64),
-                   np.array(cols[3], dtype=np.int64), list(cols[4]), list(cols[5]), list(cols[6]))
+                   np.array(cols[3], dtype=np.int64), list(cols[4]), list(cols[5]), list(cols[6]),
+                   np.array([cols[7], cols[8]], dtype=np.int64).T)
 
     @classmethod
     def load(cls, conn: sqlite3.Connection) -> "ChunkTable":
         return cls.from_rows(
             conn.execute(
-                "SELECT id, path, start_line, end_line, context, language, kind FROM chunks ORDER BY id"
+                "SELECT id, path, start_line, end_line, context, language, kind, piece_start, piece_end"
+                " FROM chunks ORDER BY id"
             ).fetchall()
         )
 
@@ -154,11 +162,12 @@ class ChunkTable:
             pick(self.contexts) + [c.context for c in new_chunks],
             pick(self.languages) + [c.language for c in new_chunks],
             pick(self.kinds) + [c.kind for c in new_chunks],
+            np.concatenate([self.pieces[keep], _pieces(new_chunks)]),
         )
 
     def save(self, directory: Path) -> None:
         # Repeated strings (paths, languages, kinds) are stored once plus an index per row.
-        arrays = {"ids": self.ids, "starts": self.starts, "ends": self.ends}
+        arrays = {"ids": self.ids, "starts": self.starts, "ends": self.ends, "pieces": self.pieces}
         texts = {}
         for name in ("paths", "languages", "kinds"):
             values = getattr(self, name)
@@ -175,7 +184,7 @@ class ChunkTable:
             texts = json.loads(z["texts"].tobytes())
             cols = {name: [texts[name][i] for i in z[name].tolist()] for name in ("paths", "languages", "kinds")}
             return cls(z["ids"], cols["paths"], z["starts"], z["ends"], texts["contexts"],
-                       cols["languages"], cols["kinds"])
+                       cols["languages"], cols["kinds"], z["pieces"])
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -192,6 +201,7 @@ class ChunkTable:
         return f"{self.paths[row]}:{int(self.starts[row])}-{int(self.ends[row])}"
 
     def hit(self, arm: str, row: int, rank: int, score: float) -> Hit:
+        piece_start, piece_end = self.pieces[row]
         return Hit(
             arm=arm,
             docid=self.docid(row),
@@ -201,6 +211,7 @@ class ChunkTable:
             rank=rank,
             score=float(score),
             context=self.contexts[row],
+            piece_of=(int(piece_start), int(piece_end)) if piece_start else None,
         )
 
     def mask(self, path_glob: str | None = None, language: str | None = None) -> np.ndarray | None:
@@ -226,6 +237,10 @@ class ChunkTable:
         with self._lock:
             self._masks[key] = out
         return out
+
+
+def _pieces(chunks: list) -> np.ndarray:
+    return np.array([c.piece_of or (0, 0) for c in chunks], dtype=np.int64).reshape(-1, 2)
 
 
 @dataclass

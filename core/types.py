@@ -23,10 +23,12 @@ def make_docid(path: str, start_line: int, end_line: int) -> str:
 class Chunk:
     """One retrievable span of a file.
 
-    ``kind`` is ``"window"`` for a line window, ``"definition"`` for a tree-sitter
-    definition (function, method, class …) and ``"section"`` for a Markdown section.
-    ``context`` is the breadcrumb shown to the user (``path > Class > method``); for
-    windows it is the path alone.
+    ``kind`` is ``"window"`` for a line window, ``"definition"`` for a chunk holding one or
+    more whole tree-sitter definitions (function, method, class …; see
+    :func:`core.chunking.chunk_file`), ``"section"`` the same for Markdown sections, and
+    ``"piece"`` for part of a definition longer than the size budget; ``piece_of`` is then
+    the whole definition's ``(start_line, end_line)``. ``context`` is the breadcrumb shown to
+    the user (``path > Class > method``); for windows it is the path (or enclosing class).
     """
 
     path: str
@@ -39,6 +41,7 @@ class Chunk:
     symbol: str = ""
     signature: str = ""
     docstring: str = ""
+    piece_of: tuple[int, int] | None = None
 
     @property
     def docid(self) -> str:
@@ -47,7 +50,11 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One entry of one arm's ranking (``rank`` is 1-based, ``score`` the arm's own)."""
+    """One entry of one arm's ranking (``rank`` is 1-based, ``score`` the arm's own).
+
+    ``piece_of`` is the span of the definition the chunk is a piece of (consolidation shows
+    the pieces of one definition as one hit), ``None`` for a whole chunk.
+    """
 
     arm: str
     docid: str
@@ -58,6 +65,7 @@ class Hit:
     score: float
     context: str = ""
     text: str | None = None
+    piece_of: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

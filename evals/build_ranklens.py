@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.chunking import chunk_file  # noqa: E402
+from core.chunking import definitions  # noqa: E402
 
 I, P = "identifier", "paraphrase"
 
@@ -41,7 +41,7 @@ def span(path: str, what) -> tuple[int, int]:
             raise SystemExit(f"{path}: no lines from {what[1]!r} to {what[2]!r}")
         return s, e
     # A definition's breadcrumb below the path, with the comment lines just above it.
-    for c in chunk_file(path, text):
+    for c in definitions(path, text):
         if c.kind != "window" and c.context == f"{path} > {what}":
             s = c.start_line
             while s > 1 and re.match(r"\s*(#|//|/\*|\*)", lines[s - 2]):
@@ -54,7 +54,7 @@ Q = [
  ("r01", I, "reciprocal_rank_fusion", [("core/fusion.py", "reciprocal_rank_fusion", "def reciprocal_rank_fusion(")]),
  ("r02", I, "line_windows step overlap", [("core/chunking.py", "line_windows", "def line_windows(")]),
  ("r03", I, "TREE_SITTER_LANGUAGES", [("core/languages.py", ("from", r"^#: Languages for which", r"^\)$"), "TREE_SITTER_LANGUAGES: frozenset")]),
- ("r04", I, "_comment_above block_comments", [("core/chunking.py", "_comment_above", "def _comment_above(")]),
+ ("r04", I, "_comment_block block_comments", [("core/chunking.py", "_comment_block", "def _comment_block(")]),
  ("r05", I, "check_weight", [("core/fusion.py", "check_weight", "def check_weight(")]),
  ("r06", I, "make_docid", [("core/types.py", "make_docid", "def make_docid(")]),
  ("r07", I, "ARM_FAMILIES", [("core/consolidate.py", ("from", r"^#: The family of each", r"^}$"), "ARM_FAMILIES: dict")]),
@@ -98,7 +98,7 @@ Q = [
   [("core/arms/fts5.py", ("from", r'^"""``fts5``', r"are just words"), "never reaches FTS5's query parser"),
    ("core/arms/fts5.py", "match_expression", "'\"' + t.replace('\"', '\"\"') + '\"'")]),
  ("r39", P, "make a function's name count more than words that merely mention it",
-  [("core/arms/symbols.py", ("lines", 1, 16), "its name (three times, so a name")]),
+  [("core/arms/symbols.py", ("lines", 1, 16), "times, so a name match outweighs a passing mention")]),
  ("r40", P, "slider values stay on a fixed grid so repeated steps do not drift",
   [("tui/widgets/slider.py", ("from", r'^"""A horizontal float slider', r"land on exactly 3.0"), "never accumulate float drift"),
    ("tui/widgets/slider.py", ("from", r"def _index_of\(", r"return self._at\(self._index_of"), "def _at(")]),

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file, line_windows
+from core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file, definitions, even_spans, line_windows
+from core.arms import symbols as symbols_arm
 from core.languages import TREE_SITTER_LANGUAGES, language_for
 
 
@@ -134,7 +135,7 @@ PYTHON = src(
 
 
 def test_python_definitions():
-    chunks = chunk_file("pkg/shapes.py", PYTHON)
+    chunks = definitions("pkg/shapes.py", PYTHON)
     assert spans(chunks) == {
         "pkg/shapes.py > Shape": (6, 22),
         "pkg/shapes.py > Shape > area": (14, 17),
@@ -196,7 +197,7 @@ JAVASCRIPT = src(
 
 
 def test_javascript_definitions():
-    chunks = chunk_file("src/math.js", JAVASCRIPT)
+    chunks = definitions("src/math.js", JAVASCRIPT)
     assert spans(chunks) == {
         "src/math.js > add": (3, 5),
         "src/math.js > Greeter": (10, 14),
@@ -251,7 +252,7 @@ TYPESCRIPT = src(
 @pytest.mark.parametrize("ext, language", [("ts", "typescript"), ("tsx", "tsx")])
 def test_typescript_definitions(ext, language):
     path = f"web/shape.{ext}"
-    chunks = chunk_file(path, TYPESCRIPT)
+    chunks = definitions(path, TYPESCRIPT)
     assert spans(chunks) == {
         f"{path} > Shape": (2, 4),
         f"{path} > Id": (6, 6),
@@ -279,7 +280,7 @@ def test_tsx_component():
         };
         """
     )
-    d = defs(chunk_file("ui/App.tsx", code))
+    d = defs(definitions("ui/App.tsx", code))
     assert list(d) == ["ui/App.tsx > App"]
     assert (d["ui/App.tsx > App"].start_line, d["ui/App.tsx > App"].end_line) == (1, 3)
     assert d["ui/App.tsx > App"].signature == "export const App = ({title}: Props) =>"
@@ -315,7 +316,7 @@ GO = src(
 
 
 def test_go_definitions():
-    chunks = chunk_file("geo/point.go", GO)
+    chunks = definitions("geo/point.go", GO)
     assert spans(chunks) == {
         "geo/point.go > Point": (4, 6),
         "geo/point.go > ID": (9, 9),
@@ -366,7 +367,7 @@ RUST = src(
 
 
 def test_rust_definitions():
-    chunks = chunk_file("src/lib.rs", RUST)
+    chunks = definitions("src/lib.rs", RUST)
     # The struct and its impl share a breadcrumb; the impl's methods live under the type.
     assert [(c.context, c.start_line, c.end_line) for c in chunks if c.kind == "definition"] == [
         ("src/lib.rs > Stack", 4, 7),  # the attribute belongs to the span
@@ -421,7 +422,7 @@ JAVA = src(
 
 
 def test_java_definitions():
-    chunks = chunk_file("src/Circle.java", JAVA)
+    chunks = definitions("src/Circle.java", JAVA)
     assert spans(chunks) == {
         "src/Circle.java > Circle": (6, 22),
         "src/Circle.java > Circle > Circle": (9, 11),
@@ -468,7 +469,7 @@ C = src(
 
 
 def test_c_definitions():
-    chunks = chunk_file("src/m.c", C)
+    chunks = definitions("src/m.c", C)
     assert spans(chunks) == {
         "src/m.c > add": (5, 8),
         "src/m.c > point": (10, 12),
@@ -510,7 +511,7 @@ CPP = src(
 
 
 def test_cpp_definitions():
-    chunks = chunk_file("src/shape.cpp", CPP)
+    chunks = definitions("src/shape.cpp", CPP)
     assert spans(chunks) == {
         "src/shape.cpp > geo": (1, 18),
         "src/shape.cpp > geo > Shape": (4, 9),
@@ -551,7 +552,7 @@ RUBY = src(
 
 
 def test_ruby_definitions():
-    chunks = chunk_file("lib/geo.rb", RUBY)
+    chunks = definitions("lib/geo.rb", RUBY)
     assert spans(chunks) == {
         "lib/geo.rb > Geo": (2, 13),
         "lib/geo.rb > Geo > Circle": (3, 12),
@@ -598,7 +599,7 @@ MARKDOWN = src(
 
 
 def test_markdown_sections():
-    chunks = chunk_file("docs/README.md", MARKDOWN)
+    chunks = definitions("docs/README.md", MARKDOWN)
     assert spans(chunks) == {
         "docs/README.md > Install": (3, 13),
         "docs/README.md > Install > From source": (7, 9),
@@ -712,11 +713,12 @@ def test_docids_unique_and_sorted(path, text):
     docids = [c.docid for c in chunks]
     assert len(docids) == len(set(docids))
     assert chunks == sorted(chunks, key=lambda c: (c.start_line, c.end_line, c.kind))
-    n = len(text.rstrip("\n").split("\n"))
-    # A window with a definition's exact span gives way to it: together they cover all.
+    lines = text.rstrip("\n").split("\n")
+    # Every non-blank line is in a chunk, and no chunk is over the budget.
     covered = {i for c in chunks for i in range(c.start_line, c.end_line + 1)}
-    assert covered == set(range(1, n + 1))
+    assert covered >= {i for i, line in enumerate(lines, 1) if line.strip()}
     for c in chunks:
+        assert c.end_line - c.start_line + 1 <= 5
         assert c.text == "\n".join(text.split("\n")[c.start_line - 1 : c.end_line])
 
 
@@ -732,19 +734,123 @@ def test_same_span_definitions_keep_the_outer_one():
     assert [(c.kind, c.symbol) for c in chunks] == [("definition", "A")]
 
 
-def test_long_definitions_are_kept_whole():
-    body = "".join(f"    x{i} = {i}\n" for i in range(500))
-    chunks = chunk_file("big.py", "def big():\n" + body)
-    big = [c for c in chunks if c.kind == "definition"]
-    assert [(c.start_line, c.end_line) for c in big] == [(1, 501)]
-    assert big[0].text.count("\n") == 500
+def test_small_definitions_are_packed_up_to_the_budget():
+    code = "".join(f"def f{i}(x):\n    y = x + {i}\n    return y\n\n\n" for i in range(12))  # 5 lines each
+    chunks = chunk_file("m.py", code, window=20, overlap=5)
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 18), (21, 38), (41, 58)]
+    first = chunks[0]
+    assert (first.kind, first.symbol) == ("definition", "f0 f1 f2 f3")
+    assert first.context == "m.py > f0, f1, f2, f3"
+    assert first.signature.split("\n") == ["def f0(x)", "def f1(x)", "def f2(x)", "def f3(x)"]
+    # One definition alone keeps its own breadcrumb.
+    (only,) = chunk_file("one.py", "def g():\n    return 1\n")
+    assert (only.context, only.symbol, only.piece_of) == ("one.py > g", "g", None)
+
+
+def test_a_long_function_is_split_into_even_pieces_that_name_it():
+    body = "".join(f"    x{i} = {i}\n" for i in range(98))
+    code = 'def big():\n    """Big."""\n' + body + "\n\ndef small():\n    return 2\n"
+    chunks = chunk_file("big.py", code, window=40, overlap=10)
+    pieces = [c for c in chunks if c.kind == "piece"]
+    assert [(c.start_line, c.end_line) for c in pieces] == [(1, 40), (31, 70), (61, 100)]
+    assert {c.piece_of for c in pieces} == {(1, 100)}
+    assert {(c.context, c.symbol, c.signature) for c in pieces} == {("big.py > big", "big", "def big()")}
+    assert [c.docstring for c in pieces] == ["Big.", "", ""]  # the docstring lives in the first
+    assert [symbols_arm.include(c) for c in pieces] == [True, False, False]  # one symbol document
+    (rest,) = [c for c in chunks if c.kind != "piece"]
+    assert (rest.docid, rest.symbol, rest.piece_of) == ("big.py:103-104", "small", None)
+
+
+def test_a_long_class_is_cut_at_its_methods_and_its_first_chunk_names_it():
+    methods = "".join(f"    def m{i}(self):\n" + "".join(f"        a = {j}\n" for j in range(8)) + "\n" for i in range(8))
+    code = 'class Big:\n    """A big class."""\n\n' + methods
+    chunks = chunk_file("c.py", code, window=40, overlap=10)
+    assert all(c.end_line - c.start_line + 1 <= 40 for c in chunks)
+    assert [c.kind for c in chunks] == ["definition"] * len(chunks)  # whole methods, no pieces
+    first = chunks[0]
+    assert first.start_line == 1 and first.symbol.split()[0] == "Big"
+    assert first.docstring.startswith("A big class.")
+    assert first.context == "c.py > Big > " + ", ".join(first.symbol.split()[1:])
+    assert all(c.context.startswith("c.py > Big > ") for c in chunks[1:])
+    assert not any(c.symbol.startswith("Big") for c in chunks[1:])
+
+
+def test_a_leading_comment_stays_with_its_definition():
+    filler = "".join(f"X{i} = {i}\n" for i in range(15))
+    code = filler + "\n# Explains g.\n# More.\ndef g():\n" + "".join(f"    y = {j}\n" for j in range(10))
+    chunks = chunk_file("k.py", code, window=20, overlap=5)
+    (g,) = [c for c in chunks if c.symbol == "g"]
+    assert g.start_line == 17 and g.text.startswith("# Explains g.")
+    assert chunks[0].kind == "window" and chunks[0].end_line == 15
+
+
+def test_markdown_sections_are_budgeted_too():
+    doc = "# Big\n\n" + "".join(f"line {i}\n" for i in range(60)) + "\n# Small\n\ntext\n"
+    chunks = chunk_file("d.md", doc, window=40, overlap=10)
+    pieces = [c for c in chunks if c.kind == "piece"]
+    assert len(pieces) == 2 and {c.piece_of for c in pieces} == {(1, 62)}
+    assert [c.context for c in chunks if c.kind == "section"] == ["d.md > Small"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    units=st.lists(
+        st.tuples(st.sampled_from(["def", "class", "code", "comment"]), st.integers(1, 70)), min_size=1, max_size=12
+    ),
+    window=st.integers(min_value=4, max_value=50),
+    data=st.data(),
+)
+def test_budget_never_exceeded_and_no_line_lost(units, window, data):
+    overlap = data.draw(st.integers(min_value=0, max_value=window - 1))
+    out = []
+    for n, (kind, size) in enumerate(units):
+        if kind == "def":
+            out.append(f"def f{n}():\n" + "".join(f"    v = {j}\n" for j in range(size)))
+        elif kind == "class":
+            out.append(f"class C{n}:\n" + "".join(f"    def m{j}(self):\n        return {j}\n" for j in range(size // 2 + 1)))
+        elif kind == "comment":
+            out.append("".join(f"# note {j}\n" for j in range(size % 5 + 1)) + f"def g{n}():\n    pass\n")
+        else:
+            out.append("".join(f"V{n}_{j} = {j}\n" for j in range(size)))
+    text = "\n".join(out)
+    chunks = chunk_file("p.py", text, window=window, overlap=overlap)
+    lines = text.split("\n")
+    covered = set()
+    for c in chunks:
+        assert c.end_line - c.start_line + 1 <= window
+        assert c.text == "\n".join(lines[c.start_line - 1 : c.end_line])
+        covered.update(range(c.start_line, c.end_line + 1))
+        if c.piece_of is not None:
+            assert c.piece_of[0] <= c.start_line <= c.end_line <= c.piece_of[1]
+    assert covered >= {i for i, line in enumerate(lines, 1) if line.strip()}
+    assert len({c.docid for c in chunks}) == len(chunks)
+    # A definition that fits the budget is never cut.
+    for d in definitions("p.py", text):
+        if d.end_line - d.start_line + 1 <= window:
+            assert any(c.start_line <= d.start_line and d.end_line <= c.end_line for c in chunks), d.docid
+
+
+@settings(max_examples=300, deadline=None)
+@given(n_lines=st.integers(min_value=0, max_value=500), window=st.integers(min_value=1, max_value=60), data=st.data())
+def test_even_spans_cover_with_the_fewest_near_equal_spans(n_lines, window, data):
+    overlap = data.draw(st.integers(min_value=0, max_value=window - 1))
+    spans_ = even_spans(n_lines, window, overlap)
+    if n_lines == 0:
+        assert spans_ == []
+        return
+    assert spans_[0][0] == 1 and spans_[-1][1] == n_lines
+    assert len(spans_) == len(line_windows(n_lines, window, overlap)) or n_lines <= window
+    lengths = [e - s + 1 for s, e in spans_]
+    assert max(lengths) <= window and max(lengths) - min(lengths) <= 1
+    for (s1, e1), (s2, e2) in zip(spans_, spans_[1:]):
+        assert e1 - s2 + 1 == overlap
 
 
 def test_signature_and_docstring_are_capped():
     params = ", ".join(f"parameter_{i}" for i in range(60))
     doc = "word " * 400
     code = f'def f({params}):\n    """{doc}"""\n'
-    (f,) = [c for c in chunk_file("cap.py", code) if c.kind == "definition"]
+    (f,) = [c for c in definitions("cap.py", code) if c.kind == "definition"]
     assert len(f.signature) <= 200 and f.signature.startswith("def f(parameter_0, ")
     assert len(f.docstring) <= 500 and f.docstring.startswith("word word")
 
@@ -797,13 +903,13 @@ def test_wide_error_nodes_stay_fast(path, text):
 
 
 def test_unicode_definition():
-    (c,) = chunk_file("u.py", UNICODE_PY)
+    (c,) = definitions("u.py", UNICODE_PY)
     assert (c.symbol, c.signature) == ("größe", "def größe(café: str) -> str")
     assert c.docstring == "Größe — 文字 🐍."
 
 
 def test_crlf_lines_lose_their_carriage_return():
-    chunks = chunk_file("crlf.go", "package a\r\n\r\n// F.\r\nfunc F() {\r\n}\r\n")
+    chunks = definitions("crlf.go", "package a\r\n\r\n// F.\r\nfunc F() {\r\n}\r\n")
     (f,) = [c for c in chunks if c.kind == "definition"]
     assert (f.start_line, f.end_line, f.docstring, f.text) == (4, 5, "F.", "func F() {\n}")
 

@@ -31,7 +31,7 @@ def test_index_json_summary_then_incremental(sample_repo):
     first = run("index", str(sample_repo), "--json")
     assert first.returncode == 0, first.stderr
     summary = json.loads(first.stdout)
-    assert summary["files"] == 7 and summary["chunks"] > 7 and summary["added"] == 7  # 6 sources + .gitignore
+    assert summary["files"] == 7 and summary["chunks"] >= 7 and summary["added"] == 7  # 6 sources + .gitignore
     assert {s["path"] for s in summary["skipped"]} >= {".env", "keys/server.pem"}
     again = json.loads(run("index", str(sample_repo), "--json").stdout)
     assert again["up_to_date"] and again["embedded"] == 0

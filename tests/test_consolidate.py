@@ -38,6 +38,24 @@ def test_touching_spans_merge_only_when_asked():
     assert len(consolidate(gap)) == 2
 
 
+def test_pieces_of_one_definition_collapse_into_one_hit():
+    def piece(arm, start, end, rank, of=(1, 130)):
+        return Hit(arm, make_docid("a.py", start, end), "a.py", start, end, rank, 1.0, "a.py > big", None, of)
+
+    out = consolidate(
+        {
+            "bm25": [piece("bm25", 1, 40, 1), piece("bm25", 91, 130, 2)],  # the first and last pieces
+            "dense": [piece("dense", 91, 130, 1), hit("dense", "a.py", 140, 150, 2)],
+        },
+        merge_adjacent=False,
+    )
+    assert [(h.start_line, h.end_line) for h in out] == [(1, 130), (140, 150)]
+    assert out[0].provenance == ["bm25", "dense"] and out[0].context == "a.py > big"
+    # Pieces of two different definitions stay apart.
+    other = consolidate({"bm25": [piece("bm25", 1, 40, 1), piece("bm25", 200, 240, 2, of=(200, 260))]})
+    assert len(other) == 2
+
+
 def test_same_lines_in_different_files_do_not_merge():
     out = consolidate({"bm25": [hit("bm25", "a.py", 1, 10, 1), hit("bm25", "b.py", 1, 10, 2)]})
     assert [h.path for h in out] == ["a.py", "b.py"]

@@ -58,6 +58,20 @@ def test_refuse_reorders_without_rerunning_arms(engine):
     assert all(h.provenance == ["symbols"] for h in only_md)
 
 
+def test_engine_fuse_keeps_touching_chunks_apart_and_collapses_pieces(engine):
+    from core.types import Hit
+
+    def h(arm, start, end, rank, of=None):
+        return Hit(arm, f"a.py:{start}-{end}", "a.py", start, end, rank, 1.0, "a.py", None, of)
+
+    rankings = {
+        "bm25": [h("bm25", 1, 20, 1), h("bm25", 21, 40, 2), h("bm25", 50, 89, 3, (50, 200))],
+        "dense": [h("dense", 161, 200, 1, (50, 200))],
+    }
+    spans = [(x.start_line, x.end_line) for x in engine.fuse(rankings, priors=False)]
+    assert sorted(spans) == [(1, 20), (21, 40), (50, 200)]
+
+
 def test_filters_restrict_every_arm(engine):
     result = engine.search("parse", path_glob="engine/*", top_k=5)
     for r in result.results.values():
@@ -236,9 +250,10 @@ def test_bm25_documents_hold_path_and_symbol_tokens(engine):
     # "auth" is only in the path app/auth.py, never a token of its text.
     hits = engine.run_arm("bm25", "auth").hits
     assert hits and {h.path for h in hits} == {"app/auth.py"}
-    # A definition's document holds its symbol name besides its text.
+    # A chunk's document holds the names of its definitions besides its text (the whole
+    # 26-line file is one chunk under the 40-line budget).
     top = engine.run_arm("bm25", "verify_password").hits[0]
-    assert top.context == "app/auth.py > PasswordHasher > verify_password"
+    assert top.context == "app/auth.py > PasswordHasher, login_user"
 
 
 def test_fts5_index_matches_its_content_after_updates(engine, sample_repo):

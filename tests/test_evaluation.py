@@ -33,6 +33,8 @@ from core.evaluation import (
     metrics_for,
     ndcg_at_k,
     overlaps,
+    locates,
+    MAX_SPAN_LINES,
     parse_queries,
     percentile,
     query_metrics,
@@ -82,10 +84,28 @@ def test_file_hit_needs_the_file_not_the_lines():
     assert file_hit_at_k(hits, gold, 4) == 0.0
 
 
+def test_a_span_hit_shares_half_the_shorter_span_and_is_not_too_wide():
+    gold = S("a.py", 37, 74)  # 38 lines
+    assert locates(S("a.py", 37, 74), gold)
+    assert not locates(S("a.py", 1, 40), gold)  # a window grazing it by four lines
+    assert locates(S("a.py", 1, 56), gold)  # 20 of its 38 lines
+    assert locates(S("a.py", 50, 60), gold)  # a hit inside the gold
+    assert not locates(S("b.py", 37, 74), gold)
+    small = S("a.py", 213, 215)
+    assert locates(S("a.py", 178, 215), small)  # a 3-line method in its 38-line chunk
+    assert locates(S("a.py", 201, 214), small)  # two of its three lines
+    assert not locates(S("a.py", 215, 230), small)  # one of three
+    # Width: at most MAX_SPAN_LINES, or twice the gold's length when that is more.
+    assert locates(S("a.py", 200, 200 + MAX_SPAN_LINES - 1), small)
+    assert not locates(S("a.py", 200, 200 + MAX_SPAN_LINES), small)  # a whole-file hit
+    big = S("a.py", 1, 200)
+    assert locates(S("a.py", 1, 400), big) and not locates(S("a.py", 1, 401), big)
+
+
 def test_mrr_is_the_reciprocal_of_the_first_span_hit_within_10():
     gold = [S("a.py", 10, 20)]
     miss = S("b.py", 1, 2)
-    assert reciprocal_rank([miss, miss, miss, S("a.py", 5, 10)], gold) == 0.25
+    assert reciprocal_rank([miss, miss, miss, S("a.py", 5, 15)], gold) == 0.25
     assert reciprocal_rank([miss] * 10 + [S("a.py", 10, 10)], gold) == 0.0
     assert first_hit_rank([miss, S("a.py", 10, 10)], gold) == 2
     assert first_hit_rank([miss], gold) is None
@@ -94,7 +114,7 @@ def test_mrr_is_the_reciprocal_of_the_first_span_hit_within_10():
 def test_ndcg_binary_gain_by_rank():
     gold = [S("a.py", 10, 20)]
     assert ndcg_at_k([S("a.py", 10, 20)], gold) == 1.0
-    assert ndcg_at_k([S("x", 1, 1), S("a.py", 1, 10)], gold) == pytest.approx(1 / log2(3))
+    assert ndcg_at_k([S("x", 1, 1), S("a.py", 1, 16)], gold) == pytest.approx(1 / log2(3))
     assert ndcg_at_k([S("x", 1, 1)] * 10 + [S("a.py", 10, 20)], gold) == 0.0
 
 

@@ -1,8 +1,9 @@
 """``symbols``: the tree-sitter definitions as a structural signal.
 
-Each definition becomes a small field-weighted document: its name (three times, so a name
-match outweighs a passing mention), its signature, its docstring or leading comment, and the
-components of its path. Windows are not in this arm: it only ranks definitions.
+Each chunk holding definitions becomes a small field-weighted document: their names (three
+times, so a name match outweighs a passing mention), signatures, docstrings or leading
+comments, and the components of its path. Windows are not in this arm: it only ranks
+definitions.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ FIELDS = {"symbol": 3, "signature": 1, "docstring": 1, "path": 1}
 
 
 def include(chunk: Chunk) -> bool:
-    """Only named definitions and sections have a symbol document."""
-    return chunk.kind != "window" and bool(chunk.symbol)
+    """Only chunks naming definitions or sections have a symbol document; of a definition cut
+    into pieces, only the first (the others would repeat its document)."""
+    if chunk.kind == "window" or not chunk.symbol:
+        return False
+    return chunk.piece_of is None or chunk.start_line == chunk.piece_of[0]
 
 
 class SymbolsArm(MatrixArm):

@@ -65,7 +65,7 @@ async def test_typing_a_query_fills_the_table_and_the_preview(engine) -> None:
         )
         states = app.status.states
         assert all(s.state == "done" for s in states.values()), states
-        assert "ms" in states["bm25"].detail and "hits" in states["bm25"].detail
+        assert "ms" in states["bm25"].detail and " hit" in states["bm25"].detail
 
 
 async def test_each_arm_landing_grows_agree(engine) -> None:
