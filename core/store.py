@@ -31,7 +31,8 @@ from .types import Hit
 #: Bumped whenever the on-disk layout or the meaning of a stored artifact changes; a cache of
 #: another version is rebuilt, never read. 2: path and symbol tokens in the bm25 documents.
 #: 3: size-budgeted chunks, pieces of a long definition (``piece_start``/``piece_end``).
-FORMAT_VERSION = 3
+#: 4: dense vectors embed each chunk's breadcrumb before its text.
+FORMAT_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

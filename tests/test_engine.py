@@ -297,3 +297,11 @@ def test_an_arm_filters_with_the_rows_of_its_own_generation(engine, sample_repo)
     assert view is engine.view and arm.view is view
     result = engine.run_arm("bm25", "parse", path_glob="app/*")
     assert result.ok and all(h.path.startswith("app/") for h in result.hits)
+
+
+def test_dense_documents_lead_with_the_breadcrumb():
+    from core.arms.dense import document_text
+    from core.types import Chunk
+
+    chunk = Chunk("tui/widgets/slider.py", 3, 9, "def nudge(self):\n    pass", "python", "tui/widgets/slider.py > Slider > nudge")
+    assert document_text(chunk) == "tui/widgets/slider.py > Slider > nudge\ndef nudge(self):\n    pass"

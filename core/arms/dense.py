@@ -17,8 +17,11 @@ VECTORS_FILE = "dense.usearch"
 
 
 def document_text(chunk: Chunk) -> str:
-    """What gets embedded for a chunk."""
-    return chunk.text
+    """What gets embedded for a chunk: its breadcrumb (path, class, definition names), then its
+    text. The breadcrumb's words say what the code is for in the words a question uses; it
+    lifted this arm's nDCG@10 from 0.356 to 0.414 on this repository's set and from 0.734 to
+    0.770 on polyglot (README, issue #5)."""
+    return f"{chunk.context}\n{chunk.text}"
 
 
 class DenseArm:
