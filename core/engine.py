@@ -311,9 +311,11 @@ class Engine:
         cached = self._groups
         if cached is None or cached[0] != key:
             cached = self._groups = (key, Groups(rankings, families=ARM_FAMILIES), rankings)
-        hits = cached[1].fuse(k, weights)
         if priors:
-            hits = apply_priors(hits, query, in_place=True)  # the hits were just built above
+            # The priors re-sort and re-rank the hits: the fuse need not sort them first.
+            hits = apply_priors(cached[1].fuse(k, weights, ranked=False), query, in_place=True)
+        else:
+            hits = cached[1].fuse(k, weights)
         return hits[:top_k] if top_k else hits
 
     def close(self) -> None:
