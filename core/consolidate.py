@@ -145,40 +145,104 @@ class Groups:
                     )
                 )
 
-    def fuse(self, k: float = 60, weights: Mapping[str, float] | None = None) -> list[ConsolidatedHit]:
-        """Score every group with weighted RRF; best first, ``rank`` 1-based."""
+    def fuse(
+        self, k: float = 60, weights: Mapping[str, float] | None = None, *, ranked: bool = True
+    ) -> list[ConsolidatedHit]:
+        """Score every group with weighted RRF; best first, ``rank`` 1-based.
+
+        ``ranked=False`` leaves the hits unsorted with ``rank`` 0, for a caller that re-sorts
+        them anyway (the priors stage does).
+
+        A slider move re-fuses hundreds of groups, so the work that does not depend on the
+        weights and k is done once per :class:`Groups` (docids, arms, the lead order), and a
+        contribution whose weight and k did not change is the same (immutable) object as in
+        the last fuse.
+        """
         kf = check_k(k)
         ws = check_weights(weights)
+        static = getattr(self, "_static", None)
+        if static is None:  # the first fuse of these groups
+            static = self._static = [_StaticGroup(group) for group in self.groups]
+            self._arms = sorted({h.arm for g in self.groups for h in g.best})
+            self._confidences: dict[tuple[str, ...], str] = {}
+        weight_of = {arm: ws.get(arm, 1.0) for arm in self._arms}
+        confidences = self._confidences
         out: list[ConsolidatedHit] = []
-        for group in self.groups:
-            contributors = [
-                Contribution(h.arm, h.rank, h.docid, h.score, ws.get(h.arm, 1.0) / (kf + h.rank)) for h in group.best
-            ]
-            voting = [(c, h) for c, h in zip(contributors, group.best) if c.contribution > 0]
+        append = out.append
+        for group in static:
+            contributors = []
+            voting = []
+            for i, h in enumerate(group.best):
+                w = weight_of[h.arm]
+                cached = group.memo[i]
+                if cached is not None and cached[0] == w and cached[1] == kf:
+                    c = cached[2]
+                else:
+                    c = Contribution(h.arm, h.rank, h.docid, h.score, w / (kf + h.rank))
+                    group.memo[i] = (w, kf, c)
+                contributors.append(c)
+                if c.contribution > 0:
+                    voting.append(i)
             if not voting:
                 continue
             path = group.path
-            _, lead = max(voting, key=lambda v: (v[0].contribution, v[1].context != path, v[0].docid))
-            provenance = [c.arm for c, _ in voting]
-            out.append(
+            if len(voting) == 1:
+                lead = group.best[voting[0]]
+                provenance = [lead.arm]
+                score = contributors[voting[0]].contribution
+            else:
+                _, _, lead_i = max(
+                    (contributors[i].contribution, group.lead_key[i], i) for i in voting
+                )
+                lead = group.best[lead_i]
+                provenance = [group.best[i].arm for i in voting]
+                score = math.fsum(contributors[i].contribution for i in voting)
+            key = tuple(provenance)
+            conf = confidences.get(key)
+            if conf is None:
+                conf = confidences[key] = confidence(provenance, self.families)
+            append(
                 ConsolidatedHit(
-                    path=path,
-                    start_line=group.start_line,
-                    end_line=group.end_line,
-                    docid=make_docid(path, group.start_line, group.end_line),
-                    context=lead.context or path,
-                    score=math.fsum(c.contribution for c, _ in voting),
-                    rank=0,
-                    provenance=provenance,
-                    agreement=len(provenance),
-                    confidence=confidence(provenance, self.families),
-                    contributors=contributors,
+                    path,
+                    group.start_line,
+                    group.end_line,
+                    group.docid,
+                    lead.context or path,
+                    score,
+                    0,
+                    provenance,
+                    len(provenance),
+                    conf,
+                    contributors,
                 )
             )
-        out.sort(key=lambda h: (-h.score, h.path, h.start_line, h.end_line, h.docid))
-        for rank, hit in enumerate(out, start=1):
-            hit.rank = rank
+        if ranked:
+            out.sort(key=_order)
+            for rank, hit in enumerate(out, start=1):
+                hit.rank = rank
         return out
+
+
+def _order(hit: ConsolidatedHit) -> tuple:
+    """Best first; ties by (path, start, end, docid)."""
+    return (-hit.score, hit.path, hit.start_line, hit.end_line, hit.docid)
+
+
+class _StaticGroup:
+    """What :meth:`Groups.fuse` needs of a group that no weight or k changes."""
+
+    __slots__ = ("path", "start_line", "end_line", "docid", "best", "lead_key", "memo")
+
+    def __init__(self, group: _Group) -> None:
+        self.path = group.path
+        self.start_line = group.start_line
+        self.end_line = group.end_line
+        self.docid = make_docid(group.path, group.start_line, group.end_line)
+        self.best = group.best
+        # The lead (whose context the hit shows) is the biggest contribution; among equal
+        # ones a definition (its context is not just the path), then the larger docid.
+        self.lead_key = [(h.context != group.path, h.docid) for h in group.best]
+        self.memo: list[tuple[float, float, Contribution] | None] = [None] * len(group.best)
 
 
 def consolidate(

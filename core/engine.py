@@ -13,15 +13,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .arms import DEFAULT_ARMS, REGISTRY, Arm, ArmUnavailable
 from .consolidate import ARM_FAMILIES, Groups
 from .fusion import check_k, check_weights
-from .indexer import Indexer, IndexSettings, IndexStats, NotifyFn, ProgressFn
 from .priors import apply_priors
 from .store import IndexError_, IndexView, index_dir
 from .tokenize import code_tokens
 from .types import ConsolidatedHit, Hit
+
+if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an index is built
+    from .indexer import IndexSettings, IndexStats, NotifyFn, ProgressFn
 
 MAX_QUERY_CHARS = 1000
 MAX_TOP_K = 1000
@@ -125,7 +128,7 @@ class Engine:
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise NotADirectoryError(f"{root} is not a directory")
-        self.settings = settings or IndexSettings()
+        self._settings = settings
         self.directory = index_dir(self.root, cache_dir)
         self.notify = notify or (lambda _msg: None)
         self._view: IndexView | None = None
@@ -134,10 +137,21 @@ class Engine:
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
 
+    @property
+    def settings(self) -> IndexSettings:
+        """Chunking, discovery and model settings (the defaults unless given)."""
+        if self._settings is None:
+            from .indexer import IndexSettings
+
+            self._settings = IndexSettings()
+        return self._settings
+
     # -- index --------------------------------------------------------------------------
 
     def ensure_index(self, progress: ProgressFn | None = None) -> IndexStats:
         """Bring the index up to date (incrementally) and open it for querying."""
+        from .indexer import Indexer
+
         stats = Indexer(self.root, self.directory, self.settings, self.notify).update(progress)
         with self._lock:
             if self._view is None or self._view.generation != stats.generation:
@@ -301,9 +315,11 @@ class Engine:
         cached = self._groups
         if cached is None or cached[0] != key:
             cached = self._groups = (key, Groups(rankings, MERGE_ADJACENT, ARM_FAMILIES), rankings)
-        hits = cached[1].fuse(k, weights)
         if priors:
-            hits = apply_priors(hits, query, in_place=True)  # the hits were just built above
+            # The priors re-sort and re-rank the hits: the fuse need not sort them first.
+            hits = apply_priors(cached[1].fuse(k, weights, ranked=False), query, in_place=True)
+        else:
+            hits = cached[1].fuse(k, weights)
         return hits[:top_k] if top_k else hits
 
     def close(self) -> None:

@@ -68,7 +68,7 @@ Q = [
  ("r15", I, "test_weights_of_wrong_length_are_refused", [("tests/test_fusion.py", "test_weights_of_wrong_length_are_refused", "def test_weights_of_wrong_length_are_refused(")]),
 
  ("r20", P, "how many lines go into a chunk and how much do neighbouring chunks share",
-  [("core/chunking.py", ("from", r"^Defaults \(window 40", r"issue re-tunes it"), "Defaults (window 40, overlap 10)"),
+  [("core/chunking.py", ("from", r"^Defaults \(window 40", r"issue #5, step 2"), "Defaults (window 40, overlap 10)"),
    ("core/chunking.py", ("from", r"^# Why 40/10", r"^DEFAULT_OVERLAP"), "DEFAULT_WINDOW = 40")]),
  ("r21", P, "work out which programming language a file is written in from its name", [("core/languages.py", "language_for", "def language_for(")]),
  ("r22", P, "merge results from different retrievers that point at overlapping lines of the same file",

@@ -219,6 +219,20 @@ def test_core_never_imports_textual():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_querying_an_open_index_loads_neither_scipy_nor_the_indexer(engine):
+    # A warm start only opens and queries: scipy (~0.3 s to import), the indexer with its
+    # chunking and discovery, and usearch (for small indexes) must stay unloaded.
+    code = (
+        "import sys\n"
+        "from core.engine import Engine\n"
+        f"e = Engine({str(engine.root)!r}); assert e.open(); e.warm()\n"
+        "assert e.search('login user session').hits\n"
+        "loaded = {'scipy', 'core.indexer', 'core.chunking', 'usearch'} & set(sys.modules)\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
+
+
 def test_fts5_leaves_out_terms_in_most_chunks_but_keeps_the_rarest():
     from core.arms.fts5 import match_expression
 

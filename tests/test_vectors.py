@@ -289,3 +289,35 @@ def _live(index: VectorIndex, keys: np.ndarray, vecs: np.ndarray):
 def test_fsync_dir_tolerates_unopenable_directories(tmp_path: Path):
     vectors_mod._fsync_dir(tmp_path / "does-not-exist")
     assert os.path.isdir(tmp_path)
+
+
+@pytest.mark.parametrize("fraction", [None, 0.5, 0.02])
+def test_float32_scan_and_usearch_scan_agree(monkeypatch, fraction):
+    # Small indexes are scanned in float32 with numpy; one over _F32_MAX_BYTES by usearch.
+    keys, vecs = _data(3000, seed=9)
+    rng = np.random.default_rng(10)
+    allowed = None if fraction is None else np.sort(rng.choice(keys, size=int(len(keys) * fraction), replace=False))
+    queries = [vecs[i] + rng.normal(scale=0.3, size=DIM) for i in range(0, 200, 20)]
+    index = _index(keys, vecs)
+    fast = [index.search(q, 30, allowed) for q in queries]
+    assert index._f32 is not None
+    monkeypatch.setattr(vectors_mod, "_F32_MAX_BYTES", 0)
+    slow_index = _index(keys, vecs)
+    slow = [slow_index.search(q, 30, allowed) for q in queries]
+    assert slow_index._f32 is None
+    for q, (fk, fs), (sk, ss) in zip(queries, fast, slow):
+        _agree(fk, fs, sk, ss)
+        _agree(fk, fs, *_brute(keys, vecs, q, 30, allowed))
+
+
+def test_float32_copy_follows_modifications():
+    keys, vecs = _data(200)
+    index = _index(keys, vecs)
+    index.search(vecs[0], 5)
+    before = index._f32
+    assert before is not None
+    index.add(np.array([123456789]), vecs[:1] * 3.0 + 1.0)  # a new vector, the nearest to itself
+    got, _ = index.search(vecs[0] * 3.0 + 1.0, 1)
+    assert got[0] == 123456789 and index._f32 is not before
+    index.remove(np.array([123456789]))
+    assert 123456789 not in index.search(vecs[0] * 3.0 + 1.0, 5)[0]

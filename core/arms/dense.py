@@ -1,6 +1,6 @@
-"""``dense``: model2vec static embeddings searched in a usearch index (cosine, f16).
+"""``dense``: model2vec static embeddings, exact cosine search over the stored f16 vectors.
 
-The vector index is memory-mapped read-only on warm start. The model is the one the index
+The vector index is memory-mapped read-only on warm start (see :mod:`core.vectors`). The model is the one the index
 was embedded with (recorded in the index meta); if it cannot load, the arm is skipped with
 the reason rather than failing the query.
 """
