@@ -31,7 +31,7 @@ CONFIDENCE_HELP = (
     "Each hit is a span merged from every arm that ranked an overlapping span of the same "
     "file, scored with weighted Reciprocal Rank Fusion: score = sum of w_arm / (k + rank_arm), "
     "ranks 1-based. agree=n/m: n arms found it of the m that answered. conf=high: at least two "
-    "arms of different families agree (lexical: bm25, fts5; semantic: dense; structural: "
+    "arms of different families agree (lexical: bm25, fts5; semantic: dense, deep; structural: "
     "symbols); medium: a semantic arm alone or two arms of one family; low: otherwise. "
     "via: the arms that found it."
 )
