@@ -335,9 +335,7 @@ def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quie
     """Index, warn about gold spans missing from the index, and run every query once per arm."""
     from .evaluation import run_queries
 
-    # deep's vectors are slow to build: for its own row alone only when it is a default arm.
-    deep = True if "deep" in arms else None if "deep" in also else False
-    _run_index(engine, show_progress=sys.stderr.isatty() and not quiet, deep=deep)
+    _run_index(engine, show_progress=sys.stderr.isatty() and not quiet, deep="deep" in (*arms, *also))
     indexed = set(engine.view.chunks.paths)
     missing = sorted({(q.id, g.path) for q in queries for g in q.gold if g.path not in indexed})
     for qid, path in missing[:10]:
@@ -429,7 +427,9 @@ def eval_command(
     ws, k = _fusion_settings(engine.root, weights, ws, rrf_k)
     from .evaluation import report
 
-    also = [a for a in REGISTRY if a not in arms]
+    # Every other arm gets a row, deep only where it is a default arm (installed, not switched
+    # off): its vectors take minutes to build, and a row that says "not installed" is noise.
+    also = [a for a in REGISTRY if a not in arms and (a != "deep" or a in default_arms())]
     run = _run_labeled(engine, labeled, arms, ws, k, also=also, top_k=top_k, quiet=as_json, priors=not no_priors)
     data = {"root": str(engine.root), "file": queries, **report(run)}
     if as_json:

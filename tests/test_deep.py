@@ -84,6 +84,13 @@ def test_cli_without_the_extra(sample_repo, tmp_path):
     assert "deep skipped: not installed" in fused.stderr
     assert report["skipped"]["deep"] == deep.INSTALL_HINT
     assert report["groups"]["all"]["rows"]["fused"]["ndcg@10"] > 0.8  # bm25 carries it alone
+    # Not asked for: no row for it and no "skipped" noise (the CI floors run this way).
+    plain = _cli("eval", str(REPO / "evals" / "polyglot.jsonl"), "--root", str(REPO / "tests" / "fixtures" / "polyglot"),
+                 "--json", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)
+    assert plain.returncode == 0 and "deep" not in plain.stderr, plain.stderr
+    plain_report = json.loads(plain.stdout)
+    assert not plain_report["skipped"] and "deep" not in plain_report["groups"]["all"]["rows"]
+    assert plain_report["configuration"]["arms"] == list(DEFAULT_ARMS)
     listed = _cli("query", "--help", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)
     assert "plus deep when installed" in " ".join(listed.stdout.split())
     summary = json.loads(_cli("index", str(sample_repo), "--json", env_extra=env, block_onnxruntime=True,
