@@ -17,7 +17,7 @@ from pathlib import Path
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
 from .consolidate import ARM_FAMILIES, Groups
 from .fusion import check_k, check_weights
-from .indexer import Indexer, IndexSettings, IndexStats, NotifyFn, Progress, ProgressFn
+from .indexer import Indexer, IndexSettings, IndexStats, NotifyFn, ProgressFn
 from .priors import apply_priors
 from .store import IndexError_, IndexView, index_dir
 from .tokenize import code_tokens
@@ -166,6 +166,8 @@ class Engine:
         return build
 
     def _deep_stage(self, stats: IndexStats, progress: ProgressFn | None) -> None:
+        from .indexer import Progress  # here: main's warm start imports the indexer only to index
+
         def report(done: int, total: int) -> None:
             if progress is not None:
                 progress(Progress("deep", done, total))
