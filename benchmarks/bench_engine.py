@@ -1,12 +1,21 @@
 """Engine benchmark: cold index by stage, warm start, per-arm and all-arm query latency,
-re-fuse cost, one-file incremental update and peak RSS, on a ~50k-chunk corpus.
+re-fuse cost, one-file incremental update and peak RSS, on a ~50k-chunk corpus; then the
+optional deep arm (index chunks/s, query latency, 1-file update), or why it is skipped.
 
-    python benchmarks/bench_engine.py [--root DIR] [--queries N]
+    python benchmarks/bench_engine.py [--root DIR] [--repeat N] [--deep-sample N]
 
 The default corpus is this interpreter's standard library without its test suite, plus the
 test modules ``test/test_[a-f]*.py`` (~50k chunks; not a git work tree, so discovery walks
 it). It is copied to a temp folder first so the one-file incremental step can edit a file. The index goes to a temp cache folder; nothing of the
 user's is touched. Figures are medians unless named p95.
+
+The deep arm embeds ~100x slower than the static model (hours for 50k chunks on 2 cores), so
+the figures before its section are taken with it off (``RANKLENS_DEEP=0``), as before it
+existed. Its throughput is measured on ``--deep-sample`` chunks spread evenly over the corpus
+(0: embed every chunk through the real build). For its query latency every chunk needs a
+vector: the sample's real vectors are repeated over the other chunks and seeded into its
+cache, then the real build writes the generation's vectors (search time depends on the
+number of vectors and their dimension, not their values).
 """
 
 from __future__ import annotations
@@ -80,10 +89,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", help="corpus folder (default: a copy of the stdlib)")
     ap.add_argument("--repeat", type=int, default=5, help="passes over the query set")
+    ap.add_argument("--deep-sample", type=int, default=1000,
+                    help="chunks the deep arm embeds for its throughput (0: all, through the real build)")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="ranklens-bench-"))
     os.environ["RANKLENS_CACHE_DIR"] = str(work / "cache")
+    os.environ["RANKLENS_DEEP"] = "0"  # the figures below are the fast arms'; deep has its own section
     if args.root:
         root = Path(args.root).resolve()
     else:
@@ -187,7 +199,92 @@ def main() -> None:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS: indexer {out['rss']:.0f} MB, this process (queries, updates, and the "
           f"embedding-alone pass holding every text) {rss:.0f} MB (target <= 600 MB)")
+    bench_deep(engine, root, target, args)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def bench_deep(engine, root: Path, target: Path, args) -> None:
+    """The deep arm beside the others: index chunks/s, open cost, query latency, 1-file update."""
+    import numpy as np
+
+    from core.arms import DEFAULT_ARMS
+    from core.arms import deep
+
+    reason = deep.unavailable()
+    if reason:
+        print(f"deep arm: skipped ({reason})")
+        return
+    conn = engine.view.connection()
+    rows = conn.execute("SELECT id, text FROM chunks ORDER BY id").fetchall()
+    n = len(rows)
+    if args.deep_sample <= 0 or args.deep_sample >= n:
+        t0 = time.perf_counter()
+        build = engine.build_deep()
+        took = time.perf_counter() - t0
+        print(f"deep arm: real build of {build.embedded} texts ({n} chunks): {took:.0f} s "
+              f"({build.embedded / took:.1f} chunks/s)")
+    else:
+        # Throughput in a fresh process, so its peak RSS is the encoder's alone.
+        step = n / args.deep_sample
+        ids = [rows[int(i * step)][0] for i in range(args.deep_sample)]
+        code = (
+            "import json, resource, sqlite3, sys, time\n"
+            "from core.arms import deep\n"
+            "ids = json.loads(sys.argv[2]); conn = sqlite3.connect(sys.argv[1])\n"
+            "texts = [conn.execute('SELECT text FROM chunks WHERE id = ?', (i,)).fetchone()[0] for i in ids]\n"
+            "t0 = time.perf_counter(); enc = deep.encoder(); t1 = time.perf_counter()\n"
+            "order = sorted(range(len(texts)), key=lambda i: len(texts[i])); vecs = [None] * len(texts)\n"
+            "for s in range(0, len(order), deep.BATCH):\n"
+            "    part = order[s:s + deep.BATCH]\n"
+            "    for i, v in zip(part, enc.encode([deep.document_text(texts[i]) for i in part])): vecs[i] = v.tolist()\n"
+            "t2 = time.perf_counter()\n"
+            "print(json.dumps({'load': t1 - t0, 'embed': t2 - t1, 'vecs': vecs,"
+            " 'rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
+        )
+        out = json.loads(subprocess.run(
+            [sys.executable, "-c", code, str(engine.view.db_path), json.dumps(ids)],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1],
+        ).stdout)
+        rate = len(ids) / out["embed"]
+        print(f"deep arm: embedding {len(ids)} chunks (every {step:.0f}th, by length, batch "
+              f"{deep.BATCH}): {out['embed']:.1f} s = {rate:.1f} chunks/s -> a cold deep index of "
+              f"{n} chunks ~{n / rate / 60:.0f} min; model load {out['load']:.2f} s; peak RSS {out['rss']:.0f} MB")
+        # Seed the cache: the sample's vectors, repeated over every other chunk's text.
+        sample = np.asarray(out["vecs"], dtype=np.float32)
+        keys = np.array([deep.text_key(deep.document_text(t)) for _, t in rows], dtype=np.int64)
+        cache = deep._Cache(engine.directory, deep.model_id())
+        uniq, first = np.unique(keys, return_index=True)
+        cache.add(uniq, sample[first % len(sample)])
+        cache.save()
+        t0 = time.perf_counter()
+        build = engine.build_deep()
+        print(f"deep arm: generation vectors from a full cache ({build.chunks} chunks, nothing to embed): "
+              f"{time.perf_counter() - t0:.2f} s")
+    t0 = time.perf_counter()
+    opened = engine.warm(["deep"])
+    print(f"deep arm: open ({'ok' if opened['deep'] is None else opened['deep']}: vectors mmap"
+          f"{', the encoder was loaded by the build' if args.deep_sample <= 0 else ' + loading the encoder'}) "
+          f"{(time.perf_counter() - t0) * 1000:.0f} ms")
+    arms = [*DEFAULT_ARMS, "deep"]
+    per_arm: dict[str, list[float]] = {}
+    all_arm: list[float] = []
+    for q in QUERIES:
+        engine.search(q, arms=arms)
+    for _ in range(args.repeat):
+        for q in QUERIES:
+            result = engine.search(q, arms=arms)
+            all_arm.append(result.elapsed_ms)
+            for name, r in result.results.items():
+                per_arm.setdefault(name, []).append(r.elapsed_ms)
+    print(f"query latency with deep over {len(all_arm)} queries ({len(arms)} arms on 2 cores):")
+    print(row("deep", per_arm["deep"]))
+    print(row("all 5 arms", all_arm))
+    with open(target, "a", encoding="utf-8") as fh:
+        fh.write("\n# benchmark edit for deep\ndef _bench_added_deep():\n    return 'deep'\n")
+    t0 = time.perf_counter()
+    st = engine.ensure_index(deep=True)
+    print(f"deep arm: 1-file incremental with its vectors: {time.perf_counter() - t0:.2f} s "
+          f"({st.deep_embedded} texts embedded, deep stage {st.seconds.get('deep', 0):.2f} s)")
 
 
 if __name__ == "__main__":

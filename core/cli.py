@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .arms import DEFAULT_ARMS, REGISTRY
+from .arms import DEFAULT_ARMS, REGISTRY, default_arms
 from .config import ConfigError, load_config
 from .consolidate import ARM_FAMILIES, single_arm
 from .engine import DEFAULT_RRF_K, DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
@@ -24,12 +24,14 @@ from .priors import RULES as PRIOR_RULES
 from .priors import apply_priors
 
 RETRIEVERS = ("all", *REGISTRY)
+#: What "all" fuses, for the help (the same text whatever is installed here).
+ALL_ARMS = f"{', '.join(DEFAULT_ARMS)}, plus deep when installed"
 
 CONFIDENCE_HELP = (
     "Each hit is a span merged from every arm that ranked an overlapping span of the same "
     "file, scored with weighted Reciprocal Rank Fusion: score = sum of w_arm / (k + rank_arm), "
     "ranks 1-based. agree=n/m: n arms found it of the m that answered. conf=high: at least two "
-    "arms of different families agree (lexical: bm25, fts5; semantic: dense; structural: "
+    "arms of different families agree (lexical: bm25, fts5; semantic: dense, deep; structural: "
     "symbols); medium: a semantic arm alone or two arms of one family; low: otherwise. "
     "via: the arms that found it."
 )
@@ -95,9 +97,10 @@ def _note(message: str) -> None:
     click.echo(f"ranklens: {message}", err=True)
 
 
-def _run_index(engine: Engine, show_progress: bool):
+def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None):
+    """``deep``: also build the deep arm's vectors (None: when it is fused by default)."""
     if not show_progress:
-        return engine.ensure_index()
+        return engine.ensure_index(deep=deep)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
@@ -115,7 +118,7 @@ def _run_index(engine: Engine, show_progress: bool):
         def progress(p: Progress) -> None:
             bar.update(tasks[p.stage], completed=p.done, total=max(p.total, 1), visible=True)
 
-        return engine.ensure_index(progress)
+        return engine.ensure_index(progress, deep=deep)
 
 
 # Options shared by several commands, defined once so their help stays the same everywhere.
@@ -163,6 +166,10 @@ def index(root: str, as_json: bool, model: str | None) -> None:
 
     Only files added, changed or removed since the last run are re-read, re-chunked and
     re-embedded. The index lives in the user cache folder, one per root.
+
+    With the deep extra installed (pip install 'ranklens[deep]') a last stage embeds the
+    chunks for the deep arm: slow (~10 chunks/s on 2 cores), but only text it has never seen;
+    RANKLENS_DEEP=0 leaves it out.
     """
     engine = _engine(root, model, _note)
     stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty())
@@ -172,9 +179,10 @@ def index(root: str, as_json: bool, model: str | None) -> None:
     if stats.dense:
         _note(f"dense arm skipped: {stats.dense}")
     took = sum(stats.seconds.values())
+    deep = f", {stats.deep_embedded} deep-embedded" if "deep" in stats.seconds else ""
     click.echo(
         f"indexed {stats.files} files, {stats.chunks} chunks "
-        f"(+{stats.added} ~{stats.changed} -{stats.removed}, {stats.embedded} embedded, "
+        f"(+{stats.added} ~{stats.changed} -{stats.removed}, {stats.embedded} embedded{deep}, "
         f"{len(stats.skipped)} skipped) in {took:.2f}s -> {stats.index_dir}"
     )
 
@@ -187,7 +195,7 @@ def index(root: str, as_json: bool, model: str | None) -> None:
     "--retriever",
     default="all",
     show_default=True,
-    help=f"all (fuse {', '.join(DEFAULT_ARMS)}) or one of: {', '.join(REGISTRY)}.",
+    help=f"all (fuse {ALL_ARMS}) or one of: {', '.join(REGISTRY)}.",
 )
 @weights_option
 @click.option("--rrf-k", type=float, default=None, help="RRF constant k (1..1000000; default: the root's tuned config, else 60).")
@@ -234,8 +242,8 @@ def query(
         raise UsageProblem(str(exc)) from None
     engine = _engine(root, model, _note)
     ws, rrf_k = _fusion_settings(engine.root, weights, ws, rrf_k)
-    _run_index(engine, show_progress=sys.stderr.isatty() and not as_json)
-    arms = list(DEFAULT_ARMS) if retriever == "all" else [retriever]
+    arms = list(default_arms()) if retriever == "all" else [retriever]
+    _run_index(engine, show_progress=sys.stderr.isatty() and not as_json, deep="deep" in arms)
     try:
         result = engine.search(
             text, top_k=top_k, arms=arms, weights=ws, k=rrf_k, path_glob=path_glob, language=language,
@@ -304,7 +312,7 @@ def _fusion_settings(
 def _fused_arms(retriever: str) -> list[str]:
     """``all`` -> the default arms; ``name`` or ``a,b`` -> those arms (UsageProblem if unknown)."""
     if retriever.strip() == "all":
-        return list(DEFAULT_ARMS)
+        return list(default_arms())
     names = [n.strip() for n in retriever.split(",") if n.strip()]
     if not names:
         raise UsageProblem("--retriever is empty")
@@ -327,7 +335,7 @@ def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quie
     """Index, warn about gold spans missing from the index, and run every query once per arm."""
     from .evaluation import run_queries
 
-    _run_index(engine, show_progress=sys.stderr.isatty() and not quiet)
+    _run_index(engine, show_progress=sys.stderr.isatty() and not quiet, deep="deep" in (*arms, *also))
     indexed = set(engine.view.chunks.paths)
     missing = sorted({(q.id, g.path) for q in queries for g in q.gold if g.path not in indexed})
     for qid, path in missing[:10]:
@@ -381,7 +389,7 @@ EVAL_HELP = (
     "--retriever",
     default="all",
     show_default=True,
-    help=f"Configuration to fuse: all ({', '.join(DEFAULT_ARMS)}), one of {', '.join(REGISTRY)}, or a comma-separated list.",
+    help=f"Configuration to fuse: all ({ALL_ARMS}), one of {', '.join(REGISTRY)}, or a comma-separated list.",
 )
 @weights_option
 @click.option("--rrf-k", type=float, default=None, help="RRF constant k (default: the root's tuned config, else 60).")
@@ -419,7 +427,9 @@ def eval_command(
     ws, k = _fusion_settings(engine.root, weights, ws, rrf_k)
     from .evaluation import report
 
-    also = [a for a in REGISTRY if a not in arms]
+    # Every other arm gets a row, deep only where it is a default arm (installed, not switched
+    # off): its vectors take minutes to build, and a row that says "not installed" is noise.
+    also = [a for a in REGISTRY if a not in arms and (a != "deep" or a in default_arms())]
     run = _run_labeled(engine, labeled, arms, ws, k, also=also, top_k=top_k, quiet=as_json, priors=not no_priors)
     data = {"root": str(engine.root), "file": queries, **report(run)}
     if as_json:
@@ -481,7 +491,7 @@ def _print_eval(data: dict) -> None:
     "--retriever",
     default="all",
     show_default=True,
-    help=f"Arms to fuse and tune: all ({', '.join(DEFAULT_ARMS)}) or a comma-separated list of two or more.",
+    help=f"Arms to fuse and tune: all ({ALL_ARMS}) or a comma-separated list of two or more.",
 )
 @click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (2..20).")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Seed of the random fold split.")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .arms import DEFAULT_ARMS, REGISTRY, Arm, ArmUnavailable
+from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
 from .consolidate import ARM_FAMILIES, Groups
 from .fusion import check_k, check_weights
 from .priors import apply_priors
@@ -148,15 +148,59 @@ class Engine:
 
     # -- index --------------------------------------------------------------------------
 
-    def ensure_index(self, progress: ProgressFn | None = None) -> IndexStats:
-        """Bring the index up to date (incrementally) and open it for querying."""
+    def ensure_index(self, progress: ProgressFn | None = None, *, deep: bool | None = None) -> IndexStats:
+        """Bring the index up to date (incrementally) and open it for querying.
+
+        ``deep``: then also complete the ``deep`` arm's vectors (progress stage ``deep``);
+        None: when that arm is fused by default (:func:`core.arms.default_arms`). The index
+        is committed and opened first, so the other arms never wait for it; the TUI passes
+        False and runs :meth:`build_deep` in a worker of its own.
+        """
         from .indexer import Indexer
 
         stats = Indexer(self.root, self.directory, self.settings, self.notify).update(progress)
         with self._lock:
             if self._view is None or self._view.generation != stats.generation:
                 self._open()
+        if deep if deep is not None else "deep" in default_arms():
+            self._deep_stage(stats, progress)
+        elif deep is None:
+            from .arms.deep import ENV_SWITCH, unavailable
+
+            stats.deep = unavailable() or f"switched off ({ENV_SWITCH}=0)"
         return stats
+
+    def build_deep(self, progress: Callable[[int, int], None] | None = None, stop: threading.Event | None = None):
+        """Embed what the committed generation lacks for the ``deep`` arm (slow: minutes for
+        thousands of chunks); see :func:`core.arms.deep.build_vectors`. Once its vectors are
+        complete the arm opens on its next query. Raises :class:`ArmUnavailable` without the
+        extra."""
+        from .arms.deep import build_vectors
+
+        build = build_vectors(self.directory, progress, stop, self.notify)
+        with self._lock:
+            if isinstance(self._arms.get("deep"), ArmUnavailable):
+                del self._arms["deep"]  # it said "not built yet": ask it again
+        return build
+
+    def _deep_stage(self, stats: IndexStats, progress: ProgressFn | None) -> None:
+        from .indexer import Progress  # here: main's warm start imports the indexer only to index
+
+        def report(done: int, total: int) -> None:
+            if progress is not None:
+                progress(Progress("deep", done, total))
+
+        try:
+            build = self.build_deep(report)
+        except ArmUnavailable as exc:
+            stats.deep = str(exc)
+            return
+        except Exception as exc:  # the rest of the index is committed and answers without it
+            stats.deep = f"{type(exc).__name__}: {exc}"
+            self.notify(f"the deep arm's vectors could not be built: {stats.deep}")
+            return
+        stats.deep_embedded = build.embedded
+        stats.seconds["deep"] = build.seconds
 
     def open(self) -> bool:
         """Open the existing index without updating it; False when there is none usable."""
@@ -208,10 +252,11 @@ class Engine:
             raise found
         return found, view
 
-    def warm(self, arms: Iterable[str] = DEFAULT_ARMS) -> dict[str, str | None]:
-        """Open the arms now (loading their artifacts); name -> skip reason or None."""
+    def warm(self, arms: Iterable[str] | None = None) -> dict[str, str | None]:
+        """Open the arms (default: :func:`core.arms.default_arms`) now, loading their
+        artifacts; name -> skip reason or None."""
         out: dict[str, str | None] = {}
-        for name in arms:
+        for name in default_arms() if arms is None else arms:
             try:
                 self.arm(name)
                 out[name] = None
@@ -267,7 +312,7 @@ class Engine:
         check_top_k(top_k)
         ws = check_weights(weights)
         check_k(k)
-        names = list(dict.fromkeys(arms or DEFAULT_ARMS))
+        names = list(dict.fromkeys(arms or default_arms()))
         for name in names:
             if name not in REGISTRY:
                 raise QueryError(f"unknown retriever {name!r} (choose from {', '.join(REGISTRY)})")

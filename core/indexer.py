@@ -49,8 +49,13 @@ MATRICES: dict[str, tuple[dict[str, float], Callable[[Chunk], bool]]] = {
 EMBED_BATCH = 512
 #: Files of the index folder a rebuild keeps: the lock, and the user's tuned fusion settings
 #: (core.config) and relevance judgments (core.judgments), which no rebuild can recreate.
-KEEP_ON_RESET = frozenset({"index.lock", "config.json", "judgments.jsonl", "judgments.jsonl.lock"})
-STAGES = ("discover", "read", "chunk", "lexical", "embed", "write")
+#: The deep arm's vector cache is keyed by text content and stamped with its model, so it
+#: stays valid across rebuilds (core.arms.deep).
+KEEP_ON_RESET = frozenset(
+    {"index.lock", "config.json", "judgments.jsonl", "judgments.jsonl.lock", "deep", "deep.lock"}
+)
+#: "deep" runs after the commit, only when that arm is wanted (core.engine.Engine.ensure_index).
+STAGES = ("discover", "read", "chunk", "lexical", "embed", "write", "deep")
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,8 @@ class IndexStats:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     rebuilt: str | None = None  # why the index was rebuilt from scratch, if it was
     dense: str | None = None  # why the dense arm has no vectors, if it has none
+    deep: str | None = None  # why the deep arm has no vectors, if it has none
+    deep_embedded: int = 0  # texts the deep arm embedded (the rest came from its cache)
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property

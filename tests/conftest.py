@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import textwrap
+import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 FILES = {
@@ -156,8 +159,55 @@ def write_repo(root: Path, files: dict[str, str] = FILES) -> Path:
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own index cache, never the user's."""
     monkeypatch.setenv("RANKLENS_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    # The optional deep arm stays out of the defaults, so the suite behaves the same with and
+    # without its extra (and does not embed for minutes); tests/test_deep.py turns it on.
+    monkeypatch.setenv("RANKLENS_DEEP", "0")
 
 
 @pytest.fixture
 def sample_repo(tmp_path) -> Path:
     return write_repo(tmp_path / "repo")
+
+
+class FakeDeepEncoder:
+    """Stands in for the deep arm's model: a hashed bag of code tokens in 384 dimensions,
+    cheap, deterministic and lexical enough to rank. ``gate`` makes every call wait (a slow
+    model); ``seen`` lists every text encoded."""
+
+    name = "fake-encoder"
+    dim = 384
+
+    def __init__(self) -> None:
+        self.gate: threading.Event | None = None
+        self.started = threading.Event()
+        self.seen: list[str] = []
+
+    def encode(self, texts, batch_size=16):
+        from core.tokenize import code_tokens
+
+        texts = list(texts)
+        self.started.set()
+        if self.gate is not None:
+            self.gate.wait(20)
+        self.seen.extend(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for token in code_tokens(text):
+                slot = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=4).digest(), "little")
+                out[i, slot % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return np.divide(out, norms, out=out, where=norms > 0)
+
+
+@pytest.fixture
+def fake_deep(monkeypatch) -> FakeDeepEncoder:
+    """The deep arm "installed" and fused by default, with :class:`FakeDeepEncoder` for a model
+    (its build and the TUI's handling of it run everywhere, extra or not)."""
+    from core.arms import deep
+
+    encoder = FakeDeepEncoder()
+    monkeypatch.setattr(deep, "unavailable", lambda: None)
+    monkeypatch.setattr(deep, "model_id", lambda: FakeDeepEncoder.name)
+    monkeypatch.setattr(deep, "_ENCODER", encoder)
+    monkeypatch.delenv("RANKLENS_DEEP", raising=False)
+    return encoder

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from functools import partial, wraps
@@ -32,13 +33,13 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input
 from textual.worker import Worker, WorkerState
 
-from core.arms import DEFAULT_ARMS
+from core.arms import default_arms
 from core.engine import ArmResult, Engine, QueryError, check_query
 from core.handoff import envelope, write_json_atomic
 from core.judgments import QueryJudgments, judge, judgments_for
 from core.indexer import STAGES, IndexStats, Progress
 from core.types import ConsolidatedHit
-from tui.messages import ArmFinished, IndexDone, IndexOpened, IndexProgress
+from tui.messages import ArmFinished, DeepDone, DeepProgress, IndexDone, IndexOpened, IndexProgress
 from tui.screens.export import DEFAULT_PATH, ExportScreen
 from tui.screens.help import HelpScreen
 from tui.widgets.arm_status import ArmStatus
@@ -160,7 +161,7 @@ class RanklensApp(App[None]):
     def __init__(self, engine: Engine, *, query: str = "") -> None:
         super().__init__()
         self.engine = engine
-        self.arms: list[str] = list(DEFAULT_ARMS)
+        self.arms: list[str] = list(default_arms())
         self.initial_query = query
         self.weights: dict[str, float] = {arm: WEIGHT_DEFAULT for arm in self.arms}
         self.k: float = float(K_DEFAULT)
@@ -182,6 +183,12 @@ class RanklensApp(App[None]):
         self._index_worker: Worker | None = None
         self._index_again = False
         self._index_note = ""
+        # The deep arm's vectors are built in a worker of their own, after the index commits.
+        self._deep_worker: Worker | None = None
+        self._deep_again = False
+        self._deep_progress: tuple[int, int] | None = None  # (done, total) while building
+        self._deep_stop = threading.Event()
+        self._deep_recheck: int | None = None  # a query whose deep answer was in flight when built
         self._query_note = ""
         self._generation: int | None = None
         self._index_refreshed = False
@@ -296,16 +303,19 @@ class RanklensApp(App[None]):
         status = self.status
         status.reset(self.arms)
         for arm in self.arms:
-            status.set_running(arm)
-            worker = self.run_worker(
-                partial(self._run_arm, arm, qid, text),
-                name=f"{arm} #{qid}",
-                group=f"arm-{arm}",
-                exclusive=True,
-                thread=True,
-                exit_on_error=False,
-            )
-            self._arm_workers[worker] = (arm, qid)
+            self._start_arm(arm, qid, text)
+
+    def _start_arm(self, arm: str, qid: int, text: str) -> None:
+        self.status.set_running(arm)
+        worker = self.run_worker(
+            partial(self._run_arm, arm, qid, text),
+            name=f"{arm} #{qid}",
+            group=f"arm-{arm}",
+            exclusive=True,
+            thread=True,
+            exit_on_error=False,
+        )
+        self._arm_workers[worker] = (arm, qid)
 
     def _run_arm(self, arm: str, qid: int, text: str) -> None:
         """Worker body (in a thread): one arm, one query, one message."""
@@ -336,10 +346,18 @@ class RanklensApp(App[None]):
         self._record(result)
 
     def _record(self, result: ArmResult) -> None:
+        old = self.results.get(result.arm)
+        if old is not None and old.ok and not result.ok:
+            return  # deep's "not built yet", overtaken by its answer once built (_deep_done)
         self.results[result.arm] = result
         status = self.status
-        if result.skipped is not None:
+        if result.skipped is not None and result.arm == "deep" and self.deep_building:
+            status.set_indexing("deep", *(self._deep_progress or (None, None)))
+        elif result.skipped is not None:
             status.set_skipped(result.arm, result.skipped)
+            if result.arm == "deep" and self._deep_recheck == self.query_id:
+                self._deep_recheck = None
+                self._start_arm("deep", self.query_id, self.query_text)
         elif result.error is not None:
             status.set_failed(result.arm, result.error)
         else:
@@ -606,8 +624,54 @@ class RanklensApp(App[None]):
     def _index_job(self) -> None:
         """Worker body: open what is there (fast), then bring it up to date."""
         self.post_message(IndexOpened(self.engine.ready or self.engine.open()))
-        stats = self.engine.ensure_index(lambda p: self.post_message(IndexProgress(p)))
+        # Not the deep arm's vectors: minutes of work, done by _deep_job once this commits.
+        stats = self.engine.ensure_index(lambda p: self.post_message(IndexProgress(p)), deep=False)
         self.post_message(IndexDone(stats))
+
+    @property
+    def deep_building(self) -> bool:
+        """The deep arm's vectors are being built in the background."""
+        return self._deep_worker is not None and not self._deep_worker.is_finished
+
+    def _start_deep(self) -> None:
+        if self.deep_building:
+            self._deep_again = True  # it may have checked the generation already: go again after
+            return
+        self._deep_again = False
+        self._deep_worker = self.run_worker(
+            self._deep_job, name="deep vectors", group="deep", thread=True, exit_on_error=False
+        )
+
+    def _deep_job(self) -> None:
+        """Worker body: embed what the committed index lacks for the deep arm (stoppable)."""
+        build = self.engine.build_deep(
+            lambda done, total: self.post_message(DeepProgress(done, total)), stop=self._deep_stop
+        )
+        self.post_message(DeepDone(build.complete))
+
+    @on(DeepProgress)
+    @_while_open
+    def _deep_progress_changed(self, message: DeepProgress) -> None:
+        self._deep_progress = (message.done, message.total)
+        result = self.results.get("deep")
+        if result is not None and result.skipped is not None:
+            self.status.set_indexing("deep", message.done, message.total)
+
+    @on(DeepDone)
+    @_while_open
+    def _deep_done(self, message: DeepDone) -> None:
+        self._deep_progress = None
+        result = self.results.get("deep")
+        if not (message.complete and self.query_text and "deep" in self.arms):
+            return
+        if result is None:
+            self._deep_recheck = self.query_id  # it may have looked before they were ready
+        elif not result.ok:
+            # Its vectors are ready: only deep runs again, and its ranking joins the table.
+            self._start_arm("deep", self.query_id, self.query_text)
+
+    def on_unmount(self) -> None:
+        self._deep_stop.set()  # a build in flight stops after its batch (the cache keeps it)
 
     @on(IndexOpened)
     @_while_open
@@ -646,6 +710,8 @@ class RanklensApp(App[None]):
             self.search(self.query_text, force=True)
         elif first_build and not self.query_text:
             self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
+        if "deep" in self.arms:
+            self._start_deep()
 
     def _current_generation(self) -> int | None:
         try:
@@ -666,6 +732,16 @@ class RanklensApp(App[None]):
                     self.preview.clear(f"Indexing failed: {_one_line(worker.error)}")
             if finished and self._index_again:
                 self._start_index()
+            return
+        if worker is self._deep_worker:
+            if event.state == WorkerState.ERROR:
+                reason = f"its vectors could not be built: {_one_line(worker.error)}"
+                self._deep_progress = None
+                if "deep" in self.results and not self.results["deep"].ok:
+                    self.status.set_skipped("deep", reason)
+                self.notify(f"deep arm: {reason}", severity="error")
+            if finished and self._deep_again and not self._deep_stop.is_set():
+                self._start_deep()
             return
         meta = self._arm_workers.get(worker)
         if meta is None:

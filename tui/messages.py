@@ -48,3 +48,22 @@ class IndexDone(Message):
     """The index is up to date and open; ``stats`` says what the pass did."""
 
     stats: IndexStats
+
+
+@dataclass
+class DeepProgress(Message):
+    """The deep arm's background build has embedded ``done`` of the ``total`` texts it lacks."""
+
+    done: int
+    total: int
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, DeepProgress)
+
+
+@dataclass
+class DeepDone(Message):
+    """The deep arm's background build ended: its vectors match the index (``complete``), or
+    it was stopped."""
+
+    complete: bool

@@ -56,6 +56,12 @@ def _symbols(view: "IndexView") -> Arm:
     return SymbolsArm(view)
 
 
+def _deep(view: "IndexView") -> Arm:
+    from .deep import DeepArm
+
+    return DeepArm(view)
+
+
 def _hybrid(view: "IndexView") -> Arm:
     from .hybrid import HybridArm
 
@@ -74,10 +80,20 @@ REGISTRY: dict[str, Callable[["IndexView"], Arm]] = {
     "fts5": _fts5,
     "dense": _dense,
     "symbols": _symbols,
+    "deep": _deep,
     "hybrid": _hybrid,
     "lexical+ctx": _lexical_ctx,
 }
 
-#: The arms fused by default. ``hybrid`` and ``lexical+ctx`` re-use other arms' signals and
-#: would double count them, so they are single-retriever modes only.
+#: The arms always fused by default (:func:`default_arms` adds the optional ``deep``).
+#: ``hybrid`` and ``lexical+ctx`` re-use other arms' signals and would double count them, so
+#: they are single-retriever modes only.
 DEFAULT_ARMS: tuple[str, ...] = ("bm25", "fts5", "dense", "symbols")
+
+
+def default_arms() -> tuple[str, ...]:
+    """The arms fused when none are named: :data:`DEFAULT_ARMS`, plus ``deep`` when its
+    extra is installed (``pip install 'ranklens[deep]'``) and ``RANKLENS_DEEP`` is not 0."""
+    from .deep import enabled_by_default
+
+    return (*DEFAULT_ARMS, "deep") if enabled_by_default() else DEFAULT_ARMS

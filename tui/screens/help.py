@@ -30,7 +30,7 @@ Every query runs on several retrievers ("arms") at once; their rankings are fuse
   - **medium**: one semantic arm alone, or two arms of the same family;
   - **low**: anything else.
 
-  Families: *lexical* = `bm25`, `fts5`; *semantic* = `dense`; *structural* = `symbols`.
+  Families: *lexical* = `bm25`, `fts5`; *semantic* = `dense`, `deep`; *structural* = `symbols`.
 - **via**: the arms that ranked the span.
 - **move** `↑3 / ↓1`: after you change a weight or k, the hit moved up 3 / down 1 places
   compared with the ranking shown before (`new`: it was not ranked before); the marks

@@ -81,6 +81,10 @@ class ArmStatus(Static):
         count = f"{hits} {'hit' if hits == 1 else 'hits'}"
         self._set(arm, "done", count if ms is None else f"{format_ms(ms)} · {count}")
 
+    def set_indexing(self, arm: str, done: int | None = None, total: int | None = None) -> None:
+        """``arm`` waits for its index, built in the background (``done`` of ``total`` texts)."""
+        self._set(arm, "running", "indexing…" if total is None else f"indexing {done}/{total}")
+
     def set_skipped(self, arm: str, reason: str) -> None:
         """``arm`` did not run (disabled, weight 0, no index …)."""
         self._set(arm, "skipped", f"skipped ({reason})" if reason else "skipped")

