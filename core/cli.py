@@ -97,10 +97,26 @@ def _note(message: str) -> None:
     click.echo(f"ranklens: {message}", err=True)
 
 
-def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None):
-    """``deep``: also build the deep arm's vectors (None: when it is fused by default)."""
+#: A query embeds at most this many texts for the deep arm before answering (about a minute
+#: on 2 cores); a first build is left to `ranklens index`, and deep sits that query out.
+QUERY_DEEP_LIMIT = 200
+
+
+def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, deep_limit: int | None = None):
+    """``deep``: also build the deep arm's vectors (None: when it is fused by default);
+    ``deep_limit``: unless more than this many texts lack one (then say so)."""
+    stats = _run_index_stages(engine, show_progress, deep, deep_limit)
+    if stats.deep_deferred:
+        _note(
+            f"deep: {stats.deep_deferred:,} chunks to embed (minutes); `ranklens index` builds them, "
+            "deep sits out until then"
+        )
+    return stats
+
+
+def _run_index_stages(engine: Engine, show_progress: bool, deep: bool | None, deep_limit: int | None):
     if not show_progress:
-        return engine.ensure_index(deep=deep)
+        return engine.ensure_index(deep=deep, deep_limit=deep_limit)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
@@ -118,7 +134,7 @@ def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None):
         def progress(p: Progress) -> None:
             bar.update(tasks[p.stage], completed=p.done, total=max(p.total, 1), visible=True)
 
-        return engine.ensure_index(progress, deep=deep)
+        return engine.ensure_index(progress, deep=deep, deep_limit=deep_limit)
 
 
 # Options shared by several commands, defined once so their help stays the same everywhere.
@@ -223,6 +239,9 @@ def query(
 
     A missing or stale index is brought up to date first. The fused list (or a single
     retriever's ranking) is re-scored by the code-aware priors unless --no-priors is given.
+    With the deep extra, a query embeds up to 200 new chunks for deep before answering; a
+    larger (first) build is left to `ranklens index` and deep sits that query out, unless
+    --retriever deep asks for it.
     """
     if retriever not in RETRIEVERS:
         raise UsageProblem(f"unknown retriever {retriever!r} (choose from {', '.join(RETRIEVERS)})")
@@ -243,7 +262,14 @@ def query(
     engine = _engine(root, model, _note)
     ws, rrf_k = _fusion_settings(engine.root, weights, ws, rrf_k)
     arms = list(default_arms()) if retriever == "all" else [retriever]
-    _run_index(engine, show_progress=sys.stderr.isatty() and not as_json, deep="deep" in arms)
+    # Asked for by name, deep is built whatever it costs; as one arm of many it does not hold
+    # the answer up for a first build.
+    _run_index(
+        engine,
+        show_progress=sys.stderr.isatty() and not as_json,
+        deep="deep" in arms,
+        deep_limit=None if retriever == "deep" else QUERY_DEEP_LIMIT,
+    )
     try:
         result = engine.search(
             text, top_k=top_k, arms=arms, weights=ws, k=rrf_k, path_glob=path_glob, language=language,

@@ -148,13 +148,16 @@ class Engine:
 
     # -- index --------------------------------------------------------------------------
 
-    def ensure_index(self, progress: ProgressFn | None = None, *, deep: bool | None = None) -> IndexStats:
+    def ensure_index(
+        self, progress: ProgressFn | None = None, *, deep: bool | None = None, deep_limit: int | None = None
+    ) -> IndexStats:
         """Bring the index up to date (incrementally) and open it for querying.
 
         ``deep``: then also complete the ``deep`` arm's vectors (progress stage ``deep``);
         None: when that arm is fused by default (:func:`core.arms.default_arms`). The index
         is committed and opened first, so the other arms never wait for it; the TUI passes
-        False and runs :meth:`build_deep` in a worker of its own.
+        False and runs :meth:`build_deep` in a worker of its own. ``deep_limit``: leave the
+        deep vectors as they are when more texts than this lack one (``stats.deep_deferred``).
         """
         from .indexer import Indexer
 
@@ -163,27 +166,32 @@ class Engine:
             if self._view is None or self._view.generation != stats.generation:
                 self._open()
         if deep if deep is not None else "deep" in default_arms():
-            self._deep_stage(stats, progress)
+            self._deep_stage(stats, progress, deep_limit)
         elif deep is None:
             from .arms.deep import ENV_SWITCH, unavailable
 
             stats.deep = unavailable() or f"switched off ({ENV_SWITCH}=0)"
         return stats
 
-    def build_deep(self, progress: Callable[[int, int], None] | None = None, stop: threading.Event | None = None):
+    def build_deep(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        stop: threading.Event | None = None,
+        limit: int | None = None,
+    ):
         """Embed what the committed generation lacks for the ``deep`` arm (slow: minutes for
         thousands of chunks); see :func:`core.arms.deep.build_vectors`. Once its vectors are
         complete the arm opens on its next query. Raises :class:`ArmUnavailable` without the
         extra."""
         from .arms.deep import build_vectors
 
-        build = build_vectors(self.directory, progress, stop, self.notify)
+        build = build_vectors(self.directory, progress, stop, self.notify, limit)
         with self._lock:
             if isinstance(self._arms.get("deep"), ArmUnavailable):
                 del self._arms["deep"]  # it said "not built yet": ask it again
         return build
 
-    def _deep_stage(self, stats: IndexStats, progress: ProgressFn | None) -> None:
+    def _deep_stage(self, stats: IndexStats, progress: ProgressFn | None, limit: int | None = None) -> None:
         from .indexer import Progress  # here: main's warm start imports the indexer only to index
 
         def report(done: int, total: int) -> None:
@@ -191,7 +199,7 @@ class Engine:
                 progress(Progress("deep", done, total))
 
         try:
-            build = self.build_deep(report)
+            build = self.build_deep(report, limit=limit)
         except ArmUnavailable as exc:
             stats.deep = str(exc)
             return
@@ -200,6 +208,7 @@ class Engine:
             self.notify(f"the deep arm's vectors could not be built: {stats.deep}")
             return
         stats.deep_embedded = build.embedded
+        stats.deep_deferred = build.deferred
         stats.seconds["deep"] = build.seconds
 
     def open(self) -> bool:

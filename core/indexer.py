@@ -106,6 +106,7 @@ class IndexStats:
     dense: str | None = None  # why the dense arm has no vectors, if it has none
     deep: str | None = None  # why the deep arm has no vectors, if it has none
     deep_embedded: int = 0  # texts the deep arm embedded (the rest came from its cache)
+    deep_deferred: int = 0  # texts left for `ranklens index` (more than the caller would wait for)
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property

@@ -133,6 +133,34 @@ def test_index_builds_the_vectors_and_the_arm_answers(fake, sample_repo):
     assert again.deep_embedded == 0
 
 
+def test_a_query_does_not_wait_for_a_first_build_over_its_limit(fake, sample_repo):
+    engine = Engine(sample_repo)
+    stats = engine.ensure_index(deep=True, deep_limit=1)
+    assert stats.deep_deferred == stats.chunks > 1 and stats.deep_embedded == 0 and fake.seen == []
+    skipped = engine.run_arm("deep", "hash a password")
+    assert skipped.skipped and "ranklens index" in skipped.skipped
+    # Within the limit (or with none, as `ranklens index` asks) it is built.
+    stats = engine.ensure_index(deep=True, deep_limit=stats.chunks)
+    assert stats.deep_deferred == 0 and stats.deep_embedded == stats.chunks
+    assert engine.run_arm("deep", "hash a password").ok
+
+
+def test_cli_query_leaves_a_first_deep_build_to_index(fake, sample_repo, monkeypatch, capsys):
+    from click.testing import CliRunner
+
+    from core import cli
+
+    monkeypatch.setattr(cli, "QUERY_DEEP_LIMIT", 1)
+    out = CliRunner().invoke(cli.cli, ["query", "hash a password", "--root", str(sample_repo)])
+    assert out.exit_code == 0, out.output
+    assert "deep:" in out.output and "`ranklens index` builds them" in out.output
+    assert fake.seen == []
+    # Asked for by name, it is built.
+    out = CliRunner().invoke(cli.cli, ["query", "hash a password", "--root", str(sample_repo), "--retriever", "deep"])
+    assert out.exit_code == 0, out.output
+    assert fake.seen and "app/auth.py" in out.output
+
+
 def test_an_update_embeds_only_new_text(fake, sample_repo):
     engine = Engine(sample_repo)
     first = engine.ensure_index()
@@ -248,3 +276,8 @@ def test_real_arm_answers_a_paraphrase(real, sample_repo, monkeypatch):
     cli = _cli("query", "where are passwords hashed", "--root", str(sample_repo), "--retriever", "deep", "--json")
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout)["results"][0]["path"] == "app/auth.py"
+
+
+def test_deep_documents_lead_with_the_breadcrumb():
+    assert deep.document_text("def f():\n    pass", "a.py > f") == "a.py > f\ndef f():\n    pass"
+    assert deep.document_text("plain") == "plain"

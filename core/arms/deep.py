@@ -197,9 +197,9 @@ def encoder() -> DeepEncoder:
         return _ENCODER
 
 
-def document_text(text: str) -> str:
-    """What gets embedded for a chunk: its text (the same as ``dense``)."""
-    return text
+def document_text(text: str, context: str = "") -> str:
+    """What gets embedded for a chunk: its breadcrumb line, then its text (as ``dense``)."""
+    return f"{context}\n{text}" if context else text
 
 
 def text_key(text: str) -> int:
@@ -263,6 +263,7 @@ class DeepBuild:
     embedded: int = 0  # texts embedded by this call (the rest came from the cache)
     seconds: float = 0.0
     stopped: bool = False  # asked to stop before the vectors were complete
+    deferred: int = 0  # texts left to embed when there were more than the caller's ``limit``
 
     @property
     def complete(self) -> bool:
@@ -344,8 +345,12 @@ def build_vectors(
     progress: ProgressFn | None = None,
     stop: threading.Event | None = None,
     notify: Callable[[str], None] | None = None,
+    limit: int | None = None,
 ) -> DeepBuild:
     """Embed what the committed generation lacks and write its ``deep.usearch``.
+
+    ``limit``: embed nothing when more than this many texts are missing (``deferred`` then
+    says how many): a query should not wait minutes for a first build.
 
     Loops until the vectors match the generation committed when it finishes (an update
     landing meanwhile costs only its new texts). Returns with ``stopped`` set when ``stop``
@@ -382,16 +387,21 @@ def build_vectors(
             if stamp is not None and stamp.get("model") == name and (gen_dir / VECTORS_FILE).exists():
                 result.generation, result.chunks = generation, len(rows)
                 break
-            ids = np.fromiter((cid for cid, _ in rows), dtype=np.int64, count=len(rows))
-            keys = np.fromiter((text_key(document_text(t)) for _, t in rows), dtype=np.int64, count=len(rows))
+            ids = np.fromiter((cid for cid, _, _ in rows), dtype=np.int64, count=len(rows))
+            docs = [document_text(t, c) for _, t, c in rows]
+            keys = np.fromiter((text_key(d) for d in docs), dtype=np.int64, count=len(rows))
             todo = set(cache.missing(keys).tolist())
             texts = {}
-            for key, (_, text) in zip(keys.tolist(), rows):
+            for key, doc in zip(keys.tolist(), docs):
                 if key in todo and key not in texts:
-                    texts[key] = document_text(text)
+                    texts[key] = doc
+            del docs
             del rows
             pending = sorted(texts, key=lambda k: len(texts[k]))  # by length: less padding
             total, done = len(pending), 0
+            if limit is not None and total > limit:
+                result.deferred = total
+                break
             report(0, total)
             enc = encoder() if pending else None
             try:
@@ -423,8 +433,9 @@ def build_vectors(
     return result
 
 
-def _committed(directory: Path, *, texts: bool) -> tuple[int, list[tuple[int, str]]]:
-    """The committed generation and, with ``texts``, its chunks' (id, text), read together."""
+def _committed(directory: Path, *, texts: bool) -> tuple[int, list[tuple[int, str, str]]]:
+    """The committed generation and, with ``texts``, its chunks' (id, text, context), read
+    together."""
     db = directory / "index.sqlite"
     if not db.exists():
         return 0, []
@@ -432,7 +443,7 @@ def _committed(directory: Path, *, texts: bool) -> tuple[int, list[tuple[int, st
     try:
         conn.execute("BEGIN")  # one snapshot: the generation and its chunks agree
         generation = int(read_meta(conn).get("generation", "0") or 0)
-        rows = conn.execute("SELECT id, text FROM chunks ORDER BY id").fetchall() if texts else []
+        rows = conn.execute("SELECT id, text, context FROM chunks ORDER BY id").fetchall() if texts else []
         conn.execute("COMMIT")
     finally:
         conn.close()
