@@ -55,10 +55,11 @@ class EmbeddingModel:
         self.path: Path | None = path
         self.dim: int = int(model.dim)
         # Mean pooling as one sparse product (token counts x float32 table) instead of
-        # model2vec's per-length float16 gathers: same vectors, ~2x faster encoding. Only for
-        # plain models; ones with token weights or a token mapping use model2vec's own path.
-        self._table: np.ndarray | None = None
-        if getattr(model, "token_mapping", None) is None and getattr(model, "weights", None) is None:
+        # model2vec's per-length float16 gathers: same vectors, ~2x faster encoding. Models
+        # loaded from disk by _PlainStatic bring their table with any per-token weights and
+        # token mapping already applied; anything else uses model2vec's own path.
+        self._table: np.ndarray | None = getattr(model, "table", None)
+        if self._table is None and getattr(model, "token_mapping", None) is None and getattr(model, "weights", None) is None:
             self._table = np.asarray(model.embedding, dtype=np.float32)
 
     def __repr__(self) -> str:
@@ -239,15 +240,21 @@ class _PlainStatic:
     """The part of model2vec's ``StaticModel`` that encoding needs, loaded straight from disk.
 
     Importing model2vec pulls in huggingface_hub and an HTTP stack (~0.5 s); a local model in
-    the plain layout (``model.safetensors`` with one ``embeddings`` tensor, ``tokenizer.json``,
-    ``config.json``) needs none of it. The attributes mirror model2vec's so pooling is the same:
-    padding off, truncation at ``max_length`` tokens, the character cap from the median token
-    length, the unknown token dropped. Models with token weights or a token mapping go through
-    model2vec itself (:meth:`load` returns None).
+    model2vec's layout (``model.safetensors``, ``tokenizer.json``, ``config.json``) needs none
+    of it. The attributes mirror model2vec's so pooling is the same: padding off, truncation at
+    ``max_length`` tokens, the character cap from the median token length, the unknown token
+    dropped. ``model.safetensors`` holds ``embeddings`` and optionally ``weights`` (one factor
+    per token) and ``mapping`` (token id -> embedding row, from vocabulary quantisation); a
+    token's vector is then ``embeddings[mapping[id]] * weights[id]``, as in model2vec, and
+    :attr:`table` holds those vectors, one row per token id, in float32. The config's
+    ``normalize`` flag needs no handling: :meth:`EmbeddingModel.encode` always L2-normalises.
+    Anything else (other tensors, a vocabulary the table does not cover, a tokenizer model
+    without an unknown token) goes through model2vec itself (:meth:`load` returns None).
     """
 
     token_mapping = None
     weights = None
+    table: np.ndarray | None = None
 
     @classmethod
     def load(cls, folder: Path) -> "_PlainStatic | None":
@@ -255,12 +262,19 @@ class _PlainStatic:
         from tokenizers import Tokenizer
 
         with safe_open(str(folder / "model.safetensors"), framework="numpy") as tensors:
-            if set(tensors.keys()) != {"embeddings"}:
+            names = set(tensors.keys())
+            if "embeddings" not in names or not names <= {"embeddings", "weights", "mapping"}:
                 return None
             embedding = tensors.get_tensor("embeddings")
+            weights = tensors.get_tensor("weights") if "weights" in names else None
+            mapping = tensors.get_tensor("mapping") if "mapping" in names else None
+        if embedding.ndim != 2:
+            return None
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         self = cls()
         self.embedding = embedding
+        self.weights = weights
+        self.token_mapping = mapping
         self.dim = int(embedding.shape[1])
         self.max_length = config.get("max_length", 512)
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -275,8 +289,20 @@ class _PlainStatic:
             tokenizer.enable_truncation(self.max_length)
         self.tokenizer = tokenizer
         vocab = tokenizer.get_vocab()
-        if len(vocab) != len(embedding):
+        if mapping is None:
+            if len(vocab) != len(embedding):
+                return None
+            table = np.asarray(embedding, dtype=np.float32)
+        else:
+            mapping = mapping.astype(np.int64, copy=False)
+            if mapping.shape != (len(vocab),) or (mapping.size and (mapping.min() < 0 or mapping.max() >= len(embedding))):
+                return None
+            table = np.asarray(embedding[mapping], dtype=np.float32)
+        if weights is not None and weights.shape != (len(vocab),):
             return None
+        if weights is not None:
+            table = table * np.asarray(weights, dtype=np.float32)[:, None]
+        self.table = np.ascontiguousarray(table)
         self.median_token_length = int(np.median([len(t) for t in vocab]))
         if not hasattr(tokenizer.model, "unk_token"):
             return None  # e.g. Unigram: model2vec reads its unk id from the JSON

@@ -252,3 +252,53 @@ def test_fast_encoding_matches_model2vec_pooling():
     got = model.encode(texts)
     np.testing.assert_allclose(got, ref, atol=2e-3)
     assert not got[2].any()  # no tokens -> zero row, never NaN
+
+
+def test_token_weights_and_mapping_are_honoured_by_the_fast_loader(tmp_path: Path):
+    """A model2vec model saved with per-token ``weights`` and a token ``mapping`` (as
+    vocabulary quantisation or a weighted tokenlearn/potion model writes them) loads without
+    model2vec and pools ``embeddings[mapping[id]] * weights[id]`` exactly as model2vec does."""
+    from model2vec import StaticModel
+    from model2vec.persistence import save_pretrained
+
+    plain_dir = _write_tiny_model(tmp_path / "plain")
+    plain = StaticModel.from_pretrained(str(plain_dir))
+    n = len(plain.tokens)
+    rng = np.random.default_rng(1)
+    rows = rng.normal(size=(4, 8)).astype(np.float32)  # 4 shared rows for n tokens
+    mapping = (np.arange(n) % 4).astype(np.int64)
+    mapping[WORDS.index("read") + 2] = 3
+    mapping[WORDS.index("open") + 2] = 2
+    weights = np.linspace(0.2, 3.0, n).astype(np.float32)
+    folder = tmp_path / "weighted"
+    save_pretrained(folder, embeddings=rows, tokenizer=plain.tokenizer, config={"normalize": False},
+                    weights=weights, mapping=mapping)
+
+    model = load_model(str(folder))
+    assert "model2vec" not in type(model._model).__module__  # the fast loader served it
+    texts = ["read open", "read read cat", "dog", "alpha beta gamma delta zebra", "zebra", ""]
+    reference = StaticModel.from_pretrained(str(folder))
+    ref = reference.encode(texts, use_multiprocessing=False, normalize=False).astype(np.float32)
+    norms = np.linalg.norm(ref, axis=1, keepdims=True)
+    ref = np.divide(ref, norms, out=np.zeros_like(ref), where=norms > 0)
+    got = model.encode(texts)
+    np.testing.assert_allclose(got, ref, atol=1e-5)
+    # The weights matter: "read" and "open" have different rows *and* different weights.
+    unweighted = rows[mapping[[WORDS.index("read") + 2, WORDS.index("cat") + 2]]]
+    mean = unweighted[0] * 2 + unweighted[1]
+    assert not np.allclose(got[1], mean / np.linalg.norm(mean), atol=1e-3)
+    assert not got[4].any() and not got[5].any()  # unknown only / empty -> zero rows
+
+
+def test_bundled_model_is_served_by_the_fast_loader_from_its_embeddings():
+    """The bundled model keeps any token weights folded into its vectors: one ``embeddings``
+    tensor, float16, one row per vocabulary token, so encoding is one sparse product."""
+    from safetensors import safe_open
+
+    with safe_open(str(DEFAULT_MODEL_DIR / "model.safetensors"), framework="numpy") as tensors:
+        assert set(tensors.keys()) == {"embeddings"}
+        embedding = tensors.get_tensor("embeddings")
+    assert embedding.dtype == np.float16 and embedding.shape[1] == 256
+    model = load_model()
+    assert model._model.weights is None and model._model.token_mapping is None
+    assert model._table.shape == embedding.shape
