@@ -144,7 +144,7 @@ model_option = click.option(
 weights_option = click.option(
     "--weights",
     metavar="ARM:W,…",
-    help='Per-arm RRF weights, e.g. "dense:1.5,bm25:0.5" (default: the root\'s tuned config, else 1).',
+    help='Per-arm RRF weights, e.g. "dense:1.5,bm25:0.5" (default: the root\'s tuned config, else the shipped defaults; arms not named keep theirs).',
 )
 
 
@@ -214,7 +214,7 @@ def index(root: str, as_json: bool, model: str | None) -> None:
     help=f"all (fuse {ALL_ARMS}) or one of: {', '.join(REGISTRY)}.",
 )
 @weights_option
-@click.option("--rrf-k", type=float, default=None, help="RRF constant k (1..1000000; default: the root's tuned config, else 60).")
+@click.option("--rrf-k", type=float, default=None, help="RRF constant k (1..1000000; default: the root's tuned config, else the shipped 5).")
 @click.option("--path", "path_glob", metavar="GLOB", help="Only paths matching GLOB (fnmatch; * crosses /).")
 @click.option("--lang", "language", metavar="NAME", help="Only chunks in this language (python, go, markdown …).")
 @click.option("--no-priors", "no_priors", is_flag=True, help=NO_PRIORS_HELP)
@@ -323,16 +323,16 @@ def query(
 def _fusion_settings(
     root: Path, weights_text: str | None, weights: dict[str, float], rrf_k: float | None
 ) -> tuple[dict[str, float], float]:
-    """Explicit --weights/--rrf-k, else the root's saved config (``ranklens tune --save``), else defaults."""
-    if weights_text is not None and rrf_k is not None:
-        return weights, rrf_k
+    """The root's saved config (``ranklens tune --save``) over the shipped defaults, with
+    explicit --weights (per arm: the arms it does not name keep theirs) and --rrf-k on top."""
     try:
         config = load_config(root)
     except ConfigError as exc:
-        raise UsageProblem(str(exc)) from None
-    return (weights if weights_text is not None else config["weights"]), (
-        rrf_k if rrf_k is not None else config["k"]
-    )
+        if weights_text is None or rrf_k is None:
+            raise UsageProblem(str(exc)) from None
+        config = {"weights": {}, "k": rrf_k}  # everything is given: the broken file is not needed
+    merged = {**config["weights"], **(weights if weights_text is not None else {})}
+    return merged, (rrf_k if rrf_k is not None else config["k"])
 
 
 def _fused_arms(retriever: str) -> list[str]:
@@ -418,7 +418,7 @@ EVAL_HELP = (
     help=f"Configuration to fuse: all ({ALL_ARMS}), one of {', '.join(REGISTRY)}, or a comma-separated list.",
 )
 @weights_option
-@click.option("--rrf-k", type=float, default=None, help="RRF constant k (default: the root's tuned config, else 60).")
+@click.option("--rrf-k", type=float, default=None, help="RRF constant k (default: the root's tuned config, else the shipped 5).")
 @click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings: no code-aware priors on any row.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (with per-query details).")
 @model_option

@@ -681,16 +681,22 @@ def folds(n: int, k: int = FOLDS, seed: int = SEED) -> list[list[int]]:
 def tune(run: EvalRun, *, n_folds: int = FOLDS, seed: int = SEED, rounds: int = ROUNDS) -> dict:
     """Tune the configuration's weights and k on cached rankings, with k-fold cross-validation.
 
-    Returns the default and tuned settings with their nDCG@10 on all queries (in sample),
+    Returns the default (the shipped defaults of :mod:`core.config`) and tuned settings with
+    their nDCG@10 on all queries (in sample),
     and per fold the train and held-out nDCG@10 of the default and of the setting tuned on
     that fold's train part; ``improves`` says whether tuning beat the default held-out.
     """
     if len(run.arms) < 2:
         raise ValueError("tuning needs at least two fused arms")
+    from .config import default_config
+
     scorer = _Scorer(run)
     exact = _Scorer(run, exact=True)
     n = len(run.queries)
-    default = Setting(tuple((a, DEFAULT_WEIGHT) for a in run.arms), DEFAULT_K)
+    shipped = default_config()  # the baseline to beat: what query, eval and the TUI use
+    default = Setting(
+        tuple((a, float(shipped["weights"].get(a, DEFAULT_WEIGHT))) for a in run.arms), float(shipped["k"])
+    )
     everyone = list(range(n))
     tuned, _ = coordinate_ascent(scorer, everyone, default, rounds=rounds)
     per_fold = []

@@ -3,7 +3,8 @@
     python evals/tune_defaults.py [--folds 5] [--seed N] [--json]
 
 Runs every question of ``evals/polyglot.jsonl`` (over ``tests/fixtures/polyglot``) and
-``evals/ranklens.jsonl`` (over this repository) once per default arm, pools the 78 cached
+``evals/ranklens.jsonl`` (over this repository) once per arm (``--arms``, default the default
+arms: ``deep`` too where its extra is installed), pools the 78 cached
 rankings into one run and tunes it as ``ranklens tune`` does (coordinate ascent, priors on),
 with k-fold cross-validation for the held-out figures. Prints, for the pooled set and each
 set alone: every arm alone, the fused list at equal weights (k 60), the fused list at the
@@ -22,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.arms import DEFAULT_ARMS  # noqa: E402
+from core.arms import default_arms  # noqa: E402
 from core.engine import Engine  # noqa: E402
 from core.evaluation import (  # noqa: E402
     FOLDS,
@@ -78,10 +79,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--folds", type=int, default=FOLDS)
     ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--arms", default=",".join(default_arms()), help="comma-separated (default: the default arms)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    arms = list(DEFAULT_ARMS)
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     run, members = pooled_run(arms)
     result = tune(run, n_folds=args.folds, seed=args.seed)
     exact = _Scorer(run, exact=True)

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from core.config import default_config
+
 LINE = re.compile(
     r"^(?P<loc>\S+:\d+-\d+)  \[score=(?P<score>\d\.\d{4}) agree=(?P<n>\d)/(?P<m>\d) "
     r"conf=(?P<conf>high|medium|low)  via (?P<via>[a-z0-9+,]+)\]"
@@ -60,7 +62,7 @@ def test_query_json_envelope_has_every_field(sample_repo, tmp_path):
     assert json.loads(target.read_text()) == data
     assert set(data) == {"query", "mode", "retrievers", "skipped", "weights", "k", "priors", "results"}
     assert data["mode"] == "all" and data["k"] == 30 and data["priors"] is True
-    assert data["weights"] == {"bm25": 0.5, "fts5": 1.0, "dense": 1.5, "symbols": 1.0}
+    assert data["weights"] == {**default_config()["weights"], "bm25": 0.5, "dense": 1.5}
     hit = data["results"][0]
     assert hit["path"] == "server/main.go"
     assert set(hit) >= {

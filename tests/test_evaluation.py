@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.config import default_config
 from core.consolidate import ARM_FAMILIES, consolidate
 from core.evaluation import (
     FUSED,
@@ -420,7 +421,7 @@ def test_eval_json_measures_the_configuration_asked_for(sample_repo, sample_quer
     data = json.loads(out.stdout)
     assert data["configuration"] == {
         "arms": ["bm25", "fts5", "dense", "symbols"],
-        "weights": {"bm25": 1.0, "fts5": 1.0, "dense": 0.5, "symbols": 2.0},
+        "weights": {**default_config()["weights"], "dense": 0.5, "symbols": 2.0},  # the rest: shipped
         "k": 20.0,
         "priors": True,
     }
@@ -506,15 +507,17 @@ def test_tune_save_then_query_and_eval_start_from_it(sample_repo, sample_queries
     result = json.loads(saved.stdout)
     assert result["saved"] == str(config_path(sample_repo))
     config = load_config(sample_repo)
-    assert config == {"weights": result["tuned"]["weights"], "k": result["tuned"]["k"]}
+    assert config == {"weights": {**default_config()["weights"], **result["tuned"]["weights"]}, "k": result["tuned"]["k"]}
 
     # A config the CLI did not write, so the effect is unmistakable.
     config_path(sample_repo).write_text(json.dumps({"weights": {"dense": 0.0, "symbols": 2.5}, "k": 7}))
     q = json.loads(run("query", "password", "--root", str(sample_repo), "--json").stdout)
-    assert q["k"] == 7 and q["weights"] == {"bm25": 1.0, "fts5": 1.0, "dense": 0.0, "symbols": 2.5}
+    shipped = default_config()["weights"]
+    assert q["k"] == 7 and q["weights"] == {**shipped, "dense": 0.0, "symbols": 2.5}
     assert all("dense" not in h["provenance"] for h in q["results"])
     q = json.loads(run("query", "password", "--root", str(sample_repo), "--json", "--rrf-k", "30", "--weights", "bm25:2").stdout)
-    assert q["k"] == 30 and q["weights"] == {"bm25": 2.0, "fts5": 1.0, "dense": 1.0, "symbols": 1.0}
+    # Explicit weights win arm by arm; the arms they do not name keep the config's.
+    assert q["k"] == 30 and q["weights"] == {**shipped, "dense": 0.0, "symbols": 2.5, "bm25": 2.0}
     e = json.loads(run("eval", str(sample_queries), "--root", str(sample_repo), "--json").stdout)
     assert e["configuration"]["k"] == 7 and e["configuration"]["weights"]["symbols"] == 2.5
 

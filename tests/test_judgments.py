@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from core.config import ConfigError, config_path, load_config, save_config
+from core.config import ConfigError, config_path, default_config, load_config, save_config
 from core.evaluation import Span, load_queries
 from core.judgments import judge, judgments_for, judgments_path, load_judgments, query_metrics
 
@@ -101,16 +101,28 @@ def test_eval_reads_the_judgments_file(sample_repo):
 
 
 def test_config_defaults_save_and_validation(tmp_path):
-    assert load_config(tmp_path) == {"weights": {}, "k": 60.0}
+    assert load_config(tmp_path) == default_config()
     path = save_config(tmp_path, {"dense": 1.4, "bm25": 0.6}, 30, extra={"tuned": {"n": 3}})
     assert path == config_path(tmp_path)
-    assert load_config(tmp_path) == {"weights": {"dense": 1.4, "bm25": 0.6}, "k": 30.0}
+    # The saved weights win; arms the config does not name keep the shipped defaults.
+    shipped = default_config()["weights"]
+    assert load_config(tmp_path) == {"weights": {**shipped, "dense": 1.4, "bm25": 0.6}, "k": 30.0}
     assert json.loads(path.read_text())["tuned"] == {"n": 3}
     with pytest.raises(ConfigError):
         save_config(tmp_path, {"dense": -1}, 30)
     path.write_text('{"weights": [1, 2]}')
     with pytest.raises(ConfigError, match="weights"):
         load_config(tmp_path)
+
+
+def test_the_shipped_defaults_follow_the_arms_installed(monkeypatch):
+    from core import arms, config
+
+    monkeypatch.setattr(arms, "default_arms", lambda: ("bm25", "fts5", "dense", "symbols"))
+    assert config.default_config() == {"weights": config.DEFAULT_WEIGHTS, "k": config.DEFAULT_K}
+    monkeypatch.setattr(arms, "default_arms", lambda: ("bm25", "fts5", "dense", "symbols", "deep"))
+    assert config.default_config()["weights"] == config.DEFAULT_WEIGHTS_DEEP
+    assert set(config.DEFAULT_WEIGHTS_DEEP) - set(config.DEFAULT_WEIGHTS) == {"deep"}
 
 
 def test_an_index_rebuild_keeps_config_and_judgments(sample_repo):
@@ -126,5 +138,5 @@ def test_an_index_rebuild_keeps_config_and_judgments(sample_repo):
     stats = rebuilt.ensure_index()
     rebuilt.close()
     assert stats.rebuilt
-    assert load_config(sample_repo) == {"weights": {"dense": 2.0}, "k": 20.0}
+    assert load_config(sample_repo) == {"weights": {**default_config()["weights"], "dense": 2.0}, "k": 20.0}
     assert judgments_for(sample_repo, "q") is not None

@@ -45,7 +45,7 @@ from tui.screens.help import HelpScreen
 from tui.widgets.arm_status import ArmStatus
 from tui.widgets.preview import Preview
 from tui.widgets.results_table import ResultsTable, arm_letters, rank_shifts
-from tui.widgets.tuning import K_DEFAULT, WEIGHT_DEFAULT, TuningPanel
+from tui.widgets.tuning import WEIGHT_DEFAULT, TuningPanel
 
 #: Rows in the table; each arm is asked for ``pool_size(ROW_LIMIT)`` candidates.
 ROW_LIMIT = 50
@@ -67,7 +67,7 @@ HELP_KEYS: list[tuple[str, str]] = [
     ("e", "export the selected hits (all shown hits if none is selected) as JSON"),
     ("t", "show / hide the tuning panel (weights per arm, RRF k)"),
     ("← → (tuning)", "change the focused slider; shift+← → by 10 steps; ↑ ↓ next slider"),
-    ("r (tuning)", "reset weights to 1.0 and k to 60"),
+    ("r (tuning)", "reset the weights and k to the root's tuned config, else the shipped defaults"),
     ("/", "back to the query"),
     ("tab / shift+tab", "move between query, results, preview and tuning"),
     ("?  or f1", "this help"),
@@ -163,8 +163,11 @@ class RanklensApp(App[None]):
         self.engine = engine
         self.arms: list[str] = list(default_arms())
         self.initial_query = query
-        self.weights: dict[str, float] = {arm: WEIGHT_DEFAULT for arm in self.arms}
-        self.k: float = float(K_DEFAULT)
+        # The root's tuned config (`ranklens tune --save`) over the shipped defaults; `r` in
+        # the tuning panel comes back to these.
+        fusion, self._config_error = _fusion_defaults(engine.root)
+        self.weights: dict[str, float] = {arm: fusion["weights"].get(arm, WEIGHT_DEFAULT) for arm in self.arms}
+        self.k: float = float(fusion["k"])
         #: Whether the code-aware priors re-score the fused list (``p`` toggles).
         self.priors: bool = True
         # The current query and what has come back for it.
@@ -246,6 +249,8 @@ class RanklensApp(App[None]):
         self.preview.border_title = "preview"
         self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
         self.query_input.focus()
+        if self._config_error:
+            self.notify(f"{self._config_error}; using the default weights", severity="warning")
         self._start_index()
         if self.initial_query:
             self.search(self.initial_query)
@@ -920,6 +925,16 @@ class RanklensApp(App[None]):
     def run_editor(self, argv: list[str]) -> None:
         """Run the editor in the terminal the app handed over (blocks until it exits)."""
         subprocess.run(argv, check=False)
+
+
+def _fusion_defaults(root) -> tuple[dict, str | None]:
+    """The weights and k to start from, and why the root's config was not usable (if not)."""
+    from core.config import ConfigError, default_config, load_config
+
+    try:
+        return load_config(root), None
+    except ConfigError as exc:
+        return default_config(), str(exc)
 
 
 def _one_line(error: BaseException | None) -> str:

@@ -20,6 +20,7 @@ from pilot_helpers import (
 )
 from textual.widgets import Input
 
+from core.config import default_config
 from core.arms import DEFAULT_ARMS
 from core.engine import ArmResult, Engine
 from core.handoff import span_text
@@ -127,8 +128,10 @@ async def test_a_slider_re_ranks_without_running_any_arm(engine) -> None:
         await ready(pilot, app)
         await run_query(pilot, app, "parse configuration")
         assert calls == once
-        defaults = {arm: 1.0 for arm in DEFAULT_ARMS}
-        before = expected_locations(app, defaults, 60)
+        shipped = default_config()
+        defaults, k0 = shipped["weights"], shipped["k"]
+        assert app.weights == defaults and app.k == k0  # the shipped defaults (no tuned config)
+        before = expected_locations(app, defaults, k0)
         assert column(app, "location") == before
         assert len(before) >= 3
         assert column(app, "move") == [""] * len(before)  # no marks after a query
@@ -143,7 +146,7 @@ async def test_a_slider_re_ranks_without_running_any_arm(engine) -> None:
         arm, key, weight = next(
             change
             for change in changes
-            if any(expected_moves(before, expected_locations(app, dict(defaults, **{change[0]: change[2]}), 60)))
+            if any(expected_moves(before, expected_locations(app, dict(defaults, **{change[0]: change[2]}), k0)))
         )
 
         await pilot.press("t")
@@ -158,7 +161,7 @@ async def test_a_slider_re_ranks_without_running_any_arm(engine) -> None:
 
         assert app.weights == dict(defaults, **{arm: weight})
         assert calls == once  # nothing ran again
-        after = expected_locations(app, app.weights, 60)
+        after = expected_locations(app, app.weights, k0)
         assert column(app, "location") == after
         assert column(app, "move") == expected_moves(before, after)
         assert any(column(app, "move"))
@@ -181,7 +184,7 @@ async def test_a_slider_re_ranks_without_running_any_arm(engine) -> None:
         # r resets everything in one re-fuse.
         await pilot.press("r")
         await pilot.pause()
-        assert app.weights == defaults and app.k == 60
+        assert app.weights == defaults and app.k == k0
         assert column(app, "location") == before
         assert calls == once
 
@@ -254,8 +257,8 @@ async def test_export_writes_the_selected_hits_with_hashes(engine, tmp_path) -> 
     assert data["mode"] == "all"
     assert data["retrievers"] == list(DEFAULT_ARMS)
     assert data["skipped"] == []
-    assert data["weights"] == {arm: 1.0 for arm in DEFAULT_ARMS}
-    assert data["k"] == 60
+    assert data["weights"] == default_config()["weights"]
+    assert data["k"] == default_config()["k"]
     assert data["root"] == str(engine.root)
     assert [(r["path"], r["start_line"], r["end_line"]) for r in data["results"]] == [
         (h.path, h.start_line, h.end_line) for h in selected

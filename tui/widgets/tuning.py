@@ -129,14 +129,15 @@ class TuningPanel(VerticalScroll):
         sliders[index].scroll_visible(animate=False)
 
     def action_reset(self) -> None:
-        """Back to weight 1.0 for every arm and k = 60 (one Changed, not one per slider)."""
+        """Back to the weights and k the panel opened with: the root's tuned config, else the
+        shipped defaults (one Changed, not one per slider)."""
         for arm in self.arms:
             slider = self.slider(arm)
             with slider.prevent(Slider.Changed):
-                slider.value = WEIGHT_DEFAULT
+                slider.value = self._initial[arm]
         k_slider = self.slider("k")
         with k_slider.prevent(Slider.Changed):
-            k_slider.value = K_DEFAULT
+            k_slider.value = self._initial_k
         self.post_message(self.Changed(self, self.weights, self.k))
 
     @on(Slider.Changed)
