@@ -4,10 +4,11 @@ optional deep arm (index chunks/s, query latency, 1-file update), or why it is s
 
     python benchmarks/bench_engine.py [--root DIR] [--repeat N] [--deep-sample N]
 
-The default corpus is this interpreter's standard library without its test suite, plus the
-test modules ``test/test_[a-f]*.py`` (~50k chunks; not a git work tree, so discovery walks
-it). It is copied to a temp folder first so the one-file incremental step can edit a file. The index goes to a temp cache folder; nothing of the
-user's is touched. Figures are medians unless named p95.
+The default corpus is the Python files of this interpreter's whole standard library, its test
+suite included, and of the installed scipy (a runtime dependency, so always there): ~50k
+size-budgeted chunks (not a git work tree, so discovery walks it). Both are copied to a temp folder first so the
+one-file incremental step can edit a file. The index goes to a temp cache folder; nothing of
+the user's is touched. Figures are medians unless named p95.
 
 The deep arm embeds ~100x slower than the static model (hours for 50k chunks on 2 cores), so
 the figures before its section are taken with it off (``RANKLENS_DEEP=0``), as before it
@@ -60,20 +61,26 @@ QUERIES = [
 
 
 def _corpus_filter(src: Path):
-    """Skip site-packages, caches and most of the test suite (keep test/test_[a-f]*.py)."""
-    import fnmatch
-
-    skip = shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc", "idle_test", "tests")
+    """Python sources only: no installed packages, caches, C sources, data or docs."""
 
     def ignore(folder: str, names: list[str]) -> set[str]:
-        out = set(skip(folder, names))
-        if Path(folder) == src / "test":
-            out |= {n for n in names if not fnmatch.fnmatch(n, "test_[a-f]*.py")}
-        elif src / "test" in Path(folder).parents:
-            out |= set(names)
-        return out
+        base = Path(folder)
+        return {
+            n for n in names
+            if n in ("site-packages", "__pycache__") or not (n.endswith(".py") or (base / n).is_dir())
+        }
 
     return ignore
+
+
+def _copy_corpus(dest: Path) -> None:
+    """The stdlib with its tests, and scipy beside it: ~50k budgeted chunks of real code."""
+    import scipy
+
+    src = Path(sysconfig.get_paths()["stdlib"])
+    shutil.copytree(src, dest / "stdlib", ignore=_corpus_filter(src))
+    pkg = Path(scipy.__file__).parent
+    shutil.copytree(pkg, dest / "scipy", ignore=_corpus_filter(pkg))
 
 
 def pct(values: list[float], q: float) -> float:
@@ -99,9 +106,8 @@ def main() -> None:
     if args.root:
         root = Path(args.root).resolve()
     else:
-        root = work / "stdlib"
-        src = Path(sysconfig.get_paths()["stdlib"])
-        shutil.copytree(src, root, ignore=_corpus_filter(src))
+        root = work / "corpus"
+        _copy_corpus(root)
 
     from core.embedding import load_model
     from core.engine import Engine
@@ -128,7 +134,13 @@ def main() -> None:
 
     # The embedding step alone: the same texts through the same model, nothing else.
     conn = engine.view.connection()
-    texts = [t for (t,) in conn.execute("SELECT text FROM chunks ORDER BY id")]
+    from core.arms.dense import document_text
+    from core.types import Chunk
+
+    texts = [
+        document_text(Chunk("", 0, 0, t, "", c))
+        for t, c in conn.execute("SELECT text, context FROM chunks ORDER BY id")
+    ]
     model = load_model(None)
     t0 = time.perf_counter()
     for i in range(0, len(texts), 512):
@@ -215,7 +227,7 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
         print(f"deep arm: skipped ({reason})")
         return
     conn = engine.view.connection()
-    rows = conn.execute("SELECT id, text FROM chunks ORDER BY id").fetchall()
+    rows = [(i, deep.document_text(t, c)) for i, t, c in conn.execute("SELECT id, text, context FROM chunks ORDER BY id")]
     n = len(rows)
     if args.deep_sample <= 0 or args.deep_sample >= n:
         t0 = time.perf_counter()
@@ -231,12 +243,12 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
             "import json, resource, sqlite3, sys, time\n"
             "from core.arms import deep\n"
             "ids = json.loads(sys.argv[2]); conn = sqlite3.connect(sys.argv[1])\n"
-            "texts = [conn.execute('SELECT text FROM chunks WHERE id = ?', (i,)).fetchone()[0] for i in ids]\n"
+            "texts = [deep.document_text(*conn.execute('SELECT text, context FROM chunks WHERE id = ?', (i,)).fetchone()) for i in ids]\n"
             "t0 = time.perf_counter(); enc = deep.encoder(); t1 = time.perf_counter()\n"
             "order = sorted(range(len(texts)), key=lambda i: len(texts[i])); vecs = [None] * len(texts)\n"
             "for s in range(0, len(order), deep.BATCH):\n"
             "    part = order[s:s + deep.BATCH]\n"
-            "    for i, v in zip(part, enc.encode([deep.document_text(texts[i]) for i in part])): vecs[i] = v.tolist()\n"
+            "    for i, v in zip(part, enc.encode([texts[i] for i in part])): vecs[i] = v.tolist()\n"
             "t2 = time.perf_counter()\n"
             "print(json.dumps({'load': t1 - t0, 'embed': t2 - t1, 'vecs': vecs,"
             " 'rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
@@ -251,7 +263,7 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
               f"{n} chunks ~{n / rate / 60:.0f} min; model load {out['load']:.2f} s; peak RSS {out['rss']:.0f} MB")
         # Seed the cache: the sample's vectors, repeated over every other chunk's text.
         sample = np.asarray(out["vecs"], dtype=np.float32)
-        keys = np.array([deep.text_key(deep.document_text(t)) for _, t in rows], dtype=np.int64)
+        keys = np.array([deep.text_key(t) for _, t in rows], dtype=np.int64)
         cache = deep._Cache(engine.directory, deep.model_id())
         uniq, first = np.unique(keys, return_index=True)
         cache.add(uniq, sample[first % len(sample)])
