@@ -201,7 +201,9 @@ class Indexer:
             conn = connect(self.db_path)
             conn.executescript(SCHEMA)
             meta = read_meta(conn)
-            if meta and meta.get("format") != str(FORMAT_VERSION):
+            if not _schema_matches(conn):  # e.g. a first build of an older version cut short
+                reason = "index tables are of another format"
+            elif meta and meta.get("format") != str(FORMAT_VERSION):
                 reason = f"index format {meta.get('format', '?')} is not {FORMAT_VERSION}"
             elif meta and meta.get("settings") != self.settings.fingerprint():
                 reason = "chunking or discovery settings changed"
@@ -551,6 +553,26 @@ class _Embedder:
         self.index.add(np.array([cid for cid, _ in batch], dtype=np.int64), vectors)
         self.count += len(batch)
         self.progress(Progress("embed", self.count, self._fed))
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+@functools.lru_cache(maxsize=1)
+def _expected_columns() -> dict[str, list[str]]:
+    fresh = sqlite3.connect(":memory:")
+    try:
+        fresh.executescript(SCHEMA)
+        return {t: _columns(fresh, t) for t in ("files", "chunks")}
+    finally:
+        fresh.close()
+
+
+def _schema_matches(conn: sqlite3.Connection) -> bool:
+    """Whether the tables have this version's columns (``CREATE TABLE IF NOT EXISTS`` keeps an
+    older table as it was)."""
+    return all(_columns(conn, t) == cols for t, cols in _expected_columns().items())
 
 
 def _row_chunk(row) -> Chunk:

@@ -167,6 +167,24 @@ def test_foreign_format_version_is_rebuilt(sample_repo):
     assert stats.rebuilt and "999" in stats.rebuilt
 
 
+def test_tables_of_an_older_version_without_meta_are_rebuilt(sample_repo):
+    # A first build of an older version cut short: its tables, no meta at all.
+    directory = index_dir(sample_repo)
+    directory.mkdir(parents=True)
+    conn = sqlite3.connect(directory / "index.sqlite")
+    conn.executescript(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE TABLE chunks (id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,"
+        " end_line INTEGER NOT NULL, kind TEXT NOT NULL, language TEXT NOT NULL, context TEXT NOT NULL,"
+        " symbol TEXT NOT NULL, signature TEXT NOT NULL, docstring TEXT NOT NULL, text TEXT NOT NULL);"
+    )
+    conn.close()
+    notes = []
+    stats = Engine(sample_repo, notify=notes.append).ensure_index()
+    assert stats.rebuilt == "index tables are of another format" and stats.chunks > 0
+    assert any("rebuilding" in n for n in notes)
+
+
 def test_a_failed_update_keeps_the_previous_generation(engine, sample_repo, monkeypatch):
     gen = engine.view.generation
     (sample_repo / "app/extra.py").write_text("def extra_function():\n    pass\n")
