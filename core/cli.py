@@ -260,16 +260,19 @@ def query(
     except QueryError as exc:
         raise UsageProblem(str(exc)) from None
     engine = _engine(root, model, _note)
-    ws, rrf_k = _fusion_settings(engine.root, weights, ws, rrf_k)
     arms = list(default_arms()) if retriever == "all" else [retriever]
     # Asked for by name, deep is built whatever it costs; as one arm of many it does not hold
     # the answer up for a first build.
-    _run_index(
+    stats = _run_index(
         engine,
         show_progress=sys.stderr.isatty() and not as_json,
         deep="deep" in arms,
         deep_limit=None if retriever == "deep" else QUERY_DEEP_LIMIT,
     )
+    # Sitting this query out, deep takes its shipped weights with it: the other arms' are
+    # those tuned without it.
+    with_deep = None if "deep" not in arms else not (stats.deep or stats.deep_deferred)
+    ws, rrf_k = _fusion_settings(engine.root, weights, ws, rrf_k, with_deep=with_deep)
     try:
         result = engine.search(
             text, top_k=top_k, arms=arms, weights=ws, k=rrf_k, path_glob=path_glob, language=language,
@@ -321,12 +324,18 @@ def query(
 
 
 def _fusion_settings(
-    root: Path, weights_text: str | None, weights: dict[str, float], rrf_k: float | None
+    root: Path,
+    weights_text: str | None,
+    weights: dict[str, float],
+    rrf_k: float | None,
+    *,
+    with_deep: bool | None = None,
 ) -> tuple[dict[str, float], float]:
-    """The root's saved config (``ranklens tune --save``) over the shipped defaults, with
-    explicit --weights (per arm: the arms it does not name keep theirs) and --rrf-k on top."""
+    """The root's saved config (``ranklens tune --save``) over the shipped defaults (those with
+    or without deep, see :func:`core.config.default_weights`), with explicit --weights (per
+    arm: the arms it does not name keep theirs) and --rrf-k on top."""
     try:
-        config = load_config(root)
+        config = load_config(root, with_deep=with_deep)
     except ConfigError as exc:
         if weights_text is None or rrf_k is None:
             raise UsageProblem(str(exc)) from None

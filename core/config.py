@@ -34,11 +34,14 @@ DEFAULT_WEIGHTS: dict[str, float] = {"bm25": 1.6, "fts5": 0.4, "dense": 0.8, "sy
 DEFAULT_WEIGHTS_DEEP: dict[str, float] = {"bm25": 0.8, "fts5": 0.4, "dense": 0.4, "symbols": 0.8, "deep": 1.4}
 
 
-def default_weights() -> dict[str, float]:
-    """The shipped weights for the arms fused by default here (with or without ``deep``)."""
-    from .arms import default_arms
+def default_weights(with_deep: bool | None = None) -> dict[str, float]:
+    """The shipped weights for the arms fused here: with ``deep`` or without (None: whether it
+    is a default arm; a caller that knows deep cannot answer now passes False)."""
+    if with_deep is None:
+        from .arms import default_arms
 
-    return dict(DEFAULT_WEIGHTS_DEEP if "deep" in default_arms() else DEFAULT_WEIGHTS)
+        with_deep = "deep" in default_arms()
+    return dict(DEFAULT_WEIGHTS_DEEP if with_deep else DEFAULT_WEIGHTS)
 
 
 class ConfigError(ValueError):
@@ -50,11 +53,11 @@ def config_path(root: Path | str, cache_dir: Path | None = None) -> Path:
     return index_dir(Path(root).expanduser().resolve(), cache_dir) / CONFIG_FILE
 
 
-def default_config() -> dict:
-    return {"weights": default_weights(), "k": DEFAULT_K}
+def default_config(with_deep: bool | None = None) -> dict:
+    return {"weights": default_weights(with_deep), "k": DEFAULT_K}
 
 
-def load_config(root: Path | str, cache_dir: Path | None = None) -> dict:
+def load_config(root: Path | str, cache_dir: Path | None = None, *, with_deep: bool | None = None) -> dict:
     """``{"weights": {arm: w}, "k": k}`` of ``root``: its saved config over the shipped defaults.
 
     Raises :class:`ConfigError` for a file that is unreadable, not JSON or holds bad values.
@@ -63,23 +66,23 @@ def load_config(root: Path | str, cache_dir: Path | None = None) -> dict:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return default_config()
+        return default_config(with_deep)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    return parse_config(data, str(path))
+    return parse_config(data, str(path), with_deep=with_deep)
 
 
-def parse_config(data: object, source: str = "config") -> dict:
+def parse_config(data: object, source: str = "config", *, with_deep: bool | None = None) -> dict:
     """Validate a config object into ``{"weights": …, "k": …}`` (extra keys are ignored)."""
     from .arms import REGISTRY
 
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object")
-    out = default_config()
+    out = default_config(with_deep)
     weights = data.get("weights", {})
     if not isinstance(weights, dict):
         raise ConfigError(f'{source}: "weights" must be an object of arm: weight')

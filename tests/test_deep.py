@@ -155,6 +155,12 @@ def test_cli_query_leaves_a_first_deep_build_to_index(fake, sample_repo, monkeyp
     assert out.exit_code == 0, out.output
     assert "deep:" in out.output and "`ranklens index` builds them" in out.output
     assert fake.seen == []
+    # Sitting the query out, deep leaves the other arms the weights tuned without it.
+    from core.config import DEFAULT_WEIGHTS
+
+    out = CliRunner().invoke(cli.cli, ["query", "hash a password", "--root", str(sample_repo), "--json"])
+    data = json.loads(out.stdout)
+    assert {a: data["weights"][a] for a in DEFAULT_WEIGHTS} == DEFAULT_WEIGHTS
     # Asked for by name, it is built.
     out = CliRunner().invoke(cli.cli, ["query", "hash a password", "--root", str(sample_repo), "--retriever", "deep"])
     assert out.exit_code == 0, out.output
