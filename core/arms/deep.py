@@ -240,15 +240,9 @@ class DeepArm:
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
         if limit <= 0:
             return []
-        chunks = self.view.chunks
-        vec = self.encoder.encode([query])[0]
-        allowed_keys = None if allowed is None else chunks.ids[allowed]
-        keys, sims = self.vectors.search(vec, limit, allowed_keys)
-        hits: list[Hit] = []
-        for row, sim in zip(chunks.rows_for(keys), sims):
-            if row >= 0:
-                hits.append(chunks.hit(self.name, int(row), len(hits) + 1, float(sim)))
-        return hits
+        from .dense import nearest
+
+        return nearest(self.name, self.view, self.vectors, self.encoder.encode([query])[0], limit, allowed)
 
 
 # ----------------------------------------------------------------------------- the vectors

@@ -52,13 +52,17 @@ class DenseArm:
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
         if limit <= 0:
             return []
-        chunks = self.view.chunks
-        vec = self.model.encode([query])[0]
-        allowed_keys = None if allowed is None else chunks.ids[allowed]
-        keys, sims = self.vectors.search(vec, limit, allowed_keys)
-        rows = chunks.rows_for(keys)
-        hits: list[Hit] = []
-        for row, sim in zip(rows, sims):
-            if row >= 0:
-                hits.append(chunks.hit(self.name, int(row), len(hits) + 1, float(sim)))
-        return hits
+        return nearest(self.name, self.view, self.vectors, self.model.encode([query])[0], limit, allowed)
+
+
+def nearest(arm: str, view: IndexView, vectors, vec: np.ndarray, limit: int, allowed: np.ndarray | None) -> list[Hit]:
+    """The ``limit`` chunks whose vectors are nearest ``vec``, as ``arm``'s ranking (shared by
+    the embedding arms); ``allowed`` masks chunk rows."""
+    chunks = view.chunks
+    allowed_keys = None if allowed is None else chunks.ids[allowed]
+    keys, sims = vectors.search(vec, limit, allowed_keys)
+    hits: list[Hit] = []
+    for row, sim in zip(chunks.rows_for(keys), sims):
+        if row >= 0:
+            hits.append(chunks.hit(arm, int(row), len(hits) + 1, float(sim)))
+    return hits
