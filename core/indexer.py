@@ -29,7 +29,6 @@ from . import __version__
 from .arms import bm25 as bm25_arm
 from .arms import dense as dense_arm
 from .arms import fts5 as fts5_arm
-from .arms import lexical_ctx as ctx_arm
 from .arms import symbols as symbols_arm
 from .bm25 import BM25Matrix, TokenCounter, Vocabulary, widen
 from .chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
@@ -42,7 +41,6 @@ from .types import Chunk
 #: documents, which chunks it holds). Fields shared by several matrices are counted once.
 MATRICES: dict[str, tuple[dict[str, float], Callable[[Chunk], bool]]] = {
     "bm25": (bm25_arm.FIELDS, lambda chunk: True),
-    "ctx": (ctx_arm.FIELDS, lambda chunk: True),
     "symbols": (symbols_arm.FIELDS, symbols_arm.include),
 }
 
