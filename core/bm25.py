@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -59,11 +60,50 @@ class Vocabulary:
         # json.dumps, not json.dump: dump to a file encodes in Python, piece by piece (0.56 s
         # for the ~190k tokens of a 50k-chunk index, against ~0.05 s in C).
         Path(path).write_text(json.dumps(self.tokens, separators=(",", ":"), ensure_ascii=False), encoding="utf-8")
+        _remember(Path(path), self)
 
     @classmethod
     def load(cls, path: Path) -> "Vocabulary":
+        """The vocabulary saved at ``path``: a copy of the one this process last saved or loaded
+        there when the file is unchanged (an index update reads the previous generation's,
+        0.36 s from JSON at 50k chunks against ~0.03 s to copy), else read from the file."""
+        path = Path(path)
+        key = _file_key(path)
+        with _recent_lock:
+            found = _recent.get(key)
+        if found is not None:
+            return found.copy()
         with open(path, encoding="utf-8") as fh:
-            return cls(json.load(fh))
+            vocab = cls(json.load(fh))
+        _remember(path, vocab, key)
+        return vocab
+
+    def copy(self) -> "Vocabulary":
+        out = Vocabulary.__new__(Vocabulary)
+        out.tokens = list(self.tokens)
+        out.index = dict(self.index)
+        return out
+
+
+# The vocabularies this process last saved or loaded, by file identity (device, inode, size,
+# mtime: the indexer saves into a temporary generation folder that is then renamed). They
+# only grow, and the indexer mutates what it loads, so callers always get a copy.
+_recent: dict[tuple, Vocabulary] = {}
+_recent_lock = threading.Lock()
+_RECENT_MAX = 4
+
+
+def _file_key(path: Path) -> tuple:
+    st = path.stat()
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _remember(path: Path, vocab: Vocabulary, key: tuple | None = None) -> None:
+    snapshot = vocab.copy()
+    with _recent_lock:
+        _recent[key or _file_key(path)] = snapshot
+        while len(_recent) > _RECENT_MAX:
+            del _recent[next(iter(_recent))]
 
 
 class TokenCounter:

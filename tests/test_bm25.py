@@ -125,3 +125,21 @@ def test_empty_corpus_scores_nothing():
     m = BM25Matrix.from_documents([])
     assert len(m) == 0
     assert m.top(["x"], 5)[0].size == 0
+
+
+def test_vocabulary_loads_are_independent_copies_and_follow_the_file(tmp_path):
+    from core.bm25 import Vocabulary
+
+    path = tmp_path / "vocab.json"
+    Vocabulary(["a", "b"]).save(path)
+    first = Vocabulary.load(path)
+    first.add("c")  # the indexer grows what it loads; the next reader must not see it
+    second = Vocabulary.load(path)
+    assert second.tokens == ["a", "b"] and second.index == {"a": 0, "b": 1}
+    # Saved, then renamed (a generation folder is written under a temporary name).
+    first.save(tmp_path / "tmp.json")
+    (tmp_path / "tmp.json").rename(tmp_path / "next.json")
+    assert Vocabulary.load(tmp_path / "next.json").tokens == ["a", "b", "c"]
+    # Another writer changes the file: it is read again.
+    path.write_text('["x", "y", "z", "w"]', encoding="utf-8")
+    assert Vocabulary.load(path).tokens == ["x", "y", "z", "w"]
