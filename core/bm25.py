@@ -60,22 +60,25 @@ class Vocabulary:
         # json.dumps, not json.dump: dump to a file encodes in Python, piece by piece (0.56 s
         # for the ~190k tokens of a 50k-chunk index, against ~0.05 s in C).
         Path(path).write_text(json.dumps(self.tokens, separators=(",", ":"), ensure_ascii=False), encoding="utf-8")
-        _remember(Path(path), self)
+        _remember(_file_key(Path(path)), self.copy())  # the saver may go on growing its own
 
     @classmethod
     def load(cls, path: Path) -> "Vocabulary":
-        """The vocabulary saved at ``path``: a copy of the one this process last saved or loaded
-        there when the file is unchanged (an index update reads the previous generation's,
-        0.36 s from JSON at 50k chunks against ~0.03 s to copy), else read from the file."""
+        """The vocabulary saved at ``path``, shared: a caller that grows it takes a :meth:`copy`.
+
+        When the file is unchanged since this process last saved or loaded it, the same
+        instance is returned (an index update reads the previous generation's vocabulary,
+        0.36 s from JSON at 50k chunks, which the open index has usually loaded already).
+        """
         path = Path(path)
         key = _file_key(path)
         with _recent_lock:
             found = _recent.get(key)
         if found is not None:
-            return found.copy()
+            return found
         with open(path, encoding="utf-8") as fh:
             vocab = cls(json.load(fh))
-        _remember(path, vocab, key)
+        _remember(key, vocab)
         return vocab
 
     def copy(self) -> "Vocabulary":
@@ -86,8 +89,8 @@ class Vocabulary:
 
 
 # The vocabularies this process last saved or loaded, by file identity (device, inode, size,
-# mtime: the indexer saves into a temporary generation folder that is then renamed). They
-# only grow, and the indexer mutates what it loads, so callers always get a copy.
+# mtime: the indexer saves into a temporary generation folder that is then renamed). Shared
+# and never mutated: the indexer grows a copy.
 _recent: dict[tuple, Vocabulary] = {}
 _recent_lock = threading.Lock()
 _RECENT_MAX = 4
@@ -98,10 +101,9 @@ def _file_key(path: Path) -> tuple:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _remember(path: Path, vocab: Vocabulary, key: tuple | None = None) -> None:
-    snapshot = vocab.copy()
+def _remember(key: tuple, vocab: Vocabulary) -> None:
     with _recent_lock:
-        _recent[key or _file_key(path)] = snapshot
+        _recent[key] = vocab
         while len(_recent) > _RECENT_MAX:
             del _recent[next(iter(_recent))]
 

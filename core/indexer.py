@@ -398,7 +398,7 @@ class Indexer:
 
     def _write_matrices(self, out: Path, prev_gen: int, old_ids, new_chunks, new_ids, progress) -> None:
         prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
-        vocab = Vocabulary.load(prev / "vocab.json") if prev else Vocabulary()
+        vocab = Vocabulary.load(prev / "vocab.json").copy() if prev else Vocabulary()  # it grows
         counter = TokenCounter(vocab)
         fields = {f for spec, _ in MATRICES.values() for f in spec}
         steps = len(fields) + len(MATRICES)

@@ -127,15 +127,18 @@ def test_empty_corpus_scores_nothing():
     assert m.top(["x"], 5)[0].size == 0
 
 
-def test_vocabulary_loads_are_independent_copies_and_follow_the_file(tmp_path):
+def test_vocabulary_loads_are_shared_copies_grow_alone_and_loads_follow_the_file(tmp_path):
     from core.bm25 import Vocabulary
 
     path = tmp_path / "vocab.json"
-    Vocabulary(["a", "b"]).save(path)
-    first = Vocabulary.load(path)
-    first.add("c")  # the indexer grows what it loads; the next reader must not see it
+    saved = Vocabulary(["a", "b"])
+    saved.save(path)
+    saved.add("late")  # the saver goes on growing its own: the file's readers must not see it
+    first = Vocabulary.load(path).copy()
+    first.add("c")  # the indexer grows a copy of what it loads; the next reader must not see it
     second = Vocabulary.load(path)
     assert second.tokens == ["a", "b"] and second.index == {"a": 0, "b": 1}
+    assert Vocabulary.load(path) is second  # unchanged file: the same instance, not read again
     # Saved, then renamed (a generation folder is written under a temporary name).
     first.save(tmp_path / "tmp.json")
     (tmp_path / "tmp.json").rename(tmp_path / "next.json")
