@@ -14,7 +14,7 @@ import click
 
 from .arms import DEFAULT_ARMS, REGISTRY, default_arms
 from .config import ConfigError, load_config
-from .consolidate import ARM_FAMILIES, single_arm
+from .consolidate import single_arm
 from .engine import DEFAULT_RRF_K, DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
 from .evaluation import SEED
 from .fusion import check_k, check_weight

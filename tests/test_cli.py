@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from core.config import default_config
+from cli_helpers import run
 
 LINE = re.compile(
     r"^(?P<loc>\S+:\d+-\d+)  \[score=(?P<score>\d\.\d{4}) agree=(?P<n>\d)/(?P<m>\d) "
     r"conf=(?P<conf>high|medium|low)  via (?P<via>[a-z0-9+,]+)\]"
 )
-
-
-def run(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "core.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
-        timeout=300,
-    )
 
 
 def test_index_json_summary_then_incremental(sample_repo):

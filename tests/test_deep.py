@@ -4,7 +4,6 @@ extra is installed."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -19,7 +18,6 @@ from core.arms import DEFAULT_ARMS, ArmUnavailable, default_arms
 from core.arms import deep
 from core.engine import Engine
 from core.indexer import Indexer, IndexSettings
-from core.tokenize import code_tokens
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "tests" / "fixtures" / "deep_reference.json"

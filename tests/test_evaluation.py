@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -45,6 +42,7 @@ from core.evaluation import (
     tune,
 )
 from core.types import Hit, make_docid
+from cli_helpers import run
 
 
 def S(path, start, end):
@@ -389,17 +387,6 @@ def test_run_and_report_over_a_real_index(sample_repo, sample_queries):
 
 
 # ----------------------------------------------------------------------------- CLI
-
-
-def run(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "core.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
-        timeout=300,
-    )
 
 
 def test_eval_prints_tables_per_kind_and_the_missed_queries(sample_repo, sample_queries):
