@@ -433,7 +433,8 @@ class _Budget:
                 header = self._emit(run, scope, header)
                 run = []
                 if unit is None:
-                    header = self._long_code(start, end, scope, header)
+                    self._long_code(start, end, scope, header)
+                    header = None  # its first window carries the header's name
                 elif unit.children:
                     self._pack(start, end, unit.children, unit.chunk.context, unit)
                 else:
@@ -487,7 +488,6 @@ class _Budget:
                 windows[0], kind=self.spec.kind, symbol=h.symbol, signature=h.signature, docstring=h.docstring
             )
         self.out.extend(windows)
-        return None
 
     def _pieces(self, start: int, end: int, unit: _Unit) -> None:
         """A leaf definition over budget: overlapping pieces that all name it. Only the first
