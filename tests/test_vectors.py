@@ -216,11 +216,13 @@ def test_empty_index_round_trip(tmp_path: Path):
 
 
 def test_save_is_atomic_and_leaves_no_temp_files(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(vectors_mod._Coarse, "MIN_VECTORS", 10)  # with its int8 companion
     keys, vecs = _data(60)
     path = tmp_path / "sub" / "v.idx"
     _index(keys, vecs).save(path)
-    _index(keys[:10], vecs[:10]).save(path)  # overwrite
-    assert sorted(p.name for p in path.parent.iterdir()) == ["v.idx"]
+    _index(keys[:10], vecs[:10]).save(path)  # overwrite: the old companion goes too
+    names = sorted(p.name for p in path.parent.iterdir())
+    assert names[0] == "v.idx" and len(names) == 2 and names[1].endswith(".i8")
     assert len(VectorIndex.load(path)) == 10
     before = path.read_bytes()
 
@@ -230,7 +232,7 @@ def test_save_is_atomic_and_leaves_no_temp_files(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(vectors_mod.os, "replace", boom)
     with pytest.raises(OSError, match="disk on fire"):
         _index(keys, vecs).save(path)
-    assert sorted(p.name for p in path.parent.iterdir()) == ["v.idx"]
+    assert sorted(p.name for p in path.parent.iterdir()) == names
     assert path.read_bytes() == before
 
 
@@ -321,3 +323,83 @@ def test_float32_copy_follows_modifications():
     assert got[0] == 123456789 and index._f32 is not before
     index.remove(np.array([123456789]))
     assert 123456789 not in index.search(vecs[0] * 3.0 + 1.0, 5)[0]
+
+
+def _coarse_scan_count(monkeypatch) -> list[int]:
+    monkeypatch.setattr(vectors_mod._Coarse, "MIN_VECTORS", 100)
+    calls: list[int] = []
+    real = vectors_mod._Coarse.candidates
+
+    def counting(self, query, pool):
+        calls.append(pool)
+        return real(self, query, pool)
+
+    monkeypatch.setattr(vectors_mod._Coarse, "candidates", counting)
+    return calls
+
+
+def test_a_loaded_view_picks_candidates_by_its_int8_companion_and_rescores_them_exactly(tmp_path: Path, monkeypatch):
+    calls = _coarse_scan_count(monkeypatch)
+    keys, vecs = _data(2000)
+    index = _index(keys, vecs)
+    path = tmp_path / "v.idx"
+    index.save(path)
+    viewed = VectorIndex.load(path)
+    rng = np.random.default_rng(5)
+    for q in rng.normal(size=(20, DIM)).astype(np.float32):
+        got, want = viewed.search(q, 30), index.search(q, 30)  # the latter scans every vector
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])  # the same bits, not just close
+    assert calls == [vectors_mod._Coarse.MIN_POOL] * 20
+    # A filter, or a pool as big as the index, scans the vectors themselves.
+    viewed.search(vecs[0], 30, allowed=keys[:500])
+    viewed.search(vecs[0], 1000)
+    assert len(calls) == 20
+
+
+def test_the_companion_is_dropped_on_modification_and_rebuilt_on_save(tmp_path: Path, monkeypatch):
+    calls = _coarse_scan_count(monkeypatch)
+    keys, vecs = _data(600)
+    path = tmp_path / "v.idx"
+    _index(keys[:500], vecs[:500]).save(path)
+    viewed = VectorIndex.load(path)
+    viewed.add(keys[500:], vecs[500:])  # no longer the file's vectors
+    assert viewed.search(vecs[550], 1)[0][0] == keys[550] and calls == []
+    viewed.save(path)
+    again = VectorIndex.load(path)
+    assert again.search(vecs[550], 1)[0][0] == keys[550] and len(calls) == 1
+    # Loaded for modification, the companion follows removals and additions.
+    editable = VectorIndex.load(path, view=False)
+    editable.remove(keys[:100])
+    editable.add(keys[:50], vecs[:50] * -1)
+    editable.save(path)
+    final = VectorIndex.load(path)
+    q = -vecs[10]
+    np.testing.assert_array_equal(final.search(q, 5)[0], editable.search(q, 5)[0])
+    assert keys[60] not in final.search(vecs[60], 30)[0]
+
+
+def test_a_missing_or_foreign_companion_means_a_full_scan(tmp_path: Path, monkeypatch):
+    calls = _coarse_scan_count(monkeypatch)
+    keys, vecs = _data(400)
+    path = tmp_path / "v.idx"
+    _index(keys, vecs).save(path)
+    want = _index(keys, vecs).search(vecs[3], 10)
+    companion = next(tmp_path.glob("v.idx.*.i8"))
+    other = tmp_path / "w.idx"
+    _index(keys[:300], vecs[:300]).save(other)
+    os.replace(next(tmp_path.glob("w.idx.*.i8")), companion)  # 300 vectors, not 400
+    got = VectorIndex.load(path).search(vecs[3], 10)
+    companion.write_bytes(b"junk")
+    got2 = VectorIndex.load(path).search(vecs[3], 10)
+    companion.unlink()
+    got3 = VectorIndex.load(path).search(vecs[3], 10)
+    assert calls == []
+    for g in (got, got2, got3):
+        np.testing.assert_array_equal(g[0], want[0])
+
+
+def test_small_indexes_get_no_companion(tmp_path: Path):
+    keys, vecs = _data(300)
+    _index(keys, vecs).save(tmp_path / "v.idx")
+    assert [p.name for p in tmp_path.iterdir()] == ["v.idx"]
