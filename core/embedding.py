@@ -11,6 +11,7 @@ model2vec is imported lazily inside :func:`load_model`: importing this module is
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -93,7 +94,9 @@ class EmbeddingModel:
     def _encode_sparse(self, texts: list[str]) -> np.ndarray:
         model = self._model
         max_length = model.max_length
-        if max_length is not None:  # model2vec's own character cap before tokenizing
+        # model2vec's own character cap before tokenizing; it is at least max_length (no token
+        # is shorter than a character), so short texts such as queries never need it computed.
+        if max_length is not None and any(len(t) > max_length for t in texts):
             cap = max_length * model.median_token_length
             texts = [t[:cap] for t in texts]
         encodings = model.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
@@ -256,6 +259,10 @@ class _PlainStatic:
     weights = None
     table: np.ndarray | None = None
 
+    @functools.cached_property
+    def median_token_length(self) -> int:
+        return int(np.median([len(t) for t in self.tokenizer.get_vocab()]))
+
     @classmethod
     def load(cls, folder: Path) -> "_PlainStatic | None":
         from safetensors import safe_open
@@ -288,22 +295,21 @@ class _PlainStatic:
         else:
             tokenizer.enable_truncation(self.max_length)
         self.tokenizer = tokenizer
-        vocab = tokenizer.get_vocab()
+        size = tokenizer.get_vocab_size()  # not get_vocab(): building that dict costs 30 ms
         if mapping is None:
-            if len(vocab) != len(embedding):
+            if size != len(embedding):
                 return None
             table = np.asarray(embedding, dtype=np.float32)
         else:
             mapping = mapping.astype(np.int64, copy=False)
-            if mapping.shape != (len(vocab),) or (mapping.size and (mapping.min() < 0 or mapping.max() >= len(embedding))):
+            if mapping.shape != (size,) or (mapping.size and (mapping.min() < 0 or mapping.max() >= len(embedding))):
                 return None
             table = np.asarray(embedding[mapping], dtype=np.float32)
-        if weights is not None and weights.shape != (len(vocab),):
+        if weights is not None and weights.shape != (size,):
             return None
         if weights is not None:
             table = table * np.asarray(weights, dtype=np.float32)[:, None]
         self.table = np.ascontiguousarray(table)
-        self.median_token_length = int(np.median([len(t) for t in vocab]))
         if not hasattr(tokenizer.model, "unk_token"):
             return None  # e.g. Unigram: model2vec reads its unk id from the JSON
         unk = tokenizer.model.unk_token

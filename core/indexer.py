@@ -19,6 +19,7 @@ import shutil
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -300,7 +301,7 @@ class Indexer:
             if embedder is not None:
                 embedder.close()
             with clock("lexical"):
-                self._write_matrices(tmp, prev_gen, old_ids, new_chunks, new_ids, progress)
+                self._write_matrices(conn, meta, tmp, prev_gen, old_ids, new_chunks, new_ids, progress)
                 self._write_chunk_table(conn, tmp, prev_gen, old_ids, new_chunks, new_ids)
                 self._write_common_terms(conn, tmp, prev_gen, len(old_ids) + len(new_ids))
             if embedder is not None:
@@ -396,9 +397,10 @@ class Indexer:
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('next_chunk_id', ?)", (str(next_id),))
         return new_chunks, new_ids
 
-    def _write_matrices(self, out: Path, prev_gen: int, old_ids, new_chunks, new_ids, progress) -> None:
+    def _write_matrices(self, conn, meta, out: Path, prev_gen: int, old_ids, new_chunks, new_ids, progress) -> None:
         prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
-        vocab = Vocabulary.load(prev / "vocab.json").copy() if prev else Vocabulary()  # it grows
+        vocab = Vocabulary.read(conn, meta.get("vocab_stamp")).copy()  # it grows
+        known = len(vocab)
         counter = TokenCounter(vocab)
         fields = {f for spec, _ in MATRICES.values() for f in spec}
         steps = len(fields) + len(MATRICES)
@@ -417,7 +419,9 @@ class Indexer:
             else:
                 matrix = BM25Matrix(tf, vocab, ids[rows])
             matrix.save(out, name)
-        vocab.save(out / "vocab.json")
+        stamp = uuid.uuid4().hex
+        vocab.store(conn, known, stamp)
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('vocab_stamp', ?)", (stamp,))
         progress(Progress("lexical", steps, steps))
 
     def _write_common_terms(self, conn, out: Path, prev_gen: int, touched: int) -> None:

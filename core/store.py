@@ -32,7 +32,8 @@ from .types import Hit
 #: another version is rebuilt, never read. 2: path and symbol tokens in the bm25 documents.
 #: 3: size-budgeted chunks, pieces of a long definition (``piece_start``/``piece_end``).
 #: 4: dense vectors embed each chunk's breadcrumb before its text.
-FORMAT_VERSION = 4
+#: 5: the lexical vocabulary lives in the ``vocab`` table, not in each generation's JSON.
+FORMAT_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -48,6 +49,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     piece_start INTEGER NOT NULL DEFAULT 0, piece_end INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+-- Token -> column of the lexical matrices; it only grows (core.bm25.Vocabulary).
+CREATE TABLE IF NOT EXISTS vocab (token TEXT PRIMARY KEY, col INTEGER NOT NULL) WITHOUT ROWID;
 -- Identifiers stay whole ('_' is a token character): this arm is the exact-symbol signal.
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     text, content='chunks', content_rowid='id', tokenize="unicode61 tokenchars '_'"
@@ -288,9 +291,9 @@ class IndexView:
             return self._cache[key]
 
     def vocabulary(self):
-        from .bm25 import Vocabulary
+        from .bm25 import StoredVocabulary
 
-        return self.cached("vocab", lambda: Vocabulary.load(self.gen_dir / "vocab.json"))
+        return self.cached("vocab", lambda: StoredVocabulary(self.connection))
 
     def matrix(self, name: str):
         from .bm25 import BM25Matrix

@@ -104,21 +104,52 @@ def test_incremental_update_equals_a_fresh_build(texts, corpus):
         np.testing.assert_allclose(updated.get_scores(tokens), ref.get_scores(tokens), atol=1e-9)
 
 
+def _vocab_db(tmp_path):
+    import sqlite3
+
+    from core.store import SCHEMA
+
+    conn = sqlite3.connect(tmp_path / "index.sqlite", check_same_thread=False)
+    conn.executescript(SCHEMA)
+    return conn
+
+
 def test_save_and_load_round_trip_including_a_later_update(tmp_path, texts):
+    from core.bm25 import StoredVocabulary
+
+    conn = _vocab_db(tmp_path)
     vocab = Vocabulary()
     counter = TokenCounter(vocab)
     mine = BM25Matrix(counter.count(texts[:300]), vocab, np.arange(300) + 1000)
     mine.save(tmp_path, "bm25")
-    vocab.save(tmp_path / "vocab.json")
-    back_vocab = Vocabulary.load(tmp_path / "vocab.json")
-    back = BM25Matrix.load(tmp_path, "bm25", back_vocab)
+    vocab.store(conn, 0, "s1")
+    conn.commit()
+    back = BM25Matrix.load(tmp_path, "bm25", StoredVocabulary(lambda: conn))
     assert list(back.keys) == list(mine.keys)
     tokens = code_tokens("import os path join")
     np.testing.assert_array_equal(back.get_scores(tokens), mine.get_scores(tokens))
+    back_vocab = Vocabulary.read(conn).copy()
+    assert back_vocab.tokens == vocab.tokens
     counter2 = TokenCounter(back_vocab)
-    again = back.updated([1000], counter2.count(texts[300:310]), range(2000, 2010))
+    again = BM25Matrix.load(tmp_path, "bm25", back_vocab).updated([1000], counter2.count(texts[300:310]), range(2000, 2010))
     ref = mine.updated([1000], counter.count(texts[300:310]), range(2000, 2010))
     np.testing.assert_allclose(again.get_scores(tokens), ref.get_scores(tokens), atol=1e-12)
+
+
+def test_stored_vocabulary_looks_up_only_the_query_tokens_and_ignores_later_columns(tmp_path):
+    from core.bm25 import StoredVocabulary
+
+    conn = _vocab_db(tmp_path)
+    vocab = Vocabulary(["open", "file", "read"])
+    vocab.store(conn, 0, "a")
+    stored = StoredVocabulary(lambda: conn)
+    assert stored.columns(["read", "nope", "open", "read"]) == [2, None, 0, 2]
+    assert stored.columns([]) == []
+    m = BM25Matrix.from_documents([["open", "file"], ["read"]])
+    later = Vocabulary(["open", "file", "read", "write"])  # a newer generation's token
+    later.store(conn, 3, "b")
+    m.vocab = stored
+    assert m.top(["write", "read"], 5)[0].tolist() == [1]  # "write" (column 3) is past this matrix
 
 
 def test_empty_corpus_scores_nothing():
@@ -127,22 +158,20 @@ def test_empty_corpus_scores_nothing():
     assert m.top(["x"], 5)[0].size == 0
 
 
-def test_vocabulary_loads_are_shared_copies_grow_alone_and_loads_follow_the_file(tmp_path):
-    from core.bm25 import Vocabulary
-
-    path = tmp_path / "vocab.json"
+def test_vocabulary_reads_are_shared_by_stamp_and_copies_grow_alone(tmp_path):
+    conn = _vocab_db(tmp_path)
     saved = Vocabulary(["a", "b"])
-    saved.save(path)
-    saved.add("late")  # the saver goes on growing its own: the file's readers must not see it
-    first = Vocabulary.load(path).copy()
-    first.add("c")  # the indexer grows a copy of what it loads; the next reader must not see it
-    second = Vocabulary.load(path)
-    assert second.tokens == ["a", "b"] and second.index == {"a": 0, "b": 1}
-    assert Vocabulary.load(path) is second  # unchanged file: the same instance, not read again
-    # Saved, then renamed (a generation folder is written under a temporary name).
-    first.save(tmp_path / "tmp.json")
-    (tmp_path / "tmp.json").rename(tmp_path / "next.json")
-    assert Vocabulary.load(tmp_path / "next.json").tokens == ["a", "b", "c"]
-    # Another writer changes the file: it is read again.
-    path.write_text('["x", "y", "z", "w"]', encoding="utf-8")
-    assert Vocabulary.load(path).tokens == ["x", "y", "z", "w"]
+    saved.store(conn, 0, "one")
+    saved.add("late")  # the storer goes on growing its own: readers of "one" must not see it
+    first = Vocabulary.read(conn, "one")
+    assert first.tokens == ["a", "b"] and first.index == {"a": 0, "b": 1}
+    assert Vocabulary.read(conn, "one") is first  # the same state: not read again
+    grown = first.copy()
+    grown.add("c")  # the indexer grows a copy of what it reads; the next reader must not see it
+    assert Vocabulary.read(conn, "one").tokens == ["a", "b"]
+    grown.store(conn, 2, "two")
+    assert Vocabulary.read(conn, "two").tokens == ["a", "b", "c"]
+    # Without a stamp (or another one), the table is read.
+    conn.execute("INSERT INTO vocab(token, col) VALUES ('d', 3)")
+    assert Vocabulary.read(conn).tokens == ["a", "b", "c", "d"]
+    assert Vocabulary.read(conn, "three").tokens == ["a", "b", "c", "d"]
