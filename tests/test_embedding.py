@@ -301,4 +301,39 @@ def test_bundled_model_is_served_by_the_fast_loader_from_its_embeddings():
     assert embedding.dtype == np.float16 and embedding.shape[1] == 256
     model = load_model()
     assert model._model.weights is None and model._model.token_mapping is None
-    assert model._table.shape == embedding.shape
+    assert model._table.size == len(embedding)
+
+
+def test_a_query_is_pooled_from_the_float16_rows_and_equals_the_batch_path():
+    """Opening the model makes no float32 table; a query gathers its rows, bit for bit what
+    the whole table (made by the first batch encode) gives."""
+    model = load_model()
+    table = model._table
+    table.__dict__.pop("full", None)
+    queries = ["parse command line arguments", "Vocabulary.read(conn)", "x"]
+    few = model.encode(queries)
+    assert "full" not in table.__dict__
+    model.encode([f"text {i}" for i in range(20)])  # more than a few texts: the whole table
+    assert "full" in table.__dict__
+    np.testing.assert_array_equal(model.encode(queries), few)
+
+
+def test_safetensors_are_memory_mapped_or_left_to_safetensors(tmp_path: Path):
+    import json
+    import struct
+
+    from safetensors.numpy import save_file
+
+    from core.embedding import _mapped_tensors
+
+    arrays = {"embeddings": np.arange(12, dtype=np.float16).reshape(4, 3), "mapping": np.arange(4, dtype=np.int64)}
+    save_file(arrays, str(tmp_path / "m.safetensors"))
+    mapped = _mapped_tensors(tmp_path / "m.safetensors")
+    assert isinstance(mapped["embeddings"], np.memmap)
+    for name, array in arrays.items():
+        np.testing.assert_array_equal(mapped[name], array)
+    (tmp_path / "junk.safetensors").write_bytes(b"\xff" * 40)
+    header = json.dumps({"embeddings": {"dtype": "BF16", "shape": [1, 2], "data_offsets": [0, 4]}}).encode()
+    (tmp_path / "bf16.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+    assert _mapped_tensors(tmp_path / "junk.safetensors") is None
+    assert _mapped_tensors(tmp_path / "bf16.safetensors") is None
