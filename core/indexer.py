@@ -9,10 +9,10 @@ wait for the first instead of interleaving with it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
-import operator
 import os
 import queue
 import shutil
@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -31,12 +31,13 @@ from .arms import bm25 as bm25_arm
 from .arms import dense as dense_arm
 from .arms import fts5 as fts5_arm
 from .arms import symbols as symbols_arm
-from .bm25 import BM25Matrix, TokenCounter, Vocabulary, widen
+from .bm25 import BM25Matrix, TokenBatch, TokenMerger, Vocabulary, count_batch
 from .chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
 from .discovery import DiscoveryOptions, FileEntry, discover, read_text
 from .languages import language_for
 from .store import FORMAT_VERSION, SCHEMA, ChunkTable, connect, gen_dir_name, read_meta
 from .types import Chunk
+from .workers import ordered_map
 
 #: Lexical matrices stored per generation: name -> (weighted chunk fields that make its
 #: documents, which chunks it holds). Fields shared by several matrices are counted once.
@@ -46,6 +47,13 @@ MATRICES: dict[str, tuple[dict[str, float], Callable[[Chunk], bool]]] = {
 }
 
 EMBED_BATCH = 512
+#: Files are chunked and their tokens counted in batches of about this much text.
+CHUNK_BATCH_BYTES = 256_000
+#: An update with at least this much text to chunk does it in a worker process: tree-sitter and
+#: the Python-side span work then overlap the SQLite inserts and the embedder instead of
+#: holding this process's GIL. Below it (an edited file or a few) starting a worker (~0.3 s)
+#: would cost more than it saves.
+POOL_MIN_BYTES = 2_000_000
 #: Files of the index folder a rebuild keeps: the lock, and the user's tuned fusion settings
 #: (core.config) and relevance judgments (core.judgments), which no rebuild can recreate.
 #: The deep arm's vector cache is keyed by text content and stamped with its model, so it
@@ -296,12 +304,16 @@ class Indexer:
                 base, backlog = self._vector_plan(conn, prev_gen if same_model else 0, model, old_ids)
                 embedder = _Embedder(base, model, progress, stats.seconds)
                 embedder.feed(backlog)
+            prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
+            vocab = Vocabulary.read(conn, meta.get("vocab_stamp")).copy()  # it grows
+            known = len(vocab)
+            tokens = TokenMerger(vocab, MATRICES)
             with clock("chunk"):
-                new_chunks, new_ids = self._insert_chunks(conn, meta, plan, progress, embedder)
+                new_chunks, new_ids = self._insert_chunks(conn, meta, plan, progress, embedder, tokens)
             if embedder is not None:
                 embedder.close()
             with clock("lexical"):
-                self._write_matrices(conn, meta, tmp, prev_gen, old_ids, new_chunks, new_ids, progress)
+                self._write_matrices(conn, tmp, prev, old_ids, new_chunks, new_ids, tokens, known, progress)
                 self._write_chunk_table(conn, tmp, prev_gen, old_ids, new_chunks, new_ids)
                 self._write_common_terms(conn, tmp, prev_gen, len(old_ids) + len(new_ids))
             if embedder is not None:
@@ -361,63 +373,80 @@ class Indexer:
         self._touch(conn, plan)
         return old_ids
 
-    def _insert_chunks(self, conn, meta, plan, progress, embedder: "_Embedder | None"):
-        """Chunk the changed files, store the chunks and hand each file's to the embedder."""
+    def _insert_chunks(self, conn, meta, plan, progress, embedder: "_Embedder | None", tokens: TokenMerger):
+        """Chunk the changed files, store the chunks, hand each file's to the embedder and
+        their token counts to ``tokens``."""
         # Chunk ids only grow, so an id never names two different chunks across generations.
         next_id = int(meta.get("next_chunk_id", "1"))
         new_chunks: list[Chunk] = []
         new_ids: list[int] = []
         total = len(plan.changed)
-        w, o = self.settings.window, self.settings.overlap
-        for i, (entry, text, sha, _existed) in enumerate(plan.changed, start=1):
-            language = language_for(entry.path)
-            chunks = chunk_file(entry.path, text, window=w, overlap=o, language=language)
-            ids = list(range(next_id, next_id + len(chunks)))
-            next_id += len(chunks)
-            conn.execute(
-                "INSERT OR REPLACE INTO files(path, size, mtime_ns, sha256, language) VALUES (?, ?, ?, ?, ?)",
-                (entry.path, entry.size, entry.mtime_ns, sha, language),
-            )
-            conn.executemany(
-                "INSERT INTO chunks(id, path, start_line, end_line, kind, language, context, symbol, signature,"
-                " docstring, text, piece_start, piece_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (cid, c.path, c.start_line, c.end_line, c.kind, c.language, c.context, c.symbol, c.signature,
-                     c.docstring, c.text, *(c.piece_of or (0, 0)))
-                    for cid, c in zip(ids, chunks)
-                ],
-            )
-            conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", [(cid, c.text) for cid, c in zip(ids, chunks)])
-            if embedder is not None:
-                embedder.feed([(cid, dense_arm.document_text(c)) for cid, c in zip(ids, chunks)])
-            new_chunks.extend(chunks)
-            new_ids.extend(ids)
-            if i % 50 == 0 or i == total:
-                progress(Progress("chunk", i, total))
+        done = 0
+        with contextlib.closing(self._chunked(plan.changed)) as batches:
+            for batch, (per_file, counts) in batches:
+                tokens.add(counts)
+                for (entry, sha), chunks in zip(batch, per_file):
+                    ids = list(range(next_id, next_id + len(chunks)))
+                    next_id += len(chunks)
+                    self._store_file(conn, entry, sha, ids, chunks)
+                    if embedder is not None:
+                        embedder.feed([(cid, dense_arm.document_text(c)) for cid, c in zip(ids, chunks)])
+                    new_chunks.extend(chunks)
+                    new_ids.extend(ids)
+                    done += 1
+                    if done % 50 == 0 or done == total:
+                        progress(Progress("chunk", done, total))
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('next_chunk_id', ?)", (str(next_id),))
         return new_chunks, new_ids
 
-    def _write_matrices(self, conn, meta, out: Path, prev_gen: int, old_ids, new_chunks, new_ids, progress) -> None:
-        prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
-        vocab = Vocabulary.read(conn, meta.get("vocab_stamp")).copy()  # it grows
-        known = len(vocab)
-        counter = TokenCounter(vocab)
-        fields = {f for spec, _ in MATRICES.values() for f in spec}
-        steps = len(fields) + len(MATRICES)
-        words = {}
-        for i, name in enumerate(sorted(fields)):
-            progress(Progress("lexical", i, steps))
-            words[name] = counter.word_counts(getattr(c, name) for c in new_chunks)
+    def _chunked(self, changed: list) -> Iterator[tuple[list, tuple[list[list[Chunk]], TokenBatch]]]:
+        """Each batch of ``changed`` files as ``(entry, sha)`` pairs with its chunks (per file) and
+        token counts, in order; from a worker process when there is enough text to pay for one.
+        Empties ``changed``."""
+        w, o = self.settings.window, self.settings.overlap
+        groups = list(_file_batches(changed, CHUNK_BATCH_BYTES))
+        jobs = [([(entry.path, text, language_for(entry.path)) for entry, text, *_ in group], w, o) for group in groups]
+        batches = [[(entry, sha) for entry, _text, sha, _existed in group] for group in groups]
+        pooled = sum(len(item[1]) for item in changed) >= POOL_MIN_BYTES
+        del groups
+        changed.clear()  # the texts now live in the jobs only, which drop them as they are chunked
+        if pooled:
+            with contextlib.closing(ordered_map(_chunk_batch, jobs)) as results:
+                yield from zip(batches, results)
+            return
+        for i, batch in enumerate(batches):
+            job, jobs[i] = jobs[i], None
+            yield batch, _chunk_batch(*job)
+
+    def _store_file(self, conn, entry: FileEntry, sha: str, ids: list[int], chunks: list[Chunk]) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO files(path, size, mtime_ns, sha256, language) VALUES (?, ?, ?, ?, ?)",
+            (entry.path, entry.size, entry.mtime_ns, sha, language_for(entry.path)),
+        )
+        conn.executemany(
+            "INSERT INTO chunks(id, path, start_line, end_line, kind, language, context, symbol, signature,"
+            " docstring, text, piece_start, piece_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (cid, c.path, c.start_line, c.end_line, c.kind, c.language, c.context, c.symbol, c.signature,
+                 c.docstring, c.text, *(c.piece_of or (0, 0)))
+                for cid, c in zip(ids, chunks)
+            ],
+        )
+        conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", [(cid, c.text) for cid, c in zip(ids, chunks)])
+
+    def _write_matrices(self, conn, out: Path, prev: Path | None, old_ids, new_chunks, new_ids, tokens: TokenMerger, known: int, progress) -> None:
+        steps = len(MATRICES) + 1
+        progress(Progress("lexical", 0, steps))
+        tokens.finish()
+        vocab = tokens.vocab
         ids = np.asarray(new_ids, dtype=np.int64)
-        for i, (name, (spec, include)) in enumerate(MATRICES.items(), start=len(fields)):
+        for i, (name, (_spec, include)) in enumerate(MATRICES.items(), start=1):
             progress(Progress("lexical", i, steps))
             rows = np.array([include(c) for c in new_chunks], dtype=bool)
-            parts = [weight * widen(words[f], len(counter.words))[rows] for f, weight in spec.items()]
-            tf = counter.token_counts(functools.reduce(operator.add, parts))
             if prev is not None:
-                matrix = BM25Matrix.load(prev, name, vocab).updated(old_ids, tf, ids[rows])
+                matrix = BM25Matrix.load(prev, name, vocab).updated(old_ids, tokens.tf(name), ids[rows])
             else:
-                matrix = BM25Matrix(tf, vocab, ids[rows])
+                matrix = BM25Matrix(tokens.tf(name), vocab, ids[rows])
             matrix.save(out, name)
         stamp = uuid.uuid4().hex
         vocab.store(conn, known, stamp)
@@ -580,6 +609,33 @@ def _schema_matches(conn: sqlite3.Connection) -> bool:
 def _row_chunk(row) -> Chunk:
     path, start, end, kind, language, context, symbol, signature, docstring, text = row
     return Chunk(path, start, end, text, language, context, kind, symbol, signature, docstring)
+
+
+def _chunk_batch(files: list[tuple[str, str, str]], window: int, overlap: int) -> tuple[list[list[Chunk]], TokenBatch]:
+    """Chunk ``(path, text, language)`` files and count the tokens of their chunks (in a worker
+    process for a large update, see :meth:`Indexer._chunked`)."""
+    per_file = [chunk_file(path, text, window=window, overlap=overlap, language=language) for path, text, language in files]
+    chunks = [c for file_chunks in per_file for c in file_chunks]
+    fields = {f for spec, _ in MATRICES.values() for f in spec}
+    counts = count_batch(
+        {f: [getattr(c, f) for c in chunks] for f in fields},
+        {name: (spec, np.array([include(c) for c in chunks], dtype=bool)) for name, (spec, include) in MATRICES.items()},
+    )
+    return per_file, counts
+
+
+def _file_batches(changed: list, size: int):
+    """Consecutive runs of ``changed`` files holding about ``size`` characters each."""
+    batch: list = []
+    chars = 0
+    for item in changed:
+        batch.append(item)
+        chars += len(item[1])
+        if chars >= size:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
 
 
 def _batches(items: list, size: int):

@@ -175,3 +175,37 @@ def test_vocabulary_reads_are_shared_by_stamp_and_copies_grow_alone(tmp_path):
     conn.execute("INSERT INTO vocab(token, col) VALUES ('d', 3)")
     assert Vocabulary.read(conn).tokens == ["a", "b", "c", "d"]
     assert Vocabulary.read(conn, "three").tokens == ["a", "b", "c", "d"]
+
+
+def test_batches_merged_equal_one_counting_pass(texts):
+    """TokenMerger numbers tokens and counts them as one TokenCounter pass over every
+    document, field after field, would (the indexer counts batches in a worker process)."""
+    from core.bm25 import TokenMerger, count_batch, widen
+
+    docs = texts[:400]
+    fields = {"text": docs, "head": [t.split("\n", 1)[0] for t in docs]}
+    mask = np.array([i % 3 != 0 for i in range(len(docs))])
+    matrices = {"both": ({"text": 1, "head": 3}, np.ones(len(docs), dtype=bool)), "head": ({"head": 1}, mask)}
+    start = ["zzz_known", "def"]  # an update grows the previous generation's vocabulary
+
+    ref_vocab = Vocabulary(start)
+    counter = TokenCounter(ref_vocab)
+    words = {name: counter.word_counts(fields[name]) for name in sorted(fields)}
+    ref = {
+        name: counter.token_counts(sum(w * widen(words[f], len(counter.words))[rows] for f, w in spec.items()))
+        for name, (spec, rows) in matrices.items()
+    }
+
+    merger = TokenMerger(Vocabulary(start), matrices)
+    for lo in range(0, len(docs), 70):
+        part = slice(lo, lo + 70)
+        merger.add(count_batch({f: v[part] for f, v in fields.items()}, {n: (s, r[part]) for n, (s, r) in matrices.items()}))
+    merger.finish()
+    assert merger.vocab.tokens == ref_vocab.tokens
+    for name in matrices:
+        got = merger.tf(name)
+        assert got.shape == (ref[name].shape[0], len(ref_vocab))
+        assert got.indices.dtype == ref[name].indices.dtype
+        np.testing.assert_array_equal(got.indptr, ref[name].indptr)
+        np.testing.assert_array_equal(got.indices, ref[name].indices)
+        np.testing.assert_array_equal(got.data, ref[name].data)

@@ -338,3 +338,35 @@ def test_dense_documents_lead_with_the_breadcrumb():
 
     chunk = Chunk("tui/widgets/slider.py", 3, 9, "def nudge(self):\n    pass", "python", "tui/widgets/slider.py > Slider > nudge")
     assert document_text(chunk) == "tui/widgets/slider.py > Slider > nudge\ndef nudge(self):\n    pass"
+
+
+def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_path, monkeypatch):
+    """Large updates chunk and count tokens in a child process: same chunks, ids and matrices."""
+    import numpy as np
+
+    from core import indexer
+
+    def build(cache):
+        eng = Engine(sample_repo, cache_dir=tmp_path / cache)
+        eng.ensure_index()
+        (sample_repo / "app/auth.py").write_text((sample_repo / "app/auth.py").read_text() + "\ndef added_later():\n    pass\n")
+        eng.ensure_index()
+        conn = sqlite3.connect(eng.directory / "index.sqlite")
+        rows = conn.execute("SELECT * FROM chunks ORDER BY id").fetchall()
+        gen = sorted(eng.directory.glob("gen-*"))[-1]
+        arrays = {p.name: np.load(p) for p in sorted(gen.glob("*.npy"))}
+        vocab = conn.execute("SELECT col, token FROM vocab ORDER BY col").fetchall()
+        conn.close()
+        eng.close()
+        return rows, arrays, vocab
+
+    original = (sample_repo / "app/auth.py").read_text()
+    in_process = build("a")
+    (sample_repo / "app/auth.py").write_text(original)
+    monkeypatch.setattr(indexer, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(indexer, "CHUNK_BATCH_BYTES", 600)  # several batches
+    pooled = build("b")
+    assert pooled[0] == in_process[0] and pooled[2] == in_process[2]
+    assert pooled[1].keys() == in_process[1].keys()
+    for name, array in in_process[1].items():
+        assert pooled[1][name].dtype == array.dtype and np.array_equal(pooled[1][name], array), name
