@@ -302,7 +302,7 @@ class Indexer:
                 # chunks on another core while this thread chunks files and builds the
                 # lexical matrices, so a cold index costs little more than embedding alone.
                 base, backlog = self._vector_plan(conn, prev_gen if same_model else 0, model, old_ids)
-                embedder = _Embedder(base, model, progress, stats.seconds)
+                embedder = _Embedder(base, model, progress, stats.seconds, tmp / dense_arm.VECTORS_FILE)
                 embedder.feed(backlog)
             prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
             vocab = Vocabulary.read(conn, meta.get("vocab_stamp")).copy()  # it grows
@@ -318,8 +318,7 @@ class Indexer:
                 self._write_common_terms(conn, tmp, prev_gen, len(old_ids) + len(new_ids))
             if embedder is not None:
                 with clock("embed wait"):
-                    index = embedder.result()
-                    index.save(tmp / dense_arm.VECTORS_FILE)
+                    embedder.result()
                 stats.embedded = embedder.count
             with clock("write"):
                 progress(Progress("write", 0, 1))
@@ -529,12 +528,14 @@ class _Clock:
 
 
 class _Embedder:
-    """Embeds (id, text) pairs fed from another thread, in batches, into a vector index."""
+    """Embeds (id, text) pairs fed from another thread, in batches, into a vector index, then
+    saves it to ``save_to`` (on its own thread too: the save overlaps the lexical stage)."""
 
     _END = None
 
-    def __init__(self, index, model, progress: ProgressFn, seconds: dict[str, float]) -> None:
+    def __init__(self, index, model, progress: ProgressFn, seconds: dict[str, float], save_to: Path) -> None:
         self.index, self.model, self.progress, self.seconds = index, model, progress, seconds
+        self.save_to = save_to
         self.count = 0
         self._fed = 0
         self._queue: queue.Queue = queue.Queue()
@@ -556,7 +557,7 @@ class _Embedder:
         self._queue.put(self._END)
 
     def result(self):
-        """Wait for the last batch; re-raise what the thread raised."""
+        """Wait for the last batch and the save; re-raise what the thread raised."""
         self._thread.join()
         if self._error is not None:
             raise self._error
@@ -575,6 +576,8 @@ class _Embedder:
                     self._encode(batch)
                 if item is self._END:
                     break
+            if not self._stop:
+                self.index.save(self.save_to)
         except BaseException as exc:  # handed to the thread that calls result()
             self._error = exc
         self.seconds["embed"] = time.perf_counter() - t0
