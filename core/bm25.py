@@ -1,23 +1,24 @@
-"""BM25Okapi served from a sparse impact matrix.
+"""BM25Okapi served from a term-major sparse term-frequency matrix.
 
 rank-bm25's ``BM25Okapi.get_scores`` walks every document for every query term (~60 ms at
 50k chunks). Its score is a sum over query terms of a per-(document, term) *impact*
 
     idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))
 
-so we precompute the impacts once, with rank-bm25's exact statistics (its idf, including the
-``epsilon * average_idf`` floor for negative idfs), into a term-major sparse matrix; a query is
-then a handful of column slices (well under a millisecond), with identical scores.
+so we keep the term frequencies term-major (CSC) with rank-bm25's exact statistics (its idf,
+including the ``epsilon * average_idf`` floor for negative idfs, and each document's
+``k1 * (1 - b + b * |d| / avgdl)``): a query computes the impacts of its few columns only
+(well under a millisecond), with identical scores.
 
-Term frequencies are kept beside the impacts so an incremental index can drop and append rows
-and re-derive the statistics without re-tokenizing unchanged chunks. Every matrix of an index
-generation shares one :class:`Vocabulary`.
+An incremental index drops and appends rows of the term-major arrays directly (the new rows
+come last, so they go at the end of each column) and re-derives the statistics; no impact is
+precomputed, so an update does not recompute 7 million of them. Every matrix of an index
+shares one :class:`Vocabulary`.
 
-scipy is imported only to build or update a matrix: a query reads the impact columns straight
-from the (memory-mapped) CSC arrays with numpy, and importing ``scipy.sparse`` costs ~0.3 s of
-a warm start.
+scipy is imported only to build or update a matrix: a query reads the columns straight from
+the (memory-mapped) arrays with numpy, and importing ``scipy.sparse`` costs ~0.3 s of a warm
+start.
 """
-
 from __future__ import annotations
 
 import functools
@@ -296,7 +297,8 @@ class TokenMerger:
 
 
 class BM25Matrix:
-    """Term-frequency rows (one per document) and the BM25Okapi impacts derived from them.
+    """Term frequencies (documents x terms, stored term-major) and the BM25Okapi statistics
+    that turn a column into impacts.
 
     ``keys`` holds the caller's id of each row (chunk ids), so rows can be removed by id.
     """
@@ -312,16 +314,37 @@ class BM25Matrix:
         epsilon: float = EPSILON,
     ) -> None:
         self.vocab = vocab
-        self._tf = widen(tf, len(vocab))
+        tf = widen(tf, len(vocab))
         self.keys = np.asarray(keys, dtype=np.int64)
-        if len(self.keys) != self._tf.shape[0]:
-            raise ValueError(f"{len(self.keys)} keys for {self._tf.shape[0]} documents")
+        if len(self.keys) != tf.shape[0]:
+            raise ValueError(f"{len(self.keys)} keys for {tf.shape[0]} documents")
         self.k1, self.b, self.epsilon = k1, b, epsilon
-        impacts = self._impacts()
-        self._columns = (impacts.data, impacts.indices, impacts.indptr)
-        self._shape = impacts.shape
-        self._impacts_csc = impacts
-        self._tf_loader = None
+        doc_len = np.asarray(tf.sum(axis=1), dtype=np.float64).ravel()
+        csc = tf.tocsc()
+        csc.sort_indices()
+        # Counts (or weighted counts) are small multiples of 1/2: exact in float32.
+        self._set(csc.data.astype(np.float32), csc.indices.astype(np.int32, copy=False),
+                  csc.indptr.astype(np.int64, copy=False), doc_len, tf.shape)
+
+    def _set(self, data, indices, indptr, doc_len, shape) -> None:
+        """Adopt term-major arrays and derive the statistics (as rank-bm25 does)."""
+        self._columns = (data, indices, indptr)
+        self._doc_len = doc_len
+        self._shape = tuple(shape)
+        n, width = self._shape
+        self._idf = np.zeros(width)
+        self._dnorm = np.zeros(n)
+        if n == 0 or len(data) == 0:
+            return
+        avgdl = doc_len.sum() / n
+        df = np.diff(indptr)
+        present = df > 0
+        idf = self._idf
+        idf[present] = np.log(n - df[present] + 0.5) - np.log(df[present] + 0.5)
+        # rank-bm25 averages over the terms of the corpus only, then floors negative idfs.
+        average_idf = idf[present].sum() / present.sum()
+        idf[present & (idf < 0)] = self.epsilon * average_idf
+        self._dnorm = self.k1 * (1 - self.b + self.b * doc_len / avgdl)
 
     # -- building -----------------------------------------------------------------------
 
@@ -349,64 +372,52 @@ class BM25Matrix:
         n = tf.shape[0]
         return cls(tf, vocab, np.arange(n) if keys is None else keys, **params)
 
-    @property
-    def tf(self) -> sparse.csr_matrix:
-        if self._tf is None:
-            self._tf = self._tf_loader()
-        return self._tf
-
     def updated(self, remove_keys: Iterable[int], tf_new: sparse.csr_matrix, keys: Sequence[int]) -> "BM25Matrix":
         """A new matrix without the rows of ``remove_keys`` and with ``tf_new`` appended.
 
-        ``tf_new``'s columns are ids of this matrix's vocabulary, which may have grown.
+        ``tf_new``'s columns are ids of this matrix's vocabulary, which may have grown. The
+        term-major arrays are edited in place of a copy: the rows kept are renumbered, and the
+        new rows (numbered after them) go at the end of each column, which is where a fresh
+        conversion would put them, so the result equals building the matrix anew.
         """
-        from scipy import sparse
-
-        drop = np.isin(self.keys, np.fromiter(remove_keys, dtype=np.int64))
-        kept = self.tf[~drop] if drop.any() else self.tf
+        data, indices, indptr = self._columns
+        n_old, old_width = self._shape
+        keep = ~np.isin(self.keys, np.fromiter(remove_keys, dtype=np.int64))
+        if keep.all():
+            data, indices, indptr = np.asarray(data), np.asarray(indices), np.asarray(indptr)
+            doc_len = np.asarray(self._doc_len)
+        else:
+            entry_keep = keep[indices]
+            before = np.zeros(len(entry_keep) + 1, dtype=np.int64)
+            np.cumsum(entry_keep, out=before[1:])
+            indptr = before[indptr]
+            renumber = (np.cumsum(keep) - 1).astype(np.int32)
+            indices = renumber[np.asarray(indices)[entry_keep]]
+            data = np.asarray(data)[entry_keep]
+            doc_len = np.asarray(self._doc_len)[keep]
         width = len(self.vocab)
-        tf = sparse.vstack([widen(kept, width), widen(tf_new, width)], format="csr")
-        ks = np.concatenate([self.keys[~drop], np.asarray(keys, dtype=np.int64)])
-        return BM25Matrix(tf, self.vocab, ks, k1=self.k1, b=self.b, epsilon=self.epsilon)
-
-    def _impacts(self) -> "sparse.csc_matrix":
-        from scipy import sparse
-
-        tf = self._tf
-        n, width = tf.shape
-        if n == 0 or tf.nnz == 0:
-            return sparse.csc_matrix((n, width), dtype=np.float64)
-        doc_len = np.asarray(tf.sum(axis=1)).ravel()
-        avgdl = doc_len.sum() / n
-        df = np.bincount(tf.indices, minlength=width)
-        present = df > 0
-        idf = np.zeros(width)
-        idf[present] = np.log(n - df[present] + 0.5) - np.log(df[present] + 0.5)
-        # rank-bm25 averages over the terms of the corpus only, then floors negative idfs.
-        average_idf = idf[present].sum() / present.sum()
-        idf[present & (idf < 0)] = self.epsilon * average_idf
-        # idf * f(k1+1) / (f + k1(1 - b + b|d|/avgdl)), with the per-document part computed
-        # per document and in-place steps: the same operations on the same values (identical
-        # impacts) with fewer nnz-sized temporaries (the indexer's peak memory).
-        f = tf.data
-        norm = np.repeat(self.k1 * (1 - self.b + self.b * doc_len / avgdl), np.diff(tf.indptr))
-        norm += f
-        data = f * (self.k1 + 1)
-        data /= norm
-        del norm
-        data *= idf[tf.indices]
-        return sparse.csr_matrix((data, tf.indices, tf.indptr), shape=tf.shape).tocsc()
+        if width > old_width:
+            indptr = np.concatenate([indptr, np.full(width - old_width, indptr[-1], dtype=np.int64)])
+        new = widen(tf_new, width)
+        n_kept = len(doc_len)
+        new_csc = new.tocsc()
+        new_csc.sort_indices()
+        at = np.repeat(indptr[1:], np.diff(new_csc.indptr))  # the end of each column
+        out = BM25Matrix.__new__(BM25Matrix)
+        out.vocab, out.k1, out.b, out.epsilon = self.vocab, self.k1, self.b, self.epsilon
+        out.keys = np.concatenate([self.keys[keep], np.asarray(keys, dtype=np.int64)])
+        if len(out.keys) != n_kept + new.shape[0]:
+            raise ValueError(f"{len(keys)} keys for {new.shape[0]} new documents")
+        out._set(
+            np.insert(data, at, new_csc.data.astype(np.float32)),
+            np.insert(indices, at, (new_csc.indices + n_kept).astype(np.int32)),
+            indptr + new_csc.indptr.astype(np.int64, copy=False),
+            np.concatenate([doc_len, np.asarray(new.sum(axis=1), dtype=np.float64).ravel()]),
+            (n_kept + new.shape[0], width),
+        )
+        return out
 
     # -- querying -----------------------------------------------------------------------
-
-    @property
-    def impacts(self) -> "sparse.csc_matrix":
-        """The impacts as a scipy CSC matrix (documents x terms), built on first use."""
-        if self._impacts_csc is None:
-            from scipy import sparse
-
-            self._impacts_csc = sparse.csc_matrix(self._columns, shape=self._shape)
-        return self._impacts_csc
 
     def __len__(self) -> int:
         return self._shape[0]
@@ -414,18 +425,23 @@ class BM25Matrix:
     def _postings(self, cols: list[int], weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows and weighted impacts of the query columns, column after column.
 
-        Summing them per row in this order (``np.bincount``) adds exactly what scipy's
-        ``impacts[:, cols] @ weights`` adds, in the same order, so the scores are identical.
+        An impact is ``idf * (f (k1 + 1)) / (k1 (1 - b + b |d| / avgdl) + f)``, computed in that
+        order for these postings only. Summing them per row in this order (``np.bincount``)
+        adds exactly what a sparse product over the precomputed impacts would add.
         """
         data, indices, indptr = self._columns
-        if len(cols) == 1:
-            lo, hi = int(indptr[cols[0]]), int(indptr[cols[0] + 1])
-            return np.asarray(indices[lo:hi]), np.asarray(data[lo:hi]) * weights[0]
         rows, values = [], []
         for col, weight in zip(cols, weights):
             lo, hi = int(indptr[col]), int(indptr[col + 1])
-            rows.append(indices[lo:hi])
-            values.append(data[lo:hi] * weight)
+            at = np.asarray(indices[lo:hi])
+            f = np.asarray(data[lo:hi], dtype=np.float64)
+            impact = f * (self.k1 + 1)
+            impact /= self._dnorm[at] + f
+            impact *= self._idf[col]
+            rows.append(at)
+            values.append(impact * weight)
+        if len(rows) == 1:
+            return rows[0], values[0]
         return np.concatenate(rows), np.concatenate(values)
 
     def get_scores(self, query_tokens: Sequence[str]) -> np.ndarray:
@@ -475,55 +491,36 @@ class BM25Matrix:
 
     # -- persistence --------------------------------------------------------------------
 
+    _ARRAYS = ("tf.data", "tf.indices", "tf.indptr", "doc_len", "idf", "dnorm", "keys")
+
     def save(self, directory: Path, name: str) -> None:
         """Write the matrix as ``.npy`` arrays (memory-mappable) plus a small JSON header.
 
         The directory is a fresh generation folder renamed into place as a whole, so these
-        writes need no temp files of their own. The vocabulary is saved by the caller, once
+        writes need no temp files of their own. The vocabulary is stored by the caller, once
         for all the matrices that share it.
         """
-        imp, tf = self.impacts, self.tf
-        arrays = {
-            "imp.data": imp.data,
-            "imp.indices": imp.indices,
-            "imp.indptr": imp.indptr,
-            "tf.data": tf.data.astype(np.float32),  # counts: exact in float32, half the bytes
-            "tf.indices": tf.indices,
-            "tf.indptr": tf.indptr,
-            "keys": self.keys,
-        }
-        for part, array in arrays.items():
+        data, indices, indptr = self._columns
+        arrays = (data, indices, indptr, self._doc_len, self._idf, self._dnorm, self.keys)
+        for part, array in zip(self._ARRAYS, arrays):
             np.save(directory / f"{name}.{part}.npy", np.ascontiguousarray(array))
-        header = {"shape": list(tf.shape), "k1": self.k1, "b": self.b, "epsilon": self.epsilon}
+        header = {"shape": list(self._shape), "k1": self.k1, "b": self.b, "epsilon": self.epsilon}
         (directory / f"{name}.json").write_text(json.dumps(header), encoding="utf-8")
 
     @classmethod
     def load(cls, directory: Path, name: str, vocab: "Vocabulary | StoredVocabulary") -> "BM25Matrix":
-        """Memory-map a saved matrix; term frequencies are read only if :meth:`updated` needs them."""
+        """Memory-map a saved matrix: nothing is read until a query touches its columns."""
         header = json.loads((directory / f"{name}.json").read_text(encoding="utf-8"))
-        shape = tuple(header["shape"])
-
-        def arr(part: str) -> np.ndarray:
-            return np.load(directory / f"{name}.{part}.npy", mmap_mode="r")
-
+        data, indices, indptr, doc_len, idf, dnorm, keys = (
+            np.load(directory / f"{name}.{part}.npy", mmap_mode="r") for part in cls._ARRAYS
+        )
         self = cls.__new__(cls)
         self.vocab = vocab
-        self.keys = np.asarray(arr("keys"))
+        self.keys = np.asarray(keys)
         self.k1, self.b, self.epsilon = header["k1"], header["b"], header["epsilon"]
-        self._columns = (arr("imp.data"), arr("imp.indices"), arr("imp.indptr"))
-        self._shape = shape
-        self._impacts_csc = None
-        self._tf = None
-
-        def load_tf() -> "sparse.csr_matrix":
-            from scipy import sparse
-
-            return sparse.csr_matrix(
-                (np.asarray(arr("tf.data"), dtype=np.float64), np.asarray(arr("tf.indices")), np.asarray(arr("tf.indptr"))),
-                shape=shape,
-            )
-
-        self._tf_loader = load_tf
+        self._columns = (data, indices, indptr)
+        self._doc_len, self._idf, self._dnorm = doc_len, idf, dnorm
+        self._shape = tuple(header["shape"])
         return self
 
 

@@ -33,7 +33,8 @@ from .types import Hit
 #: 3: size-budgeted chunks, pieces of a long definition (``piece_start``/``piece_end``).
 #: 4: dense vectors embed each chunk's breadcrumb before its text.
 #: 5: the lexical vocabulary lives in the ``vocab`` table, not in each generation's JSON.
-FORMAT_VERSION = 5
+#: 6: BM25 matrices store term-major frequencies and statistics, no precomputed impacts.
+FORMAT_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -215,7 +216,7 @@ class ChunkTable:
             values = getattr(self, name)
             uniq = list(dict.fromkeys(values))
             pos = {v: i for i, v in enumerate(uniq)}
-            arrays[name] = np.fromiter((pos[v] for v in values), dtype=np.int32, count=len(values))
+            arrays[name] = np.fromiter(map(pos.__getitem__, values), dtype=np.int32, count=len(values))
             texts[name] = uniq
         texts["contexts"] = self.contexts
         path = directory / self.FILE

@@ -82,7 +82,7 @@ Q = [
  ("r26", P, "split camelCase and snake_case identifiers into separate words",
   [("core/tokenize.py", ("from", r"^# Split points inside an identifier", r"return \(whole,\)$"), "def split_identifier(")]),
  ("r27", P, "why is bm25 scoring fast when a query runs",
-  [("core/bm25.py", ("from", r'^"""BM25Okapi served', r"re-tokenizing unchanged chunks"), "so we precompute the impacts once")]),
+  [("core/bm25.py", ("from", r'^"""BM25Okapi served', r"does not recompute 7 million of them"), "computes the impacts of its few columns only")]),
  ("r28", P, "nearest neighbour search over the embedding vectors", [("core/vectors.py", "VectorIndex > search", "def search(")]),
  ("r29", P, "why exact vector search instead of an approximate graph index",
   [("core/vectors.py", ("from", r"^Design decision: exact search", r"that is the size at which to add an HNSW layer"), "exact search, no HNSW graph")]),

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from core.bm25 import BM25Matrix, TokenCounter, Vocabulary
+from core.bm25 import BM25Matrix, TokenCounter, Vocabulary, widen
 from core.tokenize import code_tokens
 
 
@@ -89,6 +89,37 @@ def test_allowed_mask_filters_rows(corpus):
     allowed[::2] = True
     rows, _ = mine.top(code_tokens("return value"), 50, allowed)
     assert rows.size and all(r % 2 == 0 for r in rows)
+
+
+def test_an_update_edits_the_term_major_arrays_into_exactly_a_fresh_builds(texts, tmp_path):
+    """Rows dropped and appended in place give the very arrays (and scores) of a matrix built
+    from the surviving and new documents, on a saved (memory-mapped) matrix too."""
+    from scipy import sparse
+
+    vocab = Vocabulary()
+    counter = TokenCounter(vocab)
+    first = counter.count(texts[:300])
+    base = BM25Matrix(first, vocab, np.arange(300))
+    base.save(tmp_path, "m")
+    loaded = BM25Matrix.load(tmp_path, "m", vocab)
+    later = counter.count(texts[300:360])  # grows the vocabulary
+    gone = [0, 5, 6, 7, 150, 299]
+    keep = np.setdiff1d(np.arange(300), gone)
+    fresh = BM25Matrix(
+        sparse.vstack([widen(first, len(vocab))[keep], widen(later, len(vocab))], format="csr"),
+        vocab, np.concatenate([keep, np.arange(1000, 1060)]),
+    )
+    for matrix in (base, loaded):
+        got = matrix.updated(gone, later, range(1000, 1060))
+        np.testing.assert_array_equal(got.keys, fresh.keys)
+        for mine, want in zip(got._columns + (got._doc_len, got._idf, got._dnorm),
+                              fresh._columns + (fresh._doc_len, fresh._idf, fresh._dnorm)):
+            assert mine.dtype == want.dtype
+            np.testing.assert_array_equal(mine, want)
+        tokens = code_tokens("def read the file and return its lines")
+        np.testing.assert_array_equal(got.get_scores(tokens), fresh.get_scores(tokens))
+    nothing_dropped = base.updated([], later, range(1000, 1060))
+    assert len(nothing_dropped) == 360
 
 
 def test_incremental_update_equals_a_fresh_build(texts, corpus):
