@@ -290,7 +290,7 @@ def chunk_file(
         return []
     language = language or language_for(path)
     lines = _split_lines(text)
-    defs = _safe_definitions(path, text, lines, language)
+    defs = _safe_definitions(path, text, lines, language, with_text=False)  # the budget cuts its own
     if defs:
         spec = _SPECS[language]
         chunks = _Budget(path, lines, language, spec, window, overlap).chunks(defs)
@@ -320,12 +320,12 @@ def _check_window(window: int, overlap: int) -> None:
         raise ValueError(f"overlap must be in [0, window), got {overlap} for window {window}")
 
 
-def _safe_definitions(path: str, text: str, lines: list[str], language: str) -> list[Chunk]:
+def _safe_definitions(path: str, text: str, lines: list[str], language: str, with_text: bool = True) -> list[Chunk]:
     grammar = _grammar(language)
     if grammar is None or grammar.query is None:
         return []
     try:
-        return _definitions(path, text, lines, language, grammar)
+        return _definitions(path, text, lines, language, grammar, with_text)
     except Exception:  # a grammar bug must not cost the file its windows
         return []
 
@@ -621,7 +621,7 @@ class _Def:
 
 
 def _definitions(
-    path: str, text: str, lines: list[str], language: str, grammar: _Grammar
+    path: str, text: str, lines: list[str], language: str, grammar: _Grammar, with_text: bool = True
 ) -> list[Chunk]:
     from tree_sitter import QueryCursor
 
@@ -669,7 +669,8 @@ def _definitions(
                 path=path,
                 start_line=start_line,
                 end_line=end_line,
-                text="\n".join(lines[start_line - 1 : end_line]),
+                # Without text for the budget: joining every class's lines cost ~0.5 s a 50k-chunk build.
+                text="\n".join(lines[start_line - 1 : end_line]) if with_text else "",
                 language=language,
                 context=" > ".join((path,) + crumbs),
                 kind=spec.kind,
@@ -762,7 +763,7 @@ def _name(node: Node, source: bytes, language: str) -> str:
                 break
             inner = d.child_by_field_name("declarator")
             if inner is None and d.named_child_count:
-                inner = d.named_children[0]  # parenthesized_declarator has no field
+                inner = d.named_child(0)  # parenthesized_declarator has no field
             d = inner
         return _clean_name(_text(source, d.start_byte, d.end_byte)) if d is not None else ""
     if t == "impl_item":  # `impl Trait for Type`: methods live under the type
@@ -853,8 +854,12 @@ def _signature(d: _Def, source: bytes, language: str) -> str:
     else:
         header = _text(source, start, d.node.end_byte).split("\n", 1)[0]
     header = " ".join(header.split())
-    header = re.sub(r"([(\[{])\s+", r"\1", header)
-    header = re.sub(r"\s+([)\]}])", r"\1", header)
+    # Whitespace is now single spaces, so dropping the space inside brackets is plain
+    # replacing (what ``([(\[{])\s+`` and ``\s+([)\]}])`` did, at a fifth of the cost).
+    if "( " in header or "[ " in header or "{ " in header:
+        header = header.replace("( ", "(").replace("[ ", "[").replace("{ ", "{")
+    if " )" in header or " ]" in header or " }" in header:
+        header = header.replace(" )", ")").replace(" ]", "]").replace(" }", "}")
     if language == "python":
         header = header.rstrip(":").rstrip()
     else:
@@ -891,9 +896,10 @@ def _python_docstring(node: Node, source: bytes) -> str:
     body = node.child_by_field_name("body")
     if body is None or body.named_child_count == 0:
         return ""
-    string = body.named_children[0]
+    # named_child(0), not named_children[0]: the latter builds a node per statement of the body.
+    string = body.named_child(0)
     if string.type == "expression_statement" and string.named_child_count:
-        string = string.named_children[0]  # older grammars wrap the docstring
+        string = string.named_child(0)  # older grammars wrap the docstring
     if string.type != "string":
         return ""
     raw = _text(source, string.start_byte, string.end_byte)
@@ -949,8 +955,7 @@ def _comment_block(
             top = j
             i = j - 1
             continue
-        marker = next((m for m in spec.line_comments if s.startswith(m)), None)
-        if marker is None or s.startswith("//!") or s.startswith("#!"):
+        if not s.startswith(spec.line_comments) or s.startswith(("//!", "#!")):
             break
         collected.append(re.sub(r"^(//+|#+)\s?", "", s))
         top = i
