@@ -28,49 +28,61 @@ class WorkerError(RuntimeError):
     """The child process failed (its traceback is the message) or died."""
 
 
-def ordered_map(fn: Callable[..., Any], jobs: list[tuple]) -> Iterator[Any]:
-    """``fn(*job)`` for each job, computed in one child process, yielded in order.
+def ordered_map(fn: Callable[..., Any], jobs: list[tuple], processes: int = 1) -> Iterator[Any]:
+    """``fn(*job)`` for each job, computed in child processes, yielded in order.
 
-    ``fn`` must be importable by name (a module-level function). Each job is sent as the child
-    takes it and its slot in ``jobs`` is then cleared, so large inputs are freed as the work
-    goes on. The child waits when the caller falls behind: the pipe is the only buffer. Closing
-    the iterator early (an error or Ctrl-C in the caller) kills the child.
+    ``fn`` must be importable by name (a module-level function). Job ``i`` goes to child
+    ``i % processes``. Each job is sent as its child takes it and its slot in ``jobs`` is then
+    cleared, so large inputs are freed as the work goes on. A child waits when the caller falls
+    behind: the pipes are the only buffers. Closing the iterator early (an error or Ctrl-C in
+    the caller) kills the children.
 
     Raises
     ------
     WorkerError
-        When ``fn`` raised in the child, or the child died.
+        When ``fn`` raised in a child, or a child died.
     """
     code = _CHILD.format(module=__name__)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, json.dumps(sys.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    writer = threading.Thread(target=_send, args=(proc.stdin, fn, jobs), name="ranklens-worker-feed", daemon=True)
-    writer.start()
+    processes = max(1, min(processes, len(jobs)))
+    procs: list[subprocess.Popen] = []
+    writers: list[threading.Thread] = []
     finished = False
     try:
-        for _ in range(len(jobs)):
+        for k in range(processes):
+            proc = subprocess.Popen(
+                [sys.executable, "-c", code, json.dumps(sys.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            )
+            procs.append(proc)
+            writer = threading.Thread(
+                target=_send, args=(proc.stdin, fn, jobs, k, processes), name="ranklens-worker-feed", daemon=True
+            )
+            writer.start()
+            writers.append(writer)
+        for i in range(len(jobs)):
+            proc = procs[i % processes]
             try:
                 ok, value = pickle.load(proc.stdout)
             except EOFError:
-                raise WorkerError(f"the worker process exited with status {proc.wait()}") from None
+                raise WorkerError(f"a worker process exited with status {proc.wait()}") from None
             if not ok:
-                raise WorkerError(f"in the worker process: {value}")
+                raise WorkerError(f"in a worker process: {value}")
             yield value
         finished = True
     finally:
-        if not finished:
-            proc.kill()
-        proc.stdout.close()
-        proc.wait()
-        writer.join()
+        for proc in procs:
+            if not finished:
+                proc.kill()
+            proc.stdout.close()
+            proc.wait()
+        for writer in writers:
+            writer.join()
 
 
-def _send(stream, fn: Callable[..., Any], jobs: list[tuple]) -> None:
+def _send(stream, fn: Callable[..., Any], jobs: list[tuple], first: int, step: int) -> None:
     try:
         with stream:
-            for i, job in enumerate(jobs):
-                pickle.dump((fn, job), stream, protocol=pickle.HIGHEST_PROTOCOL)
+            for i in range(first, len(jobs), step):
+                pickle.dump((fn, jobs[i]), stream, protocol=pickle.HIGHEST_PROTOCOL)
                 stream.flush()
                 jobs[i] = None
     except (BrokenPipeError, OSError, ValueError):

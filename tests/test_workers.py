@@ -7,9 +7,10 @@ import pytest
 from core.workers import WorkerError, ordered_map
 
 
-def test_results_come_back_in_order_and_inputs_are_let_go():
+@pytest.mark.parametrize("processes", [1, 3])
+def test_results_come_back_in_order_and_inputs_are_let_go(processes):
     jobs = [(n,) for n in range(12)]
-    assert list(ordered_map(math.factorial, jobs)) == [math.factorial(n) for n in range(12)]
+    assert list(ordered_map(math.factorial, jobs, processes)) == [math.factorial(n) for n in range(12)]
     assert jobs == [None] * 12
 
 
