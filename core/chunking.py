@@ -461,12 +461,9 @@ class _Budget:
             context = _join_names(scope, defs)
         if named:
             self.out.append(
-                Chunk(
-                    path=self.path,
-                    start_line=start,
-                    end_line=end,
-                    text="\n".join(self.lines[start - 1 : end]),
-                    language=self.language,
+                self._chunk(
+                    start,
+                    end,
                     context=context,
                     kind=self.spec.kind,
                     symbol=" ".join(c.symbol for c in named),
@@ -498,12 +495,9 @@ class _Budget:
             while e > s and not self.lines[e - 1].strip():
                 e -= 1
             self.out.append(
-                Chunk(
-                    path=self.path,
-                    start_line=s,
-                    end_line=e,
-                    text="\n".join(self.lines[s - 1 : e]),
-                    language=self.language,
+                self._chunk(
+                    s,
+                    e,
                     context=d.context,
                     kind=PIECE,
                     symbol=d.symbol,
@@ -512,6 +506,17 @@ class _Budget:
                     piece_of=(start, end),
                 )
             )
+
+    def _chunk(self, start: int, end: int, **fields) -> Chunk:
+        """A chunk of lines ``start..end`` of this file with the given fields."""
+        return Chunk(
+            path=self.path,
+            start_line=start,
+            end_line=end,
+            text="\n".join(self.lines[start - 1 : end]),
+            language=self.language,
+            **fields,
+        )
 
 
 def _join_names(scope: str, defs: list[Chunk]) -> str:
