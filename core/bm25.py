@@ -26,7 +26,6 @@ import itertools
 import json
 import operator
 import sqlite3
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .store import Recent
 from .tokenize import WORD, expansion
 
 if TYPE_CHECKING:
@@ -93,17 +93,15 @@ class Vocabulary:
         when this process last stored or read that state, the same instance is returned
         without reading the table again (0.2 s at 50k chunks).
         """
-        key = (_db_name(conn), stamp)
-        with _recent_lock:
-            found = _recent.get(key) if stamp else None
+        key = (_db_name(conn), stamp) if stamp else None
+        found = _recent.get(key)
         if found is not None:
             return found
         # One string from SQLite, split in C: 0.1 s for 190k tokens, a row per token 0.25 s.
         # Tokens are \w+ runs, so a newline never occurs in one.
         (joined,) = conn.execute("SELECT group_concat(token, char(10)) FROM (SELECT token FROM vocab ORDER BY col)").fetchone()
         vocab = cls(joined.split("\n") if joined else ())
-        if stamp:
-            _remember(key, vocab)
+        _recent.put(key, vocab)
         return vocab
 
     def store(self, conn: sqlite3.Connection, start: int, stamp: str) -> None:
@@ -113,7 +111,7 @@ class Vocabulary:
             "INSERT INTO vocab(token, col) VALUES (?, ?)",
             zip(self.tokens[start:], range(start, len(self.tokens))),
         )
-        _remember((_db_name(conn), stamp), self.copy())  # the caller may go on growing its own
+        _recent.put((_db_name(conn), stamp), self.copy())  # the caller may go on growing its own
 
 
 class StoredVocabulary:
@@ -138,21 +136,11 @@ class StoredVocabulary:
 
 # The vocabularies this process last stored or read, by database and stamp. Shared and never
 # mutated: the indexer grows a copy.
-_recent: dict[tuple, Vocabulary] = {}
-_recent_lock = threading.Lock()
-_RECENT_MAX = 4
+_recent = Recent(4)
 
 
 def _db_name(conn: sqlite3.Connection) -> str:
     return next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
-
-
-def _remember(key: tuple, vocab: Vocabulary) -> None:
-    with _recent_lock:
-        _recent.pop(key, None)
-        _recent[key] = vocab
-        while len(_recent) > _RECENT_MAX:
-            del _recent[next(iter(_recent))]
 
 
 class TokenCounter:

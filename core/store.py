@@ -102,31 +102,20 @@ def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
     return dict(conn.execute("SELECT key, value FROM meta").fetchall())
 
 
-class _RecentFiles:
-    """What this process last saved to or loaded from a few files, by file identity (device,
-    inode, size, mtime): a generation folder is written under a temporary name and renamed,
-    which keeps the identity, and a file rewritten by anyone changes it."""
+class Recent:
+    """The last few values this process stored under a key (thread-safe, oldest dropped first):
+    what it last saved or read, so the next reader of the same state need not read it again."""
 
-    def __init__(self, size: int = 2) -> None:
-        self._items: dict[tuple, object] = {}
+    def __init__(self, size: int) -> None:
+        self._items: dict[object, object] = {}
         self._lock = threading.Lock()
         self._size = size
 
-    @staticmethod
-    def _key(path: Path) -> tuple | None:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-    def get(self, path: Path):
-        key = self._key(path)
+    def get(self, key):
         with self._lock:
-            return self._items.get(key) if key else None
+            return self._items.get(key) if key is not None else None
 
-    def put(self, path: Path, value) -> None:
-        key = self._key(path)
+    def put(self, key, value) -> None:
         if key is None:
             return
         with self._lock:
@@ -136,7 +125,17 @@ class _RecentFiles:
                 del self._items[next(iter(self._items))]
 
 
-_recent_tables = _RecentFiles()
+def file_identity(path: Path) -> tuple | None:
+    """(device, inode, size, mtime) of a file, None if it is gone: a generation folder is
+    written under a temporary name and renamed, which keeps it, and a rewrite changes it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+_recent_tables = Recent(2)  # chunk tables, by file identity
 
 
 class ChunkTable:
@@ -221,7 +220,7 @@ class ChunkTable:
         texts["contexts"] = self.contexts
         path = directory / self.FILE
         np.savez(path, **arrays, texts=np.frombuffer(json.dumps(texts).encode(), dtype=np.uint8))
-        _recent_tables.put(path, self)
+        _recent_tables.put(file_identity(path), self)
 
     @classmethod
     def load_dir(cls, directory: Path) -> "ChunkTable":
@@ -229,7 +228,8 @@ class ChunkTable:
         loaded that very file last (an index update, then the engine reopening the new
         generation, would each read ~0.08 s of it at 50k chunks). Tables are never mutated."""
         path = directory / cls.FILE
-        found = _recent_tables.get(path)
+        identity = file_identity(path)
+        found = _recent_tables.get(identity)
         if found is not None:
             return found
         with np.load(path) as z:
@@ -237,7 +237,7 @@ class ChunkTable:
             cols = {name: [texts[name][i] for i in z[name].tolist()] for name in ("paths", "languages", "kinds")}
             table = cls(z["ids"], cols["paths"], z["starts"], z["ends"], texts["contexts"],
                         cols["languages"], cols["kinds"], z["pieces"])
-        _recent_tables.put(path, table)
+        _recent_tables.put(identity, table)
         return table
 
     def __len__(self) -> int:
