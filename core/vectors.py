@@ -76,8 +76,10 @@ front. A view becomes an in-memory copy on its first modification.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import struct
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -131,7 +133,7 @@ def _exact(dataset, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarr
     """
     if isinstance(dataset, _Float32):
         return dataset.nearest(query, count)
-    from usearch.index import search as usearch_search
+    usearch_search = _usearch().search
 
     count = min(count, len(dataset))
     if count <= 0:
@@ -224,9 +226,7 @@ class _Coarse:
 
     @classmethod
     def build(cls, dim: int, keys: np.ndarray, unit16: np.ndarray) -> "_Coarse":
-        from usearch.index import Index
-
-        coarse = cls(Index(ndim=dim, metric="cos", dtype="i8", connectivity=2, expansion_add=1))
+        coarse = cls(_usearch().Index(ndim=dim, metric="cos", dtype="i8", connectivity=2, expansion_add=1))
         coarse.add(keys, unit16)
         return coarse
 
@@ -264,10 +264,8 @@ class _Coarse:
         (the vectors are then scanned without it; the next save writes a new one)."""
         if not path.exists():
             return None
-        from usearch.index import Index
-
         try:
-            index = Index.restore(str(path), view=view)
+            index = _usearch().Index.restore(str(path), view=view)
         except Exception:  # usearch raises RuntimeError/ValueError for a bad file
             return None
         if index is None or index.ndim != dim or len(index) != n:
@@ -297,9 +295,9 @@ class VectorIndex:
         self._f32_lock = threading.Lock()
         self._version = 0  # bumped by every modification: a copy made before one is stale
         # int8 candidate scan (see _Coarse): mirrors rows [:_n] exactly, or is None. A view's is
-        # read-only and dropped on the first modification; the next save builds a new one.
+        # read-only, searched, and dropped on the first modification (see _leave_view); the
+        # next save builds a new one. A mutable index keeps its own in step, for saving.
         self._coarse: _Coarse | None = None
-        self._coarse_view = False
         self._coarse_pending: Path | None = None  # a view's companion, not opened yet
 
     # ------------------------------------------------------------------ basics
@@ -387,9 +385,7 @@ class VectorIndex:
         if not gone.any():
             return
         keep = ~gone
-        self._coarse_pending = None
-        if self._coarse_view:
-            self._coarse, self._coarse_view = None, False
+        self._leave_view()
         if self._coarse is not None:
             self._coarse.remove(live[gone])
         # Fresh arrays (never compaction in place): concurrent searches hold the old ones.
@@ -401,10 +397,13 @@ class VectorIndex:
         self._f32 = None
         self._version += 1
 
+    def _leave_view(self) -> None:
+        """Before a view's first modification: its companion describes the file, not this."""
+        if self._view:
+            self._coarse = self._coarse_pending = None
+
     def _materialise(self) -> None:
-        self._coarse_pending = None
-        if self._coarse_view:
-            self._coarse, self._coarse_view = None, False
+        self._leave_view()
         if self._view:
             self._keys = np.array(self._keys[: self._n], dtype=np.int64)
             self._vecs = np.array(self._vecs[: self._n], dtype=_STORE)
@@ -437,10 +436,10 @@ class VectorIndex:
         with self._lock:
             if self._coarse_pending is not None:
                 self._coarse = _Coarse.load(self._coarse_pending, self.dim, self._n, view=True)
-                self._coarse_view, self._coarse_pending = self._coarse is not None, None
+                self._coarse_pending = None
             keys, vecs = self._snapshot()
             # Only a view's companion: it cannot change under a running search.
-            coarse = self._coarse if self._coarse_view else None
+            coarse = self._coarse if self._view else None
             lookup = self._snapshot_lookup() if allowed is not None or coarse is not None else None
             f32, version = self._f32, self._version
         n = len(keys)
@@ -609,6 +608,29 @@ class VectorIndex:
         elif stamp:
             index._coarse = _Coarse.load(_companion_path(path, stamp), dim, n, view=False)
         return index
+
+
+def _usearch():
+    """``usearch.index``, imported after onnxruntime's extension when that is installed.
+
+    Loading onnxruntime's pybind11 module after usearch's crashes the interpreter (SIGSEGV at
+    import, onnxruntime 1.32 with usearch 2.26; the other order is fine). A process that
+    scans a companion and then opens the ``deep`` arm, or an indexer that saves one and then
+    builds deep vectors, would die there.
+    """
+    if "usearch.index" not in sys.modules and "onnxruntime" not in sys.modules:
+        try:
+            found = importlib.util.find_spec("onnxruntime")
+        except (ImportError, ValueError):
+            found = None
+        if found is not None:
+            try:
+                importlib.import_module("onnxruntime")
+            except Exception:  # a broken onnxruntime is the deep arm's to report
+                pass
+    import usearch.index
+
+    return usearch.index
 
 
 _COMPANION = ".i8"

@@ -403,3 +403,26 @@ def test_small_indexes_get_no_companion(tmp_path: Path):
     keys, vecs = _data(300)
     _index(keys, vecs).save(tmp_path / "v.idx")
     assert [p.name for p in tmp_path.iterdir()] == ["v.idx"]
+
+
+def test_onnxruntime_still_loads_after_a_companion_was_built_and_scanned(tmp_path: Path):
+    """usearch imported before onnxruntime's extension crashes the interpreter at the latter's
+    import; the vector index imports usearch only after it, so the deep arm can follow."""
+    pytest.importorskip("onnxruntime")
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "import core.vectors as v\n"
+        "v._Coarse.MIN_VECTORS = 100\n"
+        "rng = np.random.default_rng(0)\n"
+        "x = v.VectorIndex(16); x.add(np.arange(300), rng.normal(size=(300, 16)))\n"
+        f"x.save(v.Path({str(tmp_path / 'v.idx')!r}))\n"
+        f"assert v.VectorIndex.load(v.Path({str(tmp_path / 'v.idx')!r})).search(rng.normal(size=16), 5)[0].size == 5\n"
+        "assert 'usearch.index' in sys.modules\n"
+        "import onnxruntime\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
