@@ -9,15 +9,16 @@ weighted RRF (see :mod:`core.fusion`).
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 
 from .fusion import check_k, check_weights
 from .types import (
     LEXICAL,
     SEMANTIC,
     STRUCTURAL,
+    AppliedPrior,
     ConsolidatedHit,
     Contribution,
     Hit,
@@ -99,14 +100,6 @@ def _groups(hits: list[Hit], merge_adjacent: bool) -> list[list[Hit]]:
     return groups
 
 
-@dataclass(frozen=True, slots=True)
-class _Group:
-    path: str
-    start_line: int
-    end_line: int
-    best: tuple[Hit, ...]  # each arm's best-ranked member, sorted by arm name
-
-
 class Groups:
     """Overlapping spans grouped once; :meth:`fuse` scores them for any weights and k.
 
@@ -130,119 +123,124 @@ class Groups:
                 by_path.setdefault(hit.path, []).append(hit)
         self.groups: list[_Group] = []
         for path in sorted(by_path):
-            for members in _groups(by_path[path], merge_adjacent):
+            hits = by_path[path]
+            if len(hits) == 1:  # most paths: one hit, one group
+                h = hits[0]
+                self.groups.append(_Group(path, h.start_line, h.end_line, (h,), h.docid))
+                continue
+            for members in _groups(hits, merge_adjacent):
                 best: dict[str, Hit] = {}
                 for hit in members:
                     cur = best.get(hit.arm)
                     if cur is None or (hit.rank, hit.docid) < (cur.rank, cur.docid):
                         best[hit.arm] = hit
-                self.groups.append(
-                    _Group(
-                        path,
-                        min(h.start_line for h in members),
-                        max(h.end_line for h in members),
-                        tuple(best[a] for a in sorted(best)),
-                    )
-                )
+                start = min(h.start_line for h in members)
+                end = max(h.end_line for h in members)
+                self.groups.append(_Group(path, start, end, tuple(best[a] for a in sorted(best))))
+        self._arms = sorted({h.arm for g in self.groups for h in g.best})
+        self._confidences: dict[tuple[str, ...], str] = {}
 
     def fuse(
-        self, k: float = 60, weights: Mapping[str, float] | None = None, *, ranked: bool = True
+        self,
+        k: float = 60,
+        weights: Mapping[str, float] | None = None,
+        *,
+        limit: int | None = None,
+        adjust: Callable[[str], tuple[float, list[AppliedPrior]]] | None = None,
     ) -> list[ConsolidatedHit]:
         """Score every group with weighted RRF; best first, ``rank`` 1-based.
 
-        ``ranked=False`` leaves the hits unsorted with ``rank`` 0, for a caller that re-sorts
-        them anyway (the priors stage does).
+        ``adjust`` maps a path to the factor its hits' scores are multiplied by and the
+        priors that make it (see :func:`core.priors.adjuster`): ``fused_score`` is then the
+        RRF score and ``score`` the product. ``limit`` keeps only the best ``limit`` hits.
 
-        A slider move re-fuses hundreds of groups, so the work that does not depend on the
-        weights and k is done once per :class:`Groups` (docids, arms, the lead order), and a
-        contribution whose weight and k did not change is the same (immutable) object as in
-        the last fuse.
+        Scoring is plain float arithmetic per group; a :class:`ConsolidatedHit` is built only
+        for a hit that is returned (a query keeps 10 of ~75 groups, and building them all was
+        most of the cost). A slider move re-fuses hundreds of groups, so a contribution whose
+        weight and k did not change is the same (immutable) object as in the last fuse.
         """
         kf = check_k(k)
         ws = check_weights(weights)
-        static = getattr(self, "_static", None)
-        if static is None:  # the first fuse of these groups
-            static = self._static = [_StaticGroup(group) for group in self.groups]
-            self._arms = sorted({h.arm for g in self.groups for h in g.best})
-            self._confidences: dict[tuple[str, ...], str] = {}
         weight_of = {arm: ws.get(arm, 1.0) for arm in self._arms}
-        confidences = self._confidences
-        out: list[ConsolidatedHit] = []
-        append = out.append
-        for group in static:
-            contributors = []
-            voting = []
-            for i, h in enumerate(group.best):
-                w = weight_of[h.arm]
-                cached = group.memo[i]
-                if cached is not None and cached[0] == w and cached[1] == kf:
-                    c = cached[2]
-                else:
-                    c = Contribution(h.arm, h.rank, h.docid, h.score, w / (kf + h.rank))
-                    group.memo[i] = (w, kf, c)
-                contributors.append(c)
-                if c.contribution > 0:
-                    voting.append(i)
+        scored: list[tuple] = []
+        for i, group in enumerate(self.groups):
+            voting = [v for v in [weight_of[h.arm] / (kf + h.rank) for h in group.best] if v > 0]
             if not voting:
                 continue
-            path = group.path
-            if len(voting) == 1:
-                lead = group.best[voting[0]]
-                provenance = [lead.arm]
-                score = contributors[voting[0]].contribution
-            else:
-                _, _, lead_i = max(
-                    (contributors[i].contribution, group.lead_key[i], i) for i in voting
-                )
-                lead = group.best[lead_i]
-                provenance = [group.best[i].arm for i in voting]
-                score = math.fsum(contributors[i].contribution for i in voting)
-            key = tuple(provenance)
-            conf = confidences.get(key)
-            if conf is None:
-                conf = confidences[key] = confidence(provenance, self.families)
-            append(
-                ConsolidatedHit(
-                    path,
-                    group.start_line,
-                    group.end_line,
-                    group.docid,
-                    lead.context or path,
-                    score,
-                    0,
-                    provenance,
-                    len(provenance),
-                    conf,
-                    contributors,
-                )
-            )
-        if ranked:
-            out.sort(key=_order)
-            for rank, hit in enumerate(out, start=1):
-                hit.rank = rank
+            fused = voting[0] if len(voting) == 1 else math.fsum(voting)
+            factor, applied = adjust(group.path) if adjust is not None else (1.0, None)
+            entry = (-(fused * factor), group.path, group.start_line, group.end_line, group.docid, i, fused, applied)
+            scored.append(entry)
+        # Ties by (path, start, end, docid); a docid names one group, so `i` never decides.
+        if limit is not None and limit < len(scored):
+            scored = heapq.nsmallest(limit, scored)
+        else:
+            scored.sort()
+        out: list[ConsolidatedHit] = []
+        for rank, (neg, _, _, _, _, i, fused, applied) in enumerate(scored, start=1):
+            hit = self._hit(self.groups[i], weight_of, kf)
+            hit.score, hit.rank = -neg, rank
+            if applied is not None:
+                hit.fused_score, hit.priors = fused, list(applied)
+            out.append(hit)
         return out
 
-
-def _order(hit: ConsolidatedHit) -> tuple:
-    """Best first; ties by (path, start, end, docid)."""
-    return (-hit.score, hit.path, hit.start_line, hit.end_line, hit.docid)
-
-
-class _StaticGroup:
-    """What :meth:`Groups.fuse` needs of a group that no weight or k changes."""
-
-    __slots__ = ("path", "start_line", "end_line", "docid", "best", "lead_key", "memo")
-
-    def __init__(self, group: _Group) -> None:
-        self.path = group.path
-        self.start_line = group.start_line
-        self.end_line = group.end_line
-        self.docid = make_docid(group.path, group.start_line, group.end_line)
-        self.best = group.best
+    def _hit(self, group: _Group, weight_of: Mapping[str, float], kf: float) -> ConsolidatedHit:
+        """The explained hit of one group (its score and rank are the caller's to set)."""
+        contributors = []
+        voting = []
+        for i, h in enumerate(group.best):
+            w = weight_of[h.arm]
+            cached = group.memo[i]
+            if cached is not None and cached[0] == w and cached[1] == kf:
+                c = cached[2]
+            else:
+                c = Contribution(h.arm, h.rank, h.docid, h.score, w / (kf + h.rank))
+                group.memo[i] = (w, kf, c)
+            contributors.append(c)
+            if c.contribution > 0:
+                voting.append(i)
         # The lead (whose context the hit shows) is the biggest contribution; among equal
         # ones a definition (its context is not just the path), then the larger docid.
-        self.lead_key = [(h.context != group.path, h.docid) for h in group.best]
-        self.memo: list[tuple[float, float, Contribution] | None] = [None] * len(group.best)
+        lead = group.best[max((contributors[i].contribution, group.lead_key(i), i) for i in voting)[2]]
+        provenance = [group.best[i].arm for i in voting]
+        key = tuple(provenance)
+        conf = self._confidences.get(key)
+        if conf is None:
+            conf = self._confidences[key] = confidence(provenance, self.families)
+        return ConsolidatedHit(
+            group.path,
+            group.start_line,
+            group.end_line,
+            group.docid,
+            lead.context or group.path,
+            0.0,
+            0,
+            provenance,
+            len(provenance),
+            conf,
+            contributors,
+        )
+
+
+class _Group:
+    """One group of overlapping spans: its extent and each arm's best-ranked member."""
+
+    __slots__ = ("path", "start_line", "end_line", "docid", "best", "memo")
+
+    def __init__(
+        self, path: str, start_line: int, end_line: int, best: tuple[Hit, ...], docid: str | None = None
+    ) -> None:
+        self.path = path
+        self.start_line = start_line
+        self.end_line = end_line
+        self.docid = docid or make_docid(path, start_line, end_line)
+        self.best = best  # sorted by arm name
+        self.memo: list[tuple[float, float, Contribution] | None] = [None] * len(best)
+
+    def lead_key(self, i: int) -> tuple[bool, str]:
+        h = self.best[i]
+        return (h.context != self.path, h.docid)
 
 
 def consolidate(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
 from .consolidate import ARM_FAMILIES, Groups
 from .fusion import check_k, check_weights
-from .priors import apply_priors
+from .priors import adjuster
 from .store import IndexError_, IndexView, index_dir
 from .tokenize import code_tokens
 from .types import ConsolidatedHit, Hit
@@ -351,7 +351,7 @@ class Engine:
         """Consolidate cached rankings with these weights and k; no arm runs again.
 
         With ``priors`` (the default) the fused hits are re-scored by the code-aware priors
-        before the ``top_k`` cut (:func:`core.priors.apply_priors`): ``score`` is then the
+        before the ``top_k`` cut (:func:`core.priors.adjuster`): ``score`` is then the
         final score, ``fused_score`` the RRF score and ``priors`` what was applied. The query
         words that lift a prior come from ``query``, else from the ``ArmResult``s' ``query``;
         with a mapping of rankings and no ``query``, no prior is lifted.
@@ -369,12 +369,8 @@ class Engine:
         cached = self._groups
         if cached is None or cached[0] != key:
             cached = self._groups = (key, Groups(rankings, MERGE_ADJACENT, ARM_FAMILIES), rankings)
-        if priors:
-            # The priors re-sort and re-rank the hits: the fuse need not sort them first.
-            hits = apply_priors(cached[1].fuse(k, weights, ranked=False), query, in_place=True)
-        else:
-            hits = cached[1].fuse(k, weights)
-        return hits[:top_k] if top_k else hits
+        adjust = adjuster(query) if priors else None
+        return cached[1].fuse(k, weights, limit=top_k or None, adjust=adjust)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

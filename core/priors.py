@@ -232,9 +232,16 @@ def _matching(path: str, rules: tuple[PriorRule, ...]) -> tuple[PriorRule, ...]:
     return tuple(rule for rule in rules if rule.predicate(path, language))
 
 
+@lru_cache(maxsize=1 << 16)
+def _matching_default(path: str) -> tuple[PriorRule, ...]:
+    # Keyed on the path alone: hashing the rules (frozen dataclasses) per call cost more
+    # than the lookup.
+    return _matching(path, RULES)
+
+
 def matching_rules(path: str, rules: Sequence[PriorRule] = RULES) -> tuple[PriorRule, ...]:
     """The rules whose predicate holds for ``path`` (whatever the query)."""
-    return _matching(path, tuple(rules))
+    return _matching_default(path) if rules is RULES else _matching(path, tuple(rules))
 
 
 def query_words(query: str | None) -> frozenset[str]:
@@ -263,6 +270,26 @@ def factor_of(applied: Iterable[AppliedPrior]) -> float:
     return f
 
 
+def adjuster(
+    query: str | None, enabled: bool = True, rules: Sequence[PriorRule] = RULES
+) -> Callable[[str], tuple[float, list[AppliedPrior]]]:
+    """``path -> (factor, applied priors)`` for one query, worked out once per path.
+
+    ``enabled=False`` gives factor 1.0 and no priors for every path.
+    """
+    words = query_words(query) if enabled else frozenset()
+    by_path: dict[str, tuple[float, list[AppliedPrior]]] = {}
+
+    def adjust(path: str) -> tuple[float, list[AppliedPrior]]:
+        found = by_path.get(path)
+        if found is None:
+            applied = applied_to(path, words, rules) if enabled else []
+            found = by_path[path] = (factor_of(applied), applied)
+        return found
+
+    return adjust
+
+
 def apply_priors(
     hits: Sequence[ConsolidatedHit],
     query: str | None,
@@ -279,16 +306,11 @@ def apply_priors(
     ``in_place=True`` updates the given hits instead of copying them (for a caller that has
     just built them: a slider move re-fuses hundreds of hits, and copying was half the cost).
     """
-    words = query_words(query) if enabled else frozenset()
-    by_path: dict[str, tuple[list[AppliedPrior], float]] = {}
+    adjust = adjuster(query, enabled, rules)
     out = []
     for hit in hits:
         base = hit.score if hit.fused_score is None else hit.fused_score
-        found = by_path.get(hit.path)
-        if found is None:
-            applied = applied_to(hit.path, words, rules) if enabled else []
-            found = by_path[hit.path] = (applied, factor_of(applied))
-        applied, factor = found
+        factor, applied = adjust(hit.path)
         if in_place:
             hit.score, hit.fused_score, hit.priors = base * factor, base, list(applied)
             out.append(hit)

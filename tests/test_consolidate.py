@@ -162,3 +162,40 @@ def test_single_arm_keeps_the_arms_own_ranking_unmerged():
         ("a.py:31-70", 2, 1, "medium"),
     ]
     assert out[0].contributors[0].score == 0.9 and out[0].score == 1 / 61
+
+
+arm_hits = st.lists(
+    st.tuples(
+        st.sampled_from(["bm25", "fts5", "dense", "symbols"]),
+        st.sampled_from(["src/a.py", "tests/test_a.py", "README.md", "conf.yaml"]),
+        st.integers(1, 40),
+        st.integers(0, 12),
+    ),
+    max_size=40,
+    unique_by=lambda s: (s[0], s[1], s[2], s[3]),
+)
+
+
+@given(
+    arm_hits,
+    st.integers(1, 12),
+    st.sampled_from(["where is the parser", "test the yaml config", None]),
+    st.dictionaries(st.sampled_from(["bm25", "fts5", "dense", "symbols"]), st.sampled_from([0.0, 0.5, 1.0, 2.5])),
+    st.sampled_from([1, 20, 60]),
+)
+def test_fusing_with_a_cut_and_priors_equals_priors_over_the_whole_fused_list_then_the_cut(raw, limit, query, weights, k):
+    """The query path scores every group but builds hits only for the kept ones: it must
+    give exactly what fusing everything, applying the priors and cutting gives."""
+    from core.consolidate import Groups
+    from core.priors import adjuster, apply_priors
+
+    rankings: dict[str, list[Hit]] = {}
+    for arm, path, start, n in raw:
+        ranking = rankings.setdefault(arm, [])
+        if all(h.docid != make_docid(path, start, start + n) for h in ranking):
+            ranking.append(hit(arm, path, start, start + n, len(ranking) + 1))
+    whole = apply_priors(consolidate(rankings, k=k, weights=weights), query)[:limit]
+    fast = Groups(rankings).fuse(k, weights, limit=limit, adjust=adjuster(query))
+    assert [h.to_dict() for h in fast] == [h.to_dict() for h in whole]
+    plain = Groups(rankings).fuse(k, weights, limit=limit)
+    assert [h.to_dict() for h in plain] == [h.to_dict() for h in consolidate(rankings, k=k, weights=weights)[:limit]]
