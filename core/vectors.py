@@ -1,9 +1,9 @@
 """Vector index for the dense arm: cosine similarity over float16 vectors, searched exactly.
 
-An index of 20k vectors or more is saved with an int8 companion (a usearch ``Index``,
-:class:`_Coarse`) whose exact SIMD scan picks 128 candidates (or 4 x k) that are re-scored
-exactly from the float16 vectors: at 50k x 256, 4.5 ms of CPU against 7.5 ms for the float32
-scan, with the same top 30 on 98 of 98 queries (recall@30 1.0 with even 100 candidates).
+An index of 20k vectors or more is saved with an int8 companion (:class:`_Coarse`, scanned
+with simsimd's SIMD kernel) that picks 128 candidates (or 4 x k), re-scored exactly from the
+float16 vectors: at 50k x 256, ~2.5 ms of CPU against 5-7 ms for the float32 scan, with the
+same top 30 as the full scan on 98 of 98 queries (recall@30 1.0 with even 100 candidates).
 Smaller indexes, filtered searches and indexes being modified scan every vector, in float32
 with numpy over a copy made on the first search (:class:`_Float32`), or with usearch's
 float16 kernel for an index too big for that copy.
@@ -205,53 +205,57 @@ class _Float32:
 
 
 class _Coarse:
-    """An int8 copy of the vectors in a usearch ``Index``, scanned exactly to pick candidates.
+    """An int8 copy of the vectors, row for row, scanned exactly to pick candidates.
 
-    usearch's exact int8 cosine kernel (SIMD) reads a quarter of the bytes of a float32 scan:
-    ~3-5 ms of CPU against ~7 ms at 50k x 256. Its ``pool`` best rows are then re-scored
-    exactly from the float16 vectors, so only a true neighbour ranked below ``pool`` by the
-    int8 scan could be lost. Each vector is scaled to a largest component of 1 before the cast
-    (cosine does not see the scale) so the int8 grid spans it. The graph usearch builds on add
-    is never searched; it is kept as small as usearch allows (0.3 s to add 50k vectors).
+    simsimd's int8 cosine kernel (the SIMD code usearch runs inside) reads a quarter of the
+    bytes of a float32 scan and releases the GIL: ~2.5 ms of CPU at 50k x 256, against ~4.6 ms
+    through a usearch ``Index`` (which walks its node tape) and ~5-7 ms for the float32 scan.
+    Its ``pool`` best rows are then re-scored exactly from the float16 vectors, so only a
+    true neighbour ranked below ``pool`` by the int8 scan could be lost. Each vector is scaled
+    to a largest component of 127 before the cast (cosine does not see the scale) so the int8
+    grid spans it. Saved as a ``.npy`` file, memory-mapped by a view.
     """
 
     #: Candidates re-scored per query: recall@30 1.0 over 98 queries at 50k chunks with 100.
     MIN_POOL = 128
-    #: Smaller indexes get no companion: their float32 scan takes under ~3 ms, and a process
-    #: that never needs usearch does not import it (~60 ms of a warm start).
+    #: Smaller indexes get no companion: their float32 scan takes under ~3 ms.
     MIN_VECTORS = 20_000
 
-    def __init__(self, index) -> None:
-        self.index = index
+    __slots__ = ("codes",)
 
-    @classmethod
-    def build(cls, dim: int, keys: np.ndarray, unit16: np.ndarray) -> "_Coarse":
-        coarse = cls(_usearch().Index(ndim=dim, metric="cos", dtype="i8", connectivity=2, expansion_add=1))
-        coarse.add(keys, unit16)
-        return coarse
+    def __init__(self, codes: np.ndarray) -> None:
+        self.codes = codes  # int8 [n, dim]; row i is vector row i
 
     @staticmethod
-    def _scaled(vecs: np.ndarray) -> np.ndarray:
-        vecs = np.asarray(vecs, dtype=np.float32).reshape(-1, vecs.shape[-1])
-        peak = np.abs(vecs).max(axis=1, keepdims=True)
-        return np.divide(vecs, peak, out=np.zeros_like(vecs), where=peak > 0)
+    def encode(vecs: np.ndarray) -> np.ndarray:
+        vecs = np.asarray(vecs).reshape(-1, vecs.shape[-1])
+        out = np.empty(vecs.shape, dtype=np.int8)
+        for i in range(0, len(vecs), 8192):  # bounded float32 temporaries
+            part = np.asarray(vecs[i : i + 8192], dtype=np.float32)
+            peak = np.abs(part).max(axis=1, keepdims=True)
+            scaled = np.divide(part * 127.0, peak, out=np.zeros_like(part), where=peak > 0)
+            out[i : i + 8192] = np.rint(scaled)
+        return out
 
-    def add(self, keys: np.ndarray, vecs: np.ndarray) -> None:
-        for i in range(0, len(keys), 8192):  # bounded float32 temporaries
-            self.index.add(keys[i : i + 8192], self._scaled(vecs[i : i + 8192]), threads=1)
+    def appended(self, vecs: np.ndarray) -> "_Coarse":
+        return _Coarse(np.concatenate([self.codes, self.encode(vecs)]))
 
-    def remove(self, keys: np.ndarray) -> None:
-        self.index.remove(keys)
+    def kept(self, keep: np.ndarray) -> "_Coarse":
+        return _Coarse(self.codes[keep])
 
     def candidates(self, query: np.ndarray, pool: int) -> np.ndarray:
-        matches = self.index.search(self._scaled(query)[0], pool, exact=True, threads=1)
-        return matches.keys.astype(np.int64)
+        """The ``pool`` rows nearest ``query`` by int8 cosine, in row order (needs
+        :func:`_simsimd`)."""
+        dist = np.asarray(_simsimd().cdist(self.encode(query), self.codes, metric="cosine"))[0]
+        return np.sort(np.argpartition(dist, pool)[:pool])
 
     def save(self, path: Path) -> None:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
         try:
-            self.index.save(tmp_name)
+            with os.fdopen(fd, "wb") as fh:
+                np.save(fh, self.codes, allow_pickle=False)
+                fh.flush()
+                os.fsync(fh.fileno())
             os.chmod(tmp_name, 0o644)
             os.replace(tmp_name, path)
         except BaseException:
@@ -262,15 +266,13 @@ class _Coarse:
     def load(cls, path: Path, dim: int, n: int, view: bool) -> "_Coarse | None":
         """The companion of a vector file, or None when it is absent or does not match it
         (the vectors are then scanned without it; the next save writes a new one)."""
-        if not path.exists():
-            return None
         try:
-            index = _usearch().Index.restore(str(path), view=view)
-        except Exception:  # usearch raises RuntimeError/ValueError for a bad file
+            codes = np.load(path, mmap_mode="r" if view else None, allow_pickle=False)
+        except (OSError, ValueError):
             return None
-        if index is None or index.ndim != dim or len(index) != n:
+        if codes.dtype != np.int8 or codes.shape != (n, dim):
             return None
-        return cls(index)
+        return cls(codes)
 
 
 class VectorIndex:
@@ -365,7 +367,7 @@ class VectorIndex:
             self._vecs[self._n : need] = unit
             self._n = need
             if self._coarse is not None:
-                self._coarse.add(keys, unit)
+                self._coarse = self._coarse.appended(unit)
             self._lookup = None
             self._f32 = None
             self._version += 1
@@ -387,7 +389,7 @@ class VectorIndex:
         keep = ~gone
         self._leave_view()
         if self._coarse is not None:
-            self._coarse.remove(live[gone])
+            self._coarse = self._coarse.kept(keep)
         # Fresh arrays (never compaction in place): concurrent searches hold the old ones.
         self._keys = np.ascontiguousarray(live[keep])
         self._vecs = np.ascontiguousarray(self._vecs[: self._n][keep])
@@ -440,7 +442,7 @@ class VectorIndex:
             keys, vecs = self._snapshot()
             # Only a view's companion: it cannot change under a running search.
             coarse = self._coarse if self._view else None
-            lookup = self._snapshot_lookup() if allowed is not None or coarse is not None else None
+            lookup = self._snapshot_lookup() if allowed is not None else None
             f32, version = self._f32, self._version
         n = len(keys)
         if n == 0 or k <= 0:
@@ -453,8 +455,8 @@ class VectorIndex:
             return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
         q16 = (q / norm).astype(_STORE)
         pool = max(_Coarse.MIN_POOL, 4 * k)
-        if allowed is None and coarse is not None and pool < n:
-            rows, dist = self._search_coarse(coarse, vecs, lookup, q16, pool)
+        if allowed is None and coarse is not None and pool < n and _simsimd() is not None:
+            rows, dist = self._search_coarse(coarse, vecs, q16, pool)
         else:
             if f32 is None and vecs.size * 4 <= _F32_MAX_BYTES:
                 f32 = self._float32(vecs, version)
@@ -472,13 +474,10 @@ class VectorIndex:
         return np.ascontiguousarray(out_keys[order]), np.ascontiguousarray(sims[order])
 
     @staticmethod
-    def _search_coarse(coarse, vecs, lookup, q16, pool) -> tuple[np.ndarray, np.ndarray]:
+    def _search_coarse(coarse, vecs, q16, pool) -> tuple[np.ndarray, np.ndarray]:
         """The int8 scan's ``pool`` candidate rows and their exact distances, computed as
         :class:`_Float32` computes them (the same bits)."""
-        sorted_keys, sorted_rows = lookup
-        found = coarse.candidates(q16, pool)
-        idx = np.minimum(np.searchsorted(sorted_keys, found), len(sorted_keys) - 1)
-        rows = np.sort(sorted_rows[idx[sorted_keys[idx] == found]])
+        rows = coarse.candidates(q16, pool)
         return rows, _Float32(vecs[rows]).distances(q16)
 
     def _float32(self, vecs: np.ndarray, version: int) -> _Float32:
@@ -548,7 +547,7 @@ class VectorIndex:
         if stamp:
             with self._lock:
                 coarse = self._coarse if self._n == n else None
-            (coarse or _Coarse.build(self.dim, keys, vecs)).save(companion)
+            (coarse or _Coarse(_Coarse.encode(vecs))).save(companion)
         header = _HEADER.pack(_MAGIC, _VERSION, self.dim, n, keys_off, vecs_off, stamp)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
@@ -615,9 +614,10 @@ def _usearch():
 
     Loading onnxruntime's pybind11 module after usearch's crashes the interpreter (SIGSEGV at
     import, onnxruntime 1.32 with usearch 2.26; the other order is fine). A process that
-    scans a companion and then opens the ``deep`` arm, or an indexer that saves one and then
-    builds deep vectors, would die there.
+    scans an index too big for the float32 copy and then opens the ``deep`` arm would die
+    there. (simsimd, which scans the companions, is a plain C extension: either order works.)
     """
+    _simsimd()
     if "usearch.index" not in sys.modules and "onnxruntime" not in sys.modules:
         try:
             found = importlib.util.find_spec("onnxruntime")
@@ -631,6 +631,30 @@ def _usearch():
     import usearch.index
 
     return usearch.index
+
+
+_simsimd_module = None  # the module, False when unusable, None before the first call
+
+
+def _simsimd():
+    """``simsimd`` when its int8 kernel works in this process, else None.
+
+    Imported after usearch's extension, simsimd's ``cdist`` refuses every input ("Input
+    tensors must have matching datatypes", simsimd 6.5 with usearch 2.26; the other order is
+    fine), so :func:`_usearch` imports it first; if something else imported usearch earlier,
+    the probe fails and the companions are not used (the vectors are scanned in full).
+    """
+    global _simsimd_module
+    if _simsimd_module is None:
+        try:
+            import simsimd
+
+            probe = np.array([[1, 2], [3, 4]], dtype=np.int8)
+            simsimd.cdist(probe[:1], probe, metric="cosine")
+            _simsimd_module = simsimd
+        except Exception:  # missing, broken, or loaded after usearch
+            _simsimd_module = False
+    return _simsimd_module or None
 
 
 _COMPANION = ".i8"

@@ -405,7 +405,7 @@ def test_small_indexes_get_no_companion(tmp_path: Path):
     assert [p.name for p in tmp_path.iterdir()] == ["v.idx"]
 
 
-def test_onnxruntime_still_loads_after_a_companion_was_built_and_scanned(tmp_path: Path):
+def test_onnxruntime_still_loads_after_usearch_scanned_a_big_index(tmp_path: Path):
     """usearch imported before onnxruntime's extension crashes the interpreter at the latter's
     import; the vector index imports usearch only after it, so the deep arm can follow."""
     pytest.importorskip("onnxruntime")
@@ -415,13 +415,38 @@ def test_onnxruntime_still_loads_after_a_companion_was_built_and_scanned(tmp_pat
     code = (
         "import sys, numpy as np\n"
         "import core.vectors as v\n"
-        "v._Coarse.MIN_VECTORS = 100\n"
+        "v._F32_MAX_BYTES = 0\n"  # scanned by usearch, as an index too big for the copy is
         "rng = np.random.default_rng(0)\n"
         "x = v.VectorIndex(16); x.add(np.arange(300), rng.normal(size=(300, 16)))\n"
-        f"x.save(v.Path({str(tmp_path / 'v.idx')!r}))\n"
-        f"assert v.VectorIndex.load(v.Path({str(tmp_path / 'v.idx')!r})).search(rng.normal(size=16), 5)[0].size == 5\n"
+        "assert x.search(rng.normal(size=16), 5)[0].size == 5\n"
         "assert 'usearch.index' in sys.modules\n"
         "import onnxruntime\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_a_companion_is_skipped_not_fatal_when_usearch_was_imported_before_simsimd(tmp_path: Path):
+    """simsimd loaded after usearch refuses every input; the index then scans every vector,
+    with the same results."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "v.idx"
+    code = (
+        "import sys, numpy as np\n"
+        "import usearch.index\n"  # the bad order, as another library might cause
+        "import core.vectors as v\n"
+        "v._Coarse.MIN_VECTORS = 100\n"
+        "rng = np.random.default_rng(0)\n"
+        "x = v.VectorIndex(16); x.add(np.arange(3000), rng.normal(size=(3000, 16)))\n"
+        f"x.save(v.Path({str(path)!r}))\n"
+        "q = rng.normal(size=16)\n"
+        f"got = v.VectorIndex.load(v.Path({str(path)!r})).search(q, 30)\n"
+        "want = x.search(q, 30)\n"
+        "assert v._simsimd() is None\n"
+        "assert (got[0] == want[0]).all() and (got[1] == want[1]).all()\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
