@@ -25,7 +25,6 @@ import functools
 import itertools
 import json
 import operator
-import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._sqlite import sqlite3
 from .store import Recent
 from .tokenize import WORD, expansion
 

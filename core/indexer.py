@@ -16,7 +16,6 @@ import json
 import os
 import queue
 import shutil
-import sqlite3
 import threading
 import time
 import uuid
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from ._sqlite import sqlite3
 from .arms import bm25 as bm25_arm
 from .arms import dense as dense_arm
 from .arms import fts5 as fts5_arm

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import re
-import sqlite3
 import threading
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._sqlite import sqlite3
 from .types import Hit
 
 #: Bumped whenever the on-disk layout or the meaning of a stored artifact changes; a cache of

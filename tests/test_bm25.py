@@ -136,7 +136,7 @@ def test_incremental_update_equals_a_fresh_build(texts, corpus):
 
 
 def _vocab_db(tmp_path):
-    import sqlite3
+    from core._sqlite import sqlite3
 
     from core.store import SCHEMA
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import sqlite3
+from core._sqlite import sqlite3
 import subprocess
 import sys
 import threading

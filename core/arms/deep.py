@@ -35,7 +35,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import sqlite3
 import tempfile
 import threading
 import time
@@ -45,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._sqlite import sqlite3
 from ..store import IndexView, connect, gen_dir_name, read_meta
 from ..types import SEMANTIC, Hit
 from . import ArmUnavailable

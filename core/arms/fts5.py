@@ -16,11 +16,11 @@ repository and 0.814 -> 0.792 on polyglot (where 10 % of its few chunks is a han
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
-import json
-import sqlite3
-
+from .._sqlite import sqlite3
 from ..store import IndexView
 from ..tokenize import identifiers
 from ..types import LEXICAL, Hit
