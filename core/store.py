@@ -252,22 +252,23 @@ class ChunkTable:
         pos = np.minimum(np.searchsorted(self.ids, keys), len(self.ids) - 1)
         return np.where(self.ids[pos] == keys, pos, -1)
 
-    def docid(self, row: int) -> str:
-        return f"{self.paths[row]}:{int(self.starts[row])}-{int(self.ends[row])}"
+    def hits(self, arm: str, rows, scores) -> list[Hit]:
+        """One arm's ranking: chunk row ``rows[i]`` ranked ``i + 1`` with ``scores[i]``.
 
-    def hit(self, arm: str, row: int, rank: int, score: float) -> Hit:
-        piece_start, piece_end = self.pieces[row]
-        return Hit(
-            arm=arm,
-            docid=self.docid(row),
-            path=self.paths[row],
-            start_line=int(self.starts[row]),
-            end_line=int(self.ends[row]),
-            rank=rank,
-            score=float(score),
-            context=self.contexts[row],
-            piece_of=(int(piece_start), int(piece_end)) if piece_start else None,
-        )
+        Each column is read once for all rows (~1 µs a hit; reading numpy scalars row by row
+        cost ~4)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        paths, contexts = self.paths, self.contexts
+        out = []
+        for rank, (row, start, end, (piece_start, piece_end), score) in enumerate(
+            zip(rows.tolist(), self.starts[rows].tolist(), self.ends[rows].tolist(),
+                self.pieces[rows].tolist(), np.asarray(scores, dtype=np.float64).tolist()),
+            start=1,
+        ):
+            path = paths[row]
+            out.append(Hit(arm, f"{path}:{start}-{end}", path, start, end, rank, score, contexts[row], None,
+                           (piece_start, piece_end) if piece_start else None))
+        return out
 
     def mask(self, path_glob: str | None = None, language: str | None = None) -> np.ndarray | None:
         """Boolean row mask for the filters (``None`` when there is no filter).

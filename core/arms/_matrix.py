@@ -27,8 +27,4 @@ class MatrixArm:
         if allowed is not None:
             mask = mask & allowed[np.maximum(self.chunk_rows, 0)]
         rows, scores = self.matrix.top(code_tokens(query), limit, mask)
-        chunks = self.view.chunks
-        return [
-            chunks.hit(self.name, int(self.chunk_rows[r]), rank, s)
-            for rank, (r, s) in enumerate(zip(rows, scores), start=1)
-        ]
+        return self.view.chunks.hits(self.name, self.chunk_rows[np.asarray(rows, dtype=np.int64)], scores)

@@ -61,8 +61,6 @@ def nearest(arm: str, view: IndexView, vectors, vec: np.ndarray, limit: int, all
     chunks = view.chunks
     allowed_keys = None if allowed is None else chunks.ids[allowed]
     keys, sims = vectors.search(vec, limit, allowed_keys)
-    hits: list[Hit] = []
-    for row, sim in zip(chunks.rows_for(keys), sims):
-        if row >= 0:
-            hits.append(chunks.hit(arm, int(row), len(hits) + 1, float(sim)))
-    return hits
+    rows = chunks.rows_for(keys)
+    known = rows >= 0
+    return chunks.hits(arm, rows[known], np.asarray(sims, dtype=np.float64)[known])

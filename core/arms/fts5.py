@@ -83,11 +83,7 @@ class Fts5Arm:
             if allowed is None or keep.sum() >= limit or len(rows) < fetch:
                 break
             fetch *= 4
-        hits: list[Hit] = []
-        for (rowid, score), row, ok in zip(rows, pos, keep):
-            if ok:
-                # FTS5's bm25() is lower-is-better (negative); report it as higher-is-better.
-                hits.append(chunks.hit(self.name, int(row), len(hits) + 1, -score))
-                if len(hits) == limit:
-                    break
-        return hits
+        kept = np.flatnonzero(keep)[:limit]
+        # FTS5's bm25() is lower-is-better (negative); report it as higher-is-better.
+        scores = -np.array([rows[i][1] for i in kept.tolist()], dtype=np.float64)
+        return chunks.hits(self.name, pos[kept], scores)
