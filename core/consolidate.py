@@ -154,39 +154,55 @@ class Groups:
         priors that make it (see :func:`core.priors.adjuster`): ``fused_score`` is then the
         RRF score and ``score`` the product. ``limit`` keeps only the best ``limit`` hits.
 
-        Scoring is plain float arithmetic per group; a :class:`ConsolidatedHit` is built only
-        for a hit that is returned (a query keeps 10 of ~75 groups, and building them all was
-        most of the cost). A slider move re-fuses hundreds of groups, so a contribution whose
-        weight and k did not change is the same (immutable) object as in the last fuse.
+        With a ``limit`` below the number of groups, they are scored as plain floats and a
+        :class:`ConsolidatedHit` is built only for the kept ones (a query keeps 10 of ~75, and
+        building them all was most of the cost). Without one (a slider move re-fuses hundreds
+        of groups) every hit is built in one pass, and a contribution whose weight and k did
+        not change is the same (immutable) object as in the last fuse.
         """
         kf = check_k(k)
         ws = check_weights(weights)
         weight_of = {arm: ws.get(arm, 1.0) for arm in self._arms}
-        scored: list[tuple] = []
-        for i, group in enumerate(self.groups):
-            voting = [v for v in [weight_of[h.arm] / (kf + h.rank) for h in group.best] if v > 0]
-            if not voting:
-                continue
-            fused = voting[0] if len(voting) == 1 else math.fsum(voting)
-            factor, applied = adjust(group.path) if adjust is not None else (1.0, None)
-            entry = (-(fused * factor), group.path, group.start_line, group.end_line, group.docid, i, fused, applied)
-            scored.append(entry)
-        # Ties by (path, start, end, docid); a docid names one group, so `i` never decides.
-        if limit is not None and limit < len(scored):
-            scored = heapq.nsmallest(limit, scored)
-        else:
-            scored.sort()
         out: list[ConsolidatedHit] = []
-        for rank, (neg, _, _, _, _, i, fused, applied) in enumerate(scored, start=1):
-            hit = self._hit(self.groups[i], weight_of, kf)
-            hit.score, hit.rank = -neg, rank
-            if applied is not None:
-                hit.fused_score, hit.priors = fused, list(applied)
-            out.append(hit)
+        if limit is not None and limit < len(self.groups):
+            scored: list[tuple] = []
+            for i, group in enumerate(self.groups):
+                voting = [v for v in [weight_of[h.arm] / (kf + h.rank) for h in group.best] if v > 0]
+                if not voting:
+                    continue
+                fused = voting[0] if len(voting) == 1 else math.fsum(voting)
+                factor, applied = adjust(group.path) if adjust is not None else (1.0, None)
+                scored.append((-(fused * factor), group.path, group.start_line, group.end_line, group.docid, i))
+            # Ties by (path, start, end, docid); a docid names one group, so `i` never decides.
+            for entry in heapq.nsmallest(limit, scored):
+                hit, fused = self._hit(self.groups[entry[-1]], weight_of, kf)  # type: ignore[misc]
+                out.append(self._adjusted(hit, fused, adjust))
+        else:  # a slider move: every hit is built anyway, so build them in the one pass
+            for group in self.groups:
+                built = self._hit(group, weight_of, kf)
+                if built is not None:
+                    out.append(self._adjusted(*built, adjust))
+        out.sort(key=_order)
+        for rank, hit in enumerate(out, start=1):
+            hit.rank = rank
         return out
 
-    def _hit(self, group: _Group, weight_of: Mapping[str, float], kf: float) -> ConsolidatedHit:
-        """The explained hit of one group (its score and rank are the caller's to set)."""
+    @staticmethod
+    def _adjusted(
+        hit: ConsolidatedHit, fused: float, adjust: Callable[[str], tuple[float, list[AppliedPrior]]] | None
+    ) -> ConsolidatedHit:
+        if adjust is None:
+            hit.score = fused
+        else:
+            factor, applied = adjust(hit.path)
+            hit.score, hit.fused_score, hit.priors = fused * factor, fused, list(applied)
+        return hit
+
+    def _hit(
+        self, group: _Group, weight_of: Mapping[str, float], kf: float
+    ) -> tuple[ConsolidatedHit, float] | None:
+        """The explained hit of one group and its RRF score (None when no arm votes for it);
+        the caller sets its final score and rank."""
         contributors = []
         voting = []
         for i, h in enumerate(group.best):
@@ -200,27 +216,40 @@ class Groups:
             contributors.append(c)
             if c.contribution > 0:
                 voting.append(i)
-        # The lead (whose context the hit shows) is the biggest contribution; among equal
-        # ones a definition (its context is not just the path), then the larger docid.
-        lead = group.best[max((contributors[i].contribution, group.lead_key(i), i) for i in voting)[2]]
+        if not voting:
+            return None
+        if len(voting) == 1:
+            lead_i = voting[0]
+            fused = contributors[lead_i].contribution
+        else:
+            # The lead (whose context the hit shows) is the biggest contribution; among equal
+            # ones a definition (its context is not just the path), then the larger docid.
+            lead_i = max((contributors[i].contribution, group.lead_key(i), i) for i in voting)[2]
+            fused = math.fsum(contributors[i].contribution for i in voting)
         provenance = [group.best[i].arm for i in voting]
         key = tuple(provenance)
         conf = self._confidences.get(key)
         if conf is None:
             conf = self._confidences[key] = confidence(provenance, self.families)
-        return ConsolidatedHit(
+        hit = ConsolidatedHit(
             group.path,
             group.start_line,
             group.end_line,
             group.docid,
-            lead.context or group.path,
-            0.0,
+            group.best[lead_i].context or group.path,
+            fused,
             0,
             provenance,
             len(provenance),
             conf,
             contributors,
         )
+        return hit, fused
+
+
+def _order(hit: ConsolidatedHit) -> tuple:
+    """Best first; ties by (path, start, end, docid)."""
+    return (-hit.score, hit.path, hit.start_line, hit.end_line, hit.docid)
 
 
 class _Group:
