@@ -34,7 +34,8 @@ from .types import Hit
 #: 4: dense vectors embed each chunk's breadcrumb before its text.
 #: 5: the lexical vocabulary lives in the ``vocab`` table, not in each generation's JSON.
 #: 6: BM25 matrices store term-major frequencies and statistics, no precomputed impacts.
-#: 7: the dense int8 companion is a row-aligned ``.npy`` matrix (simsimd), not a usearch index.
+#: 7: the dense int8 companion is a row-aligned ``.npy`` matrix on one scale (simsimd dot
+#:    product), not a usearch index.
 FORMAT_VERSION = 7
 
 SCHEMA = """
