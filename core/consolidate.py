@@ -55,18 +55,25 @@ def confidence(arms: Sequence[str], families: Mapping[str, str] | None = None) -
     return LOW
 
 
+def check_ranking(arm: str, hits: Sequence[Hit]) -> None:
+    """The rules one arm's ranking must keep on its own: no chunk twice, finite scores, spans
+    that start at line 1 or later and do not end before they start (ValueError otherwise)."""
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.docid in seen:
+            raise ValueError(f"arm {arm}: chunk {hit.docid!r} appears twice")
+        seen.add(hit.docid)
+        if isinstance(hit.score, bool) or not math.isfinite(hit.score):
+            raise ValueError(f"arm {arm}: non-finite score {hit.score!r} for {hit.docid!r}")
+        if hit.start_line < 1 or hit.end_line < hit.start_line:
+            raise ValueError(f"arm {arm}: bad span {hit.start_line}-{hit.end_line}")
+
+
 def _check_rankings(per_arm_hits: Mapping[str, Sequence[Hit]]) -> None:
     spans: dict[str, tuple[str, int, int, str | None, str]] = {}
     for arm, hits in per_arm_hits.items():
-        seen: set[str] = set()
+        check_ranking(arm, hits)
         for hit in hits:
-            if hit.docid in seen:
-                raise ValueError(f"arm {arm}: chunk {hit.docid!r} appears twice")
-            seen.add(hit.docid)
-            if isinstance(hit.score, bool) or not math.isfinite(hit.score):
-                raise ValueError(f"arm {arm}: non-finite score {hit.score!r} for {hit.docid!r}")
-            if hit.start_line < 1 or hit.end_line < hit.start_line:
-                raise ValueError(f"arm {arm}: bad span {hit.start_line}-{hit.end_line}")
             prev = spans.get(hit.docid)
             if prev is None:
                 spans[hit.docid] = (hit.path, hit.start_line, hit.end_line, hit.text, arm)

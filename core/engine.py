@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
-from .consolidate import ARM_FAMILIES, Groups
+from .consolidate import ARM_FAMILIES, Groups, check_ranking
 from .fusion import check_k, check_weights
 from .priors import adjuster
 from .store import IndexError_, IndexView, index_dir
@@ -73,6 +73,10 @@ class ArmResult:
     skipped: str | None = None  # the arm could not run (missing dependency, no model …)
     error: str | None = None  # the arm failed while running
     query: str = ""  # the query text the arm answered (the priors read its words)
+    # Set by Engine.run_arm once the ranking passed core.consolidate.check_ranking (on the
+    # arm's thread): the fuse then need not check it again. Hits made by the engine's arms
+    # agree across arms by construction (docid is path:start-end, text is not carried).
+    checked: bool = field(default=False, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -293,9 +297,10 @@ class Engine:
         try:
             allowed = view.chunks.mask(path_glob, language)
             hits = arm.search(query, pool_size(top_k), allowed)
+            check_ranking(name, hits)
         except Exception as exc:  # one arm failing must not fail the query
             return ArmResult(name, elapsed_ms=_ms(t0), error=f"{type(exc).__name__}: {exc}", query=query)
-        return ArmResult(name, hits=hits, elapsed_ms=_ms(t0), query=query)
+        return ArmResult(name, hits=hits, elapsed_ms=_ms(t0), query=query, checked=True)
 
     def search(
         self,
@@ -358,17 +363,20 @@ class Engine:
         """
         if isinstance(results, Mapping):
             rankings = dict(results)
+            checked = False
         else:
-            results = list(results)
+            results = [r for r in results if r.ok]
             if query is None:
                 query = next((r.query for r in results if r.query), None)
-            rankings = {r.arm: r.hits for r in results if r.ok}
+            rankings = {r.arm: r.hits for r in results}
+            checked = all(r.checked for r in results)
         # The grouping of the last rankings is kept: a re-fuse of the same rankings (same
         # list objects) with new weights or k skips validation and grouping.
         key = tuple(sorted((arm, id(hits)) for arm, hits in rankings.items()))
         cached = self._groups
         if cached is None or cached[0] != key:
-            cached = self._groups = (key, Groups(rankings, MERGE_ADJACENT, ARM_FAMILIES), rankings)
+            groups = Groups(rankings, MERGE_ADJACENT, ARM_FAMILIES, check=not checked)
+            cached = self._groups = (key, groups, rankings)
         adjust = adjuster(query) if priors else None
         return cached[1].fuse(k, weights, limit=top_k or None, adjust=adjust)
 

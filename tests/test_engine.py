@@ -370,3 +370,41 @@ def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_p
     assert pooled[1].keys() == in_process[1].keys()
     for name, array in in_process[1].items():
         assert pooled[1][name].dtype == array.dtype and np.array_equal(pooled[1][name], array), name
+
+
+def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on(tmp_path):
+    """The engine checks each arm's ranking on the arm's thread (a chunk twice here): that arm
+    fails with the reason, the others still answer and are fused."""
+    from core import arms as arms_mod
+    from core.types import Hit
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.py").write_text("def parse_args():\n    return 1\n")
+    (root / "b.py").write_text("def other():\n    return parse_args()\n")
+
+    class Twice:
+        name, family = "bad", "lexical"
+
+        def search(self, query, limit, allowed=None):
+            hit = Hit("bad", "a.py:1-2", "a.py", 1, 2, 1, 1.0)
+            return [hit, Hit("bad", "a.py:1-2", "a.py", 1, 2, 2, 0.5)]
+
+    eng = Engine(root, cache_dir=tmp_path / "cache")
+    eng.ensure_index()
+    real = eng._arm_on_view
+
+    def arm_on_view(name):
+        if name == "bad":
+            return Twice(), eng.view
+        return real(name)
+
+    eng._arm_on_view = arm_on_view
+    arms_mod.REGISTRY["bad"] = None
+    try:
+        result = eng.search("parse args", arms=["bad", "bm25"])
+    finally:
+        del arms_mod.REGISTRY["bad"]
+    assert "appears twice" in result.results["bad"].error
+    assert result.results["bm25"].ok and result.hits
+    assert all(h.provenance == ["bm25"] for h in result.hits)
