@@ -129,22 +129,25 @@ class Groups:
             for hit in per_arm_hits[arm]:
                 by_path.setdefault(hit.path, []).append(hit)
         self.groups: list[_Group] = []
+        append = self.groups.append
         for path in sorted(by_path):
             hits = by_path[path]
-            if len(hits) == 1:  # most paths: one hit, one group
-                h = hits[0]
-                self.groups.append(_Group(path, h.start_line, h.end_line, (h,), h.docid))
-                continue
-            for members in _groups(hits, merge_adjacent):
+            for members in _groups(hits, merge_adjacent) if len(hits) > 1 else (hits,):
+                if len(members) == 1:  # most groups: one hit
+                    h = members[0]
+                    append(_Group(path, h.start_line, h.end_line, (h,), h.docid))
+                    continue
                 best: dict[str, Hit] = {}
+                end = 0
                 for hit in members:
+                    if hit.end_line > end:
+                        end = hit.end_line
                     cur = best.get(hit.arm)
                     if cur is None or (hit.rank, hit.docid) < (cur.rank, cur.docid):
                         best[hit.arm] = hit
-                start = min(h.start_line for h in members)
-                end = max(h.end_line for h in members)
-                self.groups.append(_Group(path, start, end, tuple(best[a] for a in sorted(best))))
-        self._arms = sorted({h.arm for g in self.groups for h in g.best})
+                # _groups sorted the members by start line.
+                append(_Group(path, members[0].start_line, end, tuple(best[a] for a in sorted(best))))
+        self._arms = sorted({h.arm for hits in per_arm_hits.values() for h in hits})
         self._confidences: dict[tuple[str, ...], str] = {}
 
     def fuse(
