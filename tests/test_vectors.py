@@ -451,3 +451,28 @@ def test_a_companion_is_skipped_not_fatal_when_usearch_was_imported_before_simsi
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_without_simsimd_a_view_scans_every_vector_with_the_same_results(tmp_path: Path):
+    """simsimd is what scans the companion; where it is missing the index still answers."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "v.idx"
+    code = (
+        "import sys, numpy as np\n"
+        "sys.modules['simsimd'] = None\n"  # an import of it now fails
+        "import core.vectors as v\n"
+        "v._Coarse.MIN_VECTORS = 100\n"
+        "rng = np.random.default_rng(1)\n"
+        "x = v.VectorIndex(16); x.add(np.arange(3000), rng.normal(size=(3000, 16)))\n"
+        f"x.save(v.Path({str(path)!r}))\n"
+        "q = rng.normal(size=16)\n"
+        f"got = v.VectorIndex.load(v.Path({str(path)!r})).search(q, 30)\n"
+        "want = x.search(q, 30)\n"
+        "assert v._simsimd() is None\n"
+        "assert (got[0] == want[0]).all() and (got[1] == want[1]).all()\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
