@@ -17,3 +17,10 @@ def run(*args, cwd=None):
         env={**os.environ, "COLUMNS": "200"},
         timeout=300,
     )
+
+
+def assert_python_prints_ok(code: str) -> None:
+    """Run ``code`` in a fresh interpreter (import order and missing modules are per process);
+    it must exit 0 after printing ``ok``."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -1,7 +1,6 @@
 """core._sqlite: one SQLite binding for the whole process, pysqlite3's where installed."""
 
-import subprocess
-import sys
+from cli_helpers import assert_python_prints_ok
 
 
 def test_every_module_uses_the_one_binding():
@@ -28,5 +27,4 @@ def test_without_pysqlite3_the_standard_library_binding_builds_and_queries_an_in
         "assert r.hits and r.hits[0].path == 'a.py', r\n"
         "print('ok')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    assert_python_prints_ok(code)

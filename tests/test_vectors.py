@@ -10,6 +10,8 @@ import pytest
 import core.vectors as vectors_mod
 from core.vectors import VectorIndex
 
+from cli_helpers import assert_python_prints_ok
+
 DIM = 16
 
 
@@ -409,9 +411,6 @@ def test_onnxruntime_still_loads_after_usearch_scanned_a_big_index(tmp_path: Pat
     """usearch imported before onnxruntime's extension crashes the interpreter at the latter's
     import; the vector index imports usearch only after it, so the deep arm can follow."""
     pytest.importorskip("onnxruntime")
-    import subprocess
-    import sys
-
     code = (
         "import sys, numpy as np\n"
         "import core.vectors as v\n"
@@ -423,21 +422,24 @@ def test_onnxruntime_still_loads_after_usearch_scanned_a_big_index(tmp_path: Pat
         "import onnxruntime\n"
         "print('ok')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    assert_python_prints_ok(code)
 
 
-def test_a_companion_is_skipped_not_fatal_when_usearch_was_imported_before_simsimd(tmp_path: Path):
-    """simsimd loaded after usearch refuses every input; the index then scans every vector,
-    with the same results."""
-    import subprocess
-    import sys
-
+@pytest.mark.parametrize(
+    "prelude",
+    [
+        "import usearch.index\n",  # simsimd loaded after usearch refuses every input
+        "sys.modules['simsimd'] = None\n",  # simsimd missing: importing it fails
+    ],
+    ids=["usearch-imported-first", "no-simsimd"],
+)
+def test_without_a_working_simsimd_a_view_scans_every_vector_with_the_same_results(tmp_path: Path, prelude):
+    """The companion is scanned by simsimd; where it cannot be used the index still answers."""
     path = tmp_path / "v.idx"
-    code = (
+    assert_python_prints_ok(
         "import sys, numpy as np\n"
-        "import usearch.index\n"  # the bad order, as another library might cause
-        "import core.vectors as v\n"
+        + prelude
+        + "import core.vectors as v\n"
         "v._Coarse.MIN_VECTORS = 100\n"
         "rng = np.random.default_rng(0)\n"
         "x = v.VectorIndex(16); x.add(np.arange(3000), rng.normal(size=(3000, 16)))\n"
@@ -449,30 +451,3 @@ def test_a_companion_is_skipped_not_fatal_when_usearch_was_imported_before_simsi
         "assert (got[0] == want[0]).all() and (got[1] == want[1]).all()\n"
         "print('ok')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
-
-
-def test_without_simsimd_a_view_scans_every_vector_with_the_same_results(tmp_path: Path):
-    """simsimd is what scans the companion; where it is missing the index still answers."""
-    import subprocess
-    import sys
-
-    path = tmp_path / "v.idx"
-    code = (
-        "import sys, numpy as np\n"
-        "sys.modules['simsimd'] = None\n"  # an import of it now fails
-        "import core.vectors as v\n"
-        "v._Coarse.MIN_VECTORS = 100\n"
-        "rng = np.random.default_rng(1)\n"
-        "x = v.VectorIndex(16); x.add(np.arange(3000), rng.normal(size=(3000, 16)))\n"
-        f"x.save(v.Path({str(path)!r}))\n"
-        "q = rng.normal(size=16)\n"
-        f"got = v.VectorIndex.load(v.Path({str(path)!r})).search(q, 30)\n"
-        "want = x.search(q, 30)\n"
-        "assert v._simsimd() is None\n"
-        "assert (got[0] == want[0]).all() and (got[1] == want[1]).all()\n"
-        "print('ok')\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
