@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from .atomic import atomic_write
 from .types import ConsolidatedHit
 
 ENVELOPE_VERSION = 1
@@ -83,20 +82,8 @@ def write_text_atomic(path: Path | str, text: str) -> Path:
     target = Path(path).expanduser()
     if target.is_dir():
         raise IsADirectoryError(f"{target} is a directory")
-    parent = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_write(target, "w", encoding="utf-8") as fh:
+        fh.write(text)
     return target
 
 

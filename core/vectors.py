@@ -80,11 +80,12 @@ import importlib.util
 import os
 import struct
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
+
+from .atomic import atomic_write
 
 __all__ = ["VectorIndex"]
 
@@ -260,17 +261,8 @@ class _Coarse:
         return np.sort(np.argpartition(-sims, pool)[:pool])
 
     def save(self, path: Path) -> None:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.save(fh, self.codes, allow_pickle=False)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp_name, 0o644)
-            os.replace(tmp_name, path)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
+        with atomic_write(path, chmod=0o644) as fh:
+            np.save(fh, self.codes, allow_pickle=False)
 
     @classmethod
     def load(cls, path: Path, dim: int, n: int, view: bool) -> "_Coarse | None":
@@ -559,19 +551,13 @@ class VectorIndex:
                 coarse = self._coarse if self._n == n else None
             (coarse or _Coarse(_Coarse.encode(vecs))).save(companion)
         header = _HEADER.pack(_MAGIC, _VERSION, self.dim, n, keys_off, vecs_off, stamp)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
-            with os.fdopen(fd, "wb") as fh:
+            with atomic_write(path, chmod=0o644) as fh:
                 fh.write(header.ljust(_HEADER_SIZE, b"\0"))
                 fh.write(np.ascontiguousarray(keys, dtype="<i8").tobytes())
                 fh.write(b"\0" * (vecs_off - keys_off - 8 * n))
                 fh.write(np.ascontiguousarray(vecs, dtype="<f2").tobytes())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp_name, 0o644)
-            os.replace(tmp_name, path)
         except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
             if stamp:
                 companion.unlink(missing_ok=True)
             raise
