@@ -295,7 +295,6 @@ def apply_priors(
     query: str | None,
     enabled: bool = True,
     rules: Sequence[PriorRule] = RULES,
-    in_place: bool = False,
 ) -> list[ConsolidatedHit]:
     """The hits re-scored by the priors, best first, ``rank`` renumbered from 1.
 
@@ -303,19 +302,15 @@ def apply_priors(
     the score after, ``priors`` what was applied (lifted rules listed with factor 1.0 and the
     lifting word). ``enabled=False`` returns copies with the fused order, ``fused_score ==
     score`` and no priors. Ties are broken by (path, start, end, docid), as consolidation does.
-    ``in_place=True`` updates the given hits instead of copying them (for a caller that has
-    just built them: a slider move re-fuses hundreds of hits, and copying was half the cost).
+    (The engine applies the priors as it fuses: :meth:`core.consolidate.Groups.fuse` with an
+    :func:`adjuster`.)
     """
     adjust = adjuster(query, enabled, rules)
     out = []
     for hit in hits:
         base = hit.score if hit.fused_score is None else hit.fused_score
         factor, applied = adjust(hit.path)
-        if in_place:
-            hit.score, hit.fused_score, hit.priors = base * factor, base, list(applied)
-            out.append(hit)
-        else:
-            out.append(replace(hit, score=base * factor, fused_score=base, priors=list(applied)))
+        out.append(replace(hit, score=base * factor, fused_score=base, priors=list(applied)))
     out.sort(key=lambda h: (-h.score, h.path, h.start_line, h.end_line, h.docid))
     for rank, hit in enumerate(out, start=1):
         hit.rank = rank
