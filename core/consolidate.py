@@ -181,7 +181,7 @@ class Groups:
                 if not voting:
                     continue
                 fused = voting[0] if len(voting) == 1 else math.fsum(voting)
-                factor, applied = adjust(group.path) if adjust is not None else (1.0, None)
+                factor = adjust(group.path)[0] if adjust is not None else 1.0
                 scored.append((-(fused * factor), group.path, group.start_line, group.end_line, group.docid, i))
             # Ties by (path, start, end, docid); a docid names one group, so `i` never decides.
             for entry in heapq.nsmallest(limit, scored):

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ._sqlite import sqlite3
-from .types import Hit
+from .types import Hit, make_docid
 
 #: Bumped whenever the on-disk layout or the meaning of a stored artifact changes; a cache of
 #: another version is rebuilt, never read. 2: path and symbol tokens in the bm25 documents.
@@ -267,7 +267,7 @@ class ChunkTable:
             start=1,
         ):
             path = paths[row]
-            out.append(Hit(arm, f"{path}:{start}-{end}", path, start, end, rank, score, contexts[row], None,
+            out.append(Hit(arm, make_docid(path, start, end), path, start, end, rank, score, contexts[row], None,
                            (piece_start, piece_end) if piece_start else None))
         return out
 

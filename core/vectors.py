@@ -646,7 +646,7 @@ def _simsimd():
             import simsimd
 
             probe = np.array([[1, 2], [3, 4]], dtype=np.int8)
-            simsimd.cdist(probe[:1], probe, metric="cosine")
+            simsimd.cdist(probe[:1], probe, metric="dot")  # the kernel the scan uses
             _simsimd_module = simsimd
         except Exception:  # missing, broken, or loaded after usearch
             _simsimd_module = False

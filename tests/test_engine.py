@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from core._sqlite import sqlite3
 import subprocess
 import sys
 import threading
@@ -11,6 +10,7 @@ import time
 
 import pytest
 
+from core._sqlite import sqlite3
 from core.engine import Engine, QueryError, check_query, pool_size
 from core.indexer import IndexSettings
 from core.store import index_dir

@@ -407,7 +407,7 @@ def test_small_indexes_get_no_companion(tmp_path: Path):
     assert [p.name for p in tmp_path.iterdir()] == ["v.idx"]
 
 
-def test_onnxruntime_still_loads_after_usearch_scanned_a_big_index(tmp_path: Path):
+def test_onnxruntime_still_loads_after_usearch_scanned_a_big_index():
     """usearch imported before onnxruntime's extension crashes the interpreter at the latter's
     import; the vector index imports usearch only after it, so the deep arm can follow."""
     pytest.importorskip("onnxruntime")
