@@ -37,17 +37,24 @@ CONFIDENCE_HELP = (
 )
 
 PRIORS_HELP = (
-    "Priors: after fusion, a hit in test code, examples, a README/CHANGELOG/LICENSE-style file or "
-    "a non-code file (configuration, data, markup, templates) has its score multiplied by its "
-    "rule's factor (" + ", ".join(f"{r.name} x{r.factor:g}" for r in PRIOR_RULES) + "), "
-    "unless the query asks for it (test/spec/fixture, example/sample/demo, doc/docs/readme, "
-    "config/yaml/json/template …); such hits end with (name xFACTOR). The JSON gives each hit's "
-    "fused_score (before the priors), score (after) and the priors applied with their reasons. "
-    "--no-priors ranks by the fused score alone."
+    "Ranking stage: after fusion, code-aware signals re-score the hits (in units of the best "
+    "fused score): definition (the hit defines a symbol the query names; most for a one-"
+    "identifier query and a file named after it), path (query words are the file's stem or "
+    "folder), file-evidence (the file holds several ranked hits); then the priors multiply a hit "
+    "in test code, examples, a README/CHANGELOG-style file, documentation, a non-code, vendored "
+    "or generated file (" + ", ".join(f"{r.name} x{r.factor:g}" for r in PRIOR_RULES) + ") "
+    "unless the query asks for it (test/spec, example/demo, doc/readme, config/yaml/json …); "
+    "then diversity scales a file's further hits down. Text lines end with the signals and "
+    "priors that moved a hit, e.g. (definition, tests x0.5). The JSON gives each hit's "
+    "fused_score (before the stage), score (after), and the signals and priors applied with "
+    "their reasons. --no-priors ranks by the fused score alone."
 )
 
+#: The signals a text line names (file-evidence and diversity touch most hits: JSON only).
+SHOWN_SIGNALS = ("definition", "path")
+
 NO_PRIORS_HELP = (
-    "Turn off the code-aware priors (no demotion of tests, examples, README/CHANGELOG-style and non-code files)."
+    "Turn off the ranking stage: no code-aware signals, priors or diversity; the plain fused ranking."
 )
 
 
@@ -237,8 +244,9 @@ def query(
 ) -> None:
     """Search ROOT for TEXT; one line per hit, first token path:start-end.
 
-    A missing or stale index is brought up to date first. The fused list (or a single
-    retriever's ranking) is re-scored by the code-aware priors unless --no-priors is given.
+    A missing or stale index is brought up to date first. The fused list goes through the
+    code-aware ranking stage (a single retriever's ranking through the priors) unless
+    --no-priors is given.
     With the deep extra, a query embeds up to 200 new chunks for deep before answering; a
     larger (first) build is left to `ranklens index` and deep sits that query out, unless
     --retriever deep asks for it.
@@ -313,7 +321,10 @@ def query(
     m = len(result.answered)
     for hit in hits:
         label = hit.context[len(hit.path) + 3 :] if hit.context.startswith(hit.path + " > ") else ""
-        applied = ", ".join(f"{p.name} x{p.factor:g}" for p in hit.priors if p.factor != 1.0)
+        applied = ", ".join(
+            [s.name for s in hit.signals if s.name in SHOWN_SIGNALS]
+            + [f"{p.name} x{p.factor:g}" for p in hit.priors if p.factor != 1.0]
+        )
         click.echo(
             f"{hit.path}:{hit.start_line}-{hit.end_line}  [score={hit.score:.4f} agree={hit.agreement}/{m} "
             f"conf={hit.confidence}  via {','.join(hit.provenance)}]  {label}".rstrip()

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 from .fusion import check_k, check_weights
+from .ranking import Stage
 from .types import (
     LEXICAL,
     SEMANTIC,
@@ -86,21 +87,30 @@ def _check_rankings(per_arm_hits: Mapping[str, Sequence[Hit]]) -> None:
                 )
 
 
-def _groups(hits: list[Hit], merge_adjacent: bool) -> list[list[Hit]]:
+#: The widest span consolidation makes of overlapping hits: a chain of overlapping windows or
+#: the pieces of a 1,000-line definition would otherwise become one hit of hundreds of lines,
+#: no longer the size of an answer. Two budget-sized chunks (40 lines, 10 overlapping) fit.
+MAX_GROUP_LINES = 80
+
+
+def _groups(hits: list[Hit], merge_adjacent: bool, max_lines: int = MAX_GROUP_LINES) -> list[list[Hit]]:
     """Union overlapping (and, optionally, touching) spans of one file, transitively, and the
-    pieces of one definition (``Hit.piece_of``) even where the pieces between them are absent."""
+    pieces of one definition (``Hit.piece_of``) even where the pieces between them are absent,
+    as long as the group spans at most ``max_lines`` lines; a hit that would widen it further
+    starts a group of its own."""
     gap = 1 if merge_adjacent else 0
     hits.sort(key=lambda h: (h.start_line, h.end_line, h.docid, h.arm))
     groups: list[list[Hit]] = []
-    end = -1
+    start = end = -1
     pieces: set[tuple[int, int]] = set()  # the definitions the open group holds pieces of
     for hit in hits:
-        if groups and (hit.start_line <= end + gap or (hit.piece_of is not None and hit.piece_of in pieces)):
+        joins = groups and (hit.start_line <= end + gap or (hit.piece_of is not None and hit.piece_of in pieces))
+        if joins and max(end, hit.end_line) - start + 1 <= max(max_lines, hit.end_line - hit.start_line + 1):
             groups[-1].append(hit)
             end = max(end, hit.end_line)
         else:
             groups.append([hit])
-            end = hit.end_line
+            start, end = hit.start_line, hit.end_line
             pieces = set()
         if hit.piece_of is not None:
             pieces.add(hit.piece_of)
@@ -135,7 +145,7 @@ class Groups:
             for members in _groups(hits, merge_adjacent) if len(hits) > 1 else (hits,):
                 if len(members) == 1:  # most groups: one hit
                     h = members[0]
-                    append(_Group(path, h.start_line, h.end_line, (h,), h.docid))
+                    append(_Group(path, h.start_line, h.end_line, (h,), h.docid, (h.symbol,) if h.symbol else ()))
                     continue
                 best: dict[str, Hit] = {}
                 end = 0
@@ -146,7 +156,8 @@ class Groups:
                     if cur is None or (hit.rank, hit.docid) < (cur.rank, cur.docid):
                         best[hit.arm] = hit
                 # _groups sorted the members by start line.
-                append(_Group(path, members[0].start_line, end, tuple(best[a] for a in sorted(best))))
+                symbols = tuple(dict.fromkeys(h.symbol for h in members if h.symbol))
+                append(_Group(path, members[0].start_line, end, tuple(best[a] for a in sorted(best)), None, symbols))
         self._arms = sorted({h.arm for hits in per_arm_hits.values() for h in hits})
         self._confidences: dict[tuple[str, ...], str] = {}
 
@@ -157,8 +168,13 @@ class Groups:
         *,
         limit: int | None = None,
         adjust: Callable[[str], tuple[float, list[AppliedPrior]]] | None = None,
+        stage: Stage | None = None,
     ) -> list[ConsolidatedHit]:
         """Score every group with weighted RRF; best first, ``rank`` 1-based.
+
+        ``stage`` (the ranking stage of :mod:`core.ranking`, which applies the priors
+        itself) re-scores the fused groups with its signals, then orders them by priors and
+        diversity; ``adjust`` is then not used.
 
         ``adjust`` maps a path to the factor its hits' scores are multiplied by and the
         priors that make it (see :func:`core.priors.adjuster`): ``fused_score`` is then the
@@ -173,6 +189,8 @@ class Groups:
         kf = check_k(k)
         ws = check_weights(weights)
         weight_of = {arm: ws.get(arm, 1.0) for arm in self._arms}
+        if stage is not None:
+            return self._staged(kf, weight_of, limit, stage)
         out: list[ConsolidatedHit] = []
         if limit is not None and limit < len(self.groups):
             scored: list[tuple] = []
@@ -195,6 +213,35 @@ class Groups:
         out.sort(key=_order)
         for rank, hit in enumerate(out, start=1):
             hit.rank = rank
+        return out
+
+    def _staged(self, kf: float, weight_of: dict[str, float], limit: int | None, stage: Stage) -> list[ConsolidatedHit]:
+        """:meth:`fuse` through the ranking stage: every group is scored as floats, the stage's
+        signals, priors and diversity order them, and hits are built for the kept ones."""
+        weight_of = {arm: w * stage.arm_factor(arm) for arm, w in weight_of.items()}
+        kept: list[_Group] = []
+        fused: list[float] = []
+        for group in self.groups:
+            voting = [v for v in [weight_of[h.arm] / (kf + h.rank) for h in group.best] if v > 0]
+            if voting:
+                kept.append(group)
+                fused.append(voting[0] if len(voting) == 1 else math.fsum(voting))
+        paths = [g.path for g in kept]
+        boosted, applied = stage.score(paths, fused, [g.symbols for g in kept])
+        order = stage.order(paths, boosted)
+        lookup = stage.lookup_signal()
+        out: list[ConsolidatedHit] = []
+        for rank, (i, final, above) in enumerate(order[:limit] if limit else order, start=1):
+            built = self._hit(kept[i], weight_of, kf)
+            assert built is not None  # it had a vote above
+            hit = built[0]
+            hit.score, hit.fused_score, hit.rank = final, fused[i], rank
+            hit.priors = list(stage.priors(hit.path)[1])
+            signals = applied[i]
+            if above:
+                signals = [*signals, stage.diversity_signal(above)]
+            hit.signals = [lookup, *signals] if lookup is not None else signals
+            out.append(hit)
         return out
 
     @staticmethod
@@ -265,11 +312,18 @@ def _order(hit: ConsolidatedHit) -> tuple:
 class _Group:
     """One group of overlapping spans: its extent and each arm's best-ranked member."""
 
-    __slots__ = ("path", "start_line", "end_line", "docid", "best", "memo")
+    __slots__ = ("path", "start_line", "end_line", "docid", "best", "memo", "symbols")
 
     def __init__(
-        self, path: str, start_line: int, end_line: int, best: tuple[Hit, ...], docid: str | None = None
+        self,
+        path: str,
+        start_line: int,
+        end_line: int,
+        best: tuple[Hit, ...],
+        docid: str | None = None,
+        symbols: tuple[str, ...] = (),
     ) -> None:
+        self.symbols = symbols  # the names its members define (Hit.symbol fields)
         self.path = path
         self.start_line = start_line
         self.end_line = end_line

@@ -19,6 +19,7 @@ from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
 from .consolidate import ARM_FAMILIES, Groups, check_ranking
 from .fusion import check_k, check_weights
 from .priors import adjuster
+from .ranking import DEFAULT_PARAMS, Params, Stage
 from .store import IndexError_, IndexView, index_dir
 from .tokenize import code_tokens
 from .types import ConsolidatedHit, Hit
@@ -352,14 +353,17 @@ class Engine:
         top_k: int | None = None,
         priors: bool = True,
         query: str | None = None,
+        stage: Params | None = None,
     ) -> list[ConsolidatedHit]:
         """Consolidate cached rankings with these weights and k; no arm runs again.
 
-        With ``priors`` (the default) the fused hits are re-scored by the code-aware priors
-        before the ``top_k`` cut (:func:`core.priors.adjuster`): ``score`` is then the
-        final score, ``fused_score`` the RRF score and ``priors`` what was applied. The query
-        words that lift a prior come from ``query``, else from the ``ArmResult``s' ``query``;
-        with a mapping of rankings and no ``query``, no prior is lifted.
+        With ``priors`` (the default) the fused hits go through the ranking stage before the
+        ``top_k`` cut (:mod:`core.ranking`: its signals with the constants ``stage``, then the
+        code-aware priors of :mod:`core.priors`, then diversity): ``score`` is then the final
+        score, ``fused_score`` the RRF score, ``signals`` and ``priors`` what was applied. The
+        query the stage reads is ``query``, else the ``ArmResult``s' ``query``; with a mapping
+        of rankings and no ``query``, the stage sees an empty query (priors and diversity
+        only). ``priors=False`` gives the plain fused ranking.
         """
         if isinstance(results, Mapping):
             rankings = dict(results)
@@ -377,8 +381,10 @@ class Engine:
         if cached is None or cached[0] != key:
             groups = Groups(rankings, MERGE_ADJACENT, ARM_FAMILIES, check=not checked)
             cached = self._groups = (key, groups, rankings)
-        adjust = adjuster(query) if priors else None
-        return cached[1].fuse(k, weights, limit=top_k or None, adjust=adjust)
+        if not priors:
+            return cached[1].fuse(k, weights, limit=top_k or None)
+        ranking = Stage(query or "", adjuster(query), stage or DEFAULT_PARAMS, ARM_FAMILIES)
+        return cached[1].fuse(k, weights, limit=top_k or None, stage=ranking)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -160,6 +160,41 @@ def is_non_code(path: str, language: str) -> bool:
     return name.startswith(".") and name.count(".") == 1  # .gitignore, .editorconfig …
 
 
+#: Folders of other projects' code copied in.
+VENDORED_DIRS = frozenset(
+    {"vendor", "vendored", "_vendor", "third_party", "third-party", "thirdparty", "node_modules",
+     "bower_components", "single_include"}
+)
+#: Files a tool wrote: minified bundles, protobuf/gRPC output, designer and ``*.generated.*`` files.
+_GENERATED = re.compile(
+    r".*(?:\.min\.(?:js|css)|\.pb\.(?:go|cc|h)|_pb2(?:_grpc)?\.pyi?|\.g\.dart|\.designer\.cs"
+    r"|[._-]generated\.\w+|\.gen\.go|\.d\.ts)"
+)
+
+
+def is_documentation(path: str, language: str) -> bool:
+    """A documentation page (Markdown, reStructuredText, AsciiDoc, a ``.txt`` file) that is not
+    a README/CHANGELOG-style project file (those have their own rule)."""
+    if language in ("markdown", "rst"):
+        prose = True
+    else:  # unknown extensions are "text" too, and not necessarily prose
+        prose = language == "text" and path.lower().endswith((".txt", ".adoc", ".asciidoc"))
+    return prose and not is_project_doc(path, language) and not is_non_code(path, language)
+
+
+def is_vendored(path: str, language: str) -> bool:
+    """Another project's code copied in (``vendor/``, ``third_party/``, ``single_include/`` …)."""
+    dirs, _ = _parts(path)
+    return any(d in VENDORED_DIRS for d in dirs)
+
+
+def is_generated(path: str, language: str) -> bool:
+    """A file a tool wrote: ``*.min.js``, ``*.pb.go``, ``*_pb2.py``, ``*.designer.cs``,
+    ``*.generated.*``, TypeScript declarations (``*.d.ts``) …"""
+    _, base = _parts(path)
+    return bool(_GENERATED.fullmatch(base.lower()))
+
+
 def is_project_doc(path: str, language: str) -> bool:
     """A README, CHANGELOG, LICENSE, CONTRIBUTING … file (by name, in any folder), when it is prose."""
     if language not in PROSE_LANGUAGES:
@@ -183,6 +218,8 @@ DOC_WORDS = frozenset(
         "licensing", "contributing", "markdown", "guide", "manual", "tutorial", "faq",
     }
 )
+VENDORED_WORDS = frozenset({"vendor", "vendored", "vendoring", "third", "party", "thirdparty", "bundled"})
+GENERATED_WORDS = frozenset({"generated", "generate", "codegen", "minified", "protobuf", "proto", "declaration", "declarations"})
 NON_CODE_WORDS = frozenset(
     {
         "config", "configs", "configuration", "yaml", "yml", "json", "toml", "ini", "xml",
@@ -196,7 +233,7 @@ RULES: tuple[PriorRule, ...] = (
         "tests",
         "test code (tests/, spec/, __tests__/, test_*.py, *_test.go, *.spec.ts, *Test.java …); "
         "lifted when the query mentions tests",
-        0.5,
+        0.25,
         is_test,
         TEST_WORDS,
     ),
@@ -211,7 +248,7 @@ RULES: tuple[PriorRule, ...] = (
         "project-docs",
         "README, CHANGELOG, LICENSE-style project file: it summarises the whole project, so it "
         "shares words with most questions without answering them; lifted when the query mentions docs",
-        0.5,
+        0.25,
         is_project_doc,
         DOC_WORDS,
     ),
@@ -222,6 +259,30 @@ RULES: tuple[PriorRule, ...] = (
         0.5,
         is_non_code,
         NON_CODE_WORDS,
+    ),
+    PriorRule(
+        "docs",
+        "a documentation page (Markdown, reStructuredText, AsciiDoc, .txt): it explains code in "
+        "the question's own words without being the code; lifted when the query mentions docs",
+        0.5,
+        is_documentation,
+        DOC_WORDS,
+    ),
+    PriorRule(
+        "vendored",
+        "another project's code copied in (vendor/, third_party/, single_include/ …); lifted "
+        "when the query mentions vendored code",
+        0.5,
+        is_vendored,
+        VENDORED_WORDS,
+    ),
+    PriorRule(
+        "generated",
+        "a file a tool wrote (*.min.js, *.pb.go, *_pb2.py, *.generated.*, *.d.ts …); lifted "
+        "when the query mentions generated code",
+        0.5,
+        is_generated,
+        GENERATED_WORDS,
     ),
 )
 

@@ -36,7 +36,8 @@ from .types import Hit, make_docid
 #: 6: BM25 matrices store term-major frequencies and statistics, no precomputed impacts.
 #: 7: the dense int8 companion is a row-aligned ``.npy`` matrix on one scale (simsimd dot
 #:    product), not a usearch index.
-FORMAT_VERSION = 7
+#: 8: the chunk table carries each chunk's defined names (the ranking stage's definition signal).
+FORMAT_VERSION = 8
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -159,6 +160,7 @@ class ChunkTable:
         languages: list[str],
         kinds: list[str],
         pieces: np.ndarray | None = None,
+        symbols: list[str] | None = None,
     ) -> None:
         self.ids = np.asarray(ids, dtype=np.int64)
         # (start, end) of the definition each chunk is a piece of; (0, 0) for whole chunks.
@@ -169,23 +171,26 @@ class ChunkTable:
         self.contexts = contexts
         self.languages = languages
         self.kinds = kinds
+        # The names each chunk defines, space-separated (``Chunk.symbol``): the ranking stage's
+        # definition signal reads them (core.ranking).
+        self.symbols = symbols if symbols is not None else [""] * len(self.ids)
         self._masks: dict[tuple[str | None, str | None], np.ndarray] = {}
         self._lock = threading.Lock()
 
     @classmethod
     def from_rows(cls, rows: list[tuple]) -> "ChunkTable":
-        """From ``(id, path, start, end, context, language, kind, piece_start, piece_end)``
+        """From ``(id, path, start, end, context, language, kind, piece_start, piece_end, symbol)``
         rows sorted by id."""
-        cols = list(zip(*rows)) if rows else [[]] * 9
+        cols = list(zip(*rows)) if rows else [[]] * 10
         return cls(np.array(cols[0], dtype=np.int64), list(cols[1]), np.array(cols[2], dtype=np.int64),
                    np.array(cols[3], dtype=np.int64), list(cols[4]), list(cols[5]), list(cols[6]),
-                   np.array([cols[7], cols[8]], dtype=np.int64).T)
+                   np.array([cols[7], cols[8]], dtype=np.int64).T, list(cols[9]))
 
     @classmethod
     def load(cls, conn: sqlite3.Connection) -> "ChunkTable":
         return cls.from_rows(
             conn.execute(
-                "SELECT id, path, start_line, end_line, context, language, kind, piece_start, piece_end"
+                "SELECT id, path, start_line, end_line, context, language, kind, piece_start, piece_end, symbol"
                 " FROM chunks ORDER BY id"
             ).fetchall()
         )
@@ -207,6 +212,7 @@ class ChunkTable:
             pick(self.languages) + [c.language for c in new_chunks],
             pick(self.kinds) + [c.kind for c in new_chunks],
             np.concatenate([self.pieces[keep], _pieces(new_chunks)]),
+            pick(self.symbols) + [c.symbol for c in new_chunks],
         )
 
     def save(self, directory: Path) -> None:
@@ -220,6 +226,7 @@ class ChunkTable:
             arrays[name] = np.fromiter(map(pos.__getitem__, values), dtype=np.int32, count=len(values))
             texts[name] = uniq
         texts["contexts"] = self.contexts
+        texts["symbols"] = self.symbols
         path = directory / self.FILE
         np.savez(path, **arrays, texts=np.frombuffer(json.dumps(texts).encode(), dtype=np.uint8))
         _recent_tables.put(file_identity(path), self)
@@ -238,7 +245,7 @@ class ChunkTable:
             texts = json.loads(z["texts"].tobytes())
             cols = {name: [texts[name][i] for i in z[name].tolist()] for name in ("paths", "languages", "kinds")}
             table = cls(z["ids"], cols["paths"], z["starts"], z["ends"], texts["contexts"],
-                        cols["languages"], cols["kinds"], z["pieces"])
+                        cols["languages"], cols["kinds"], z["pieces"], texts["symbols"])
         _recent_tables.put(identity, table)
         return table
 
@@ -259,7 +266,7 @@ class ChunkTable:
         Each column is read once for all rows (~1 µs a hit; reading numpy scalars row by row
         cost ~4)."""
         rows = np.asarray(rows, dtype=np.int64)
-        paths, contexts = self.paths, self.contexts
+        paths, contexts, symbols = self.paths, self.contexts, self.symbols
         out = []
         for rank, (row, start, end, (piece_start, piece_end), score) in enumerate(
             zip(rows.tolist(), self.starts[rows].tolist(), self.ends[rows].tolist(),
@@ -268,7 +275,7 @@ class ChunkTable:
         ):
             path = paths[row]
             out.append(Hit(arm, make_docid(path, start, end), path, start, end, rank, score, contexts[row], None,
-                           (piece_start, piece_end) if piece_start else None))
+                           (piece_start, piece_end) if piece_start else None, symbols[row]))
         return out
 
     def mask(self, path_glob: str | None = None, language: str | None = None) -> np.ndarray | None:

@@ -66,6 +66,8 @@ class Hit:
     context: str = ""
     text: str | None = None
     piece_of: tuple[int, int] | None = None
+    #: The names the chunk defines, space-separated (``Chunk.symbol``; "" for a window).
+    symbol: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +98,31 @@ class AppliedPrior:
         return {"name": self.name, "reason": self.reason, "factor": self.factor, "lifted_by": self.lifted_by}
 
 
+@dataclass(frozen=True, slots=True)
+class AppliedSignal:
+    """One step of the ranking stage as applied to a hit (see :mod:`core.ranking`).
+
+    ``boost`` was added to the hit's score (in the query's units: the best fused score times
+    the signal's constant); ``factor`` multiplied it (``diversity``).
+    """
+
+    name: str
+    reason: str
+    boost: float = 0.0
+    factor: float = 1.0
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "reason": self.reason, "boost": self.boost, "factor": self.factor}
+
+
 @dataclass(slots=True)
 class ConsolidatedHit:
     """A group of overlapping spans of one file, fused across arms.
 
-    ``score`` is the final score the list is sorted by: the fused RRF score times the factors
-    of the priors applied (``priors``); ``fused_score`` is the RRF score before the priors
-    (``None`` when the priors stage has not run, in which case it equals ``score``).
+    ``score`` is the final score the list is sorted by: the fused RRF score plus the ranking
+    stage's boosts (``signals``), times the factors of the priors applied (``priors``) and the
+    diversity factor; ``fused_score`` is the RRF score before all that (``None`` when the
+    stage has not run, in which case it equals ``score``).
     """
 
     path: str
@@ -118,6 +138,8 @@ class ConsolidatedHit:
     contributors: list[Contribution] = field(default_factory=list)
     fused_score: float | None = None
     priors: list[AppliedPrior] = field(default_factory=list)
+    #: The ranking stage's signals that moved this hit (:mod:`core.ranking`), in order.
+    signals: list[AppliedSignal] = field(default_factory=list)
 
     @property
     def prior_factor(self) -> float:
@@ -151,4 +173,5 @@ class ConsolidatedHit:
                 for c in self.contributors
             ],
             "priors": [p.to_dict() for p in self.priors],
+            "signals": [s.to_dict() for s in self.signals],
         }

@@ -38,22 +38,40 @@ def test_touching_spans_merge_only_when_asked():
     assert len(consolidate(gap)) == 2
 
 
-def test_pieces_of_one_definition_collapse_into_one_hit():
-    def piece(arm, start, end, rank, of=(1, 130)):
-        return Hit(arm, make_docid("a.py", start, end), "a.py", start, end, rank, 1.0, "a.py > big", None, of)
+def piece(arm, start, end, rank, of=(1, 70)):
+    return Hit(arm, make_docid("a.py", start, end), "a.py", start, end, rank, 1.0, "a.py > big", None, of)
 
+
+def test_pieces_of_one_definition_collapse_into_one_hit():
     out = consolidate(
         {
-            "bm25": [piece("bm25", 1, 40, 1), piece("bm25", 91, 130, 2)],  # the first and last pieces
-            "dense": [piece("dense", 91, 130, 1), hit("dense", "a.py", 140, 150, 2)],
+            "bm25": [piece("bm25", 1, 30, 1), piece("bm25", 41, 70, 2)],  # the first and last pieces
+            "dense": [piece("dense", 41, 70, 1), hit("dense", "a.py", 140, 150, 2)],
         },
         merge_adjacent=False,
     )
-    assert [(h.start_line, h.end_line) for h in out] == [(1, 130), (140, 150)]
+    assert [(h.start_line, h.end_line) for h in out] == [(1, 70), (140, 150)]
     assert out[0].provenance == ["bm25", "dense"] and out[0].context == "a.py > big"
     # Pieces of two different definitions stay apart.
     other = consolidate({"bm25": [piece("bm25", 1, 40, 1), piece("bm25", 200, 240, 2, of=(200, 260))]})
     assert len(other) == 2
+
+
+def test_a_hit_stays_the_size_of_an_answer():
+    """Far pieces of a long definition, or a chain of overlapping windows, stop merging once
+    the hit would span more than MAX_GROUP_LINES lines."""
+    from core.consolidate import MAX_GROUP_LINES
+
+    long_def = consolidate(
+        {"bm25": [piece("bm25", 1, 40, 1, of=(1, 500)), piece("bm25", 461, 500, 2, of=(1, 500))]},
+        merge_adjacent=False,
+    )
+    assert [(h.start_line, h.end_line) for h in long_def] == [(1, 40), (461, 500)]
+    chain = consolidate({"bm25": [hit("bm25", "a.py", s, s + 39, i) for i, s in enumerate(range(1, 300, 30), 1)]})
+    assert all(h.end_line - h.start_line + 1 <= MAX_GROUP_LINES for h in chain)
+    assert sorted((h.start_line, h.end_line) for h in chain)[0] == (1, 70)  # two windows joined, no third
+    # One chunk longer than the cap is still one hit.
+    assert [(h.start_line, h.end_line) for h in consolidate({"bm25": [hit("bm25", "a.py", 1, 200, 1)]})] == [(1, 200)]
 
 
 def test_same_lines_in_different_files_do_not_merge():

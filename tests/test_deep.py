@@ -81,7 +81,7 @@ def test_cli_without_the_extra(sample_repo, tmp_path):
     report = json.loads(fused.stdout)
     assert "deep skipped: not installed" in fused.stderr
     assert report["skipped"]["deep"] == deep.INSTALL_HINT
-    assert report["groups"]["all"]["rows"]["fused"]["ndcg@10"] > 0.8  # bm25 carries it alone
+    assert report["groups"]["all"]["rows"]["fused"]["ndcg@10"] > 0.65  # bm25 carries it alone
     # Not asked for: no row for it and no "skipped" noise (the CI floors run this way).
     plain = _cli("eval", str(REPO / "evals" / "polyglot.jsonl"), "--root", str(REPO / "tests" / "fixtures" / "polyglot"),
                  "--json", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)

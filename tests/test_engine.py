@@ -65,11 +65,11 @@ def test_engine_fuse_keeps_touching_chunks_apart_and_collapses_pieces(engine):
         return Hit(arm, f"a.py:{start}-{end}", "a.py", start, end, rank, 1.0, "a.py", None, of)
 
     rankings = {
-        "bm25": [h("bm25", 1, 20, 1), h("bm25", 21, 40, 2), h("bm25", 50, 89, 3, (50, 200))],
-        "dense": [h("dense", 161, 200, 1, (50, 200))],
+        "bm25": [h("bm25", 1, 20, 1), h("bm25", 21, 40, 2), h("bm25", 50, 89, 3, (50, 129))],
+        "dense": [h("dense", 90, 129, 1, (50, 129))],
     }
     spans = [(x.start_line, x.end_line) for x in engine.fuse(rankings, priors=False)]
-    assert sorted(spans) == [(1, 20), (21, 40), (50, 200)]
+    assert sorted(spans) == [(1, 20), (21, 40), (50, 129)]
 
 
 def test_filters_restrict_every_arm(engine):

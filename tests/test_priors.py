@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -99,15 +100,33 @@ def test_readme_changelog_and_license_files_are_demoted(path):
     assert names(path) == ["project-docs"]
 
 
-def test_the_go_doc_package_and_doc_pages_are_not_demoted():
-    # A naive "doc" rule would demote Go's doc package; documentation pages answer
-    # operational questions, so only README/CHANGELOG-style files are demoted.
+def test_doc_pages_are_demoted_but_not_code_in_a_doc_folder():
+    # Documentation is prose (by its language), not a folder name: Go's doc package and a
+    # Sphinx conf.py are code.
     assert names("src/go/doc/comment.go") == []
     assert names("doc/doc.go") == []
     assert names("docs/conf.py") == []
-    assert names("docs/DEPLOY.md") == []
-    assert names("guide/install.rst") == []
+    assert names("docs/DEPLOY.md") == ["docs"]
+    assert names("guide/install.rst") == ["docs"]
+    assert names("notes/design.txt") == ["docs"]
     assert names("src/history.py") == [] and names("pkg/license.go") == []
+    # a README is a project doc, requirements.txt is non-code: one rule each, not two
+    assert names("README.md") == ["project-docs"] and names("requirements.txt") == ["non-code"]
+
+
+@pytest.mark.parametrize(
+    "path, rule",
+    [("vendor/github.com/x/y.go", "vendored"), ("third_party/zlib/inflate.c", "vendored"),
+     ("include/single_include/json.hpp", "vendored"), ("static/app.min.js", "generated"),
+     ("api/v1/service.pb.go", "generated"), ("proto/user_pb2.py", "generated"),
+     ("Forms/Main.Designer.cs", "generated"), ("src/types.d.ts", "generated")],
+)
+def test_vendored_and_generated_files_are_demoted(path, rule):
+    assert names(path) == [rule]
+
+
+def test_vendored_and_generated_rules_leave_ordinary_code_alone():
+    assert names("src/vendors.py") == [] and names("lib/generate.ts") == [] and names("src/min.js") == []
 
 
 @pytest.mark.parametrize(
@@ -132,7 +151,9 @@ def test_rules_compose_and_describe_themselves():
     assert names("tests/fixtures/README.md") == ["tests", "project-docs"]
     assert names("tests/fixtures/config.yaml") == ["tests", "non-code"]
     table = describe()
-    assert [r["name"] for r in table] == [r.name for r in RULES] == ["tests", "examples", "project-docs", "non-code"]
+    assert [r["name"] for r in table] == [r.name for r in RULES] == [
+        "tests", "examples", "project-docs", "non-code", "docs", "vendored", "generated"
+    ]
     for row in table:
         assert 0 < row["factor"] < 1 and row["reason"] and row["lifted_by"]
 
@@ -200,15 +221,15 @@ def test_the_off_switch_keeps_the_fused_order_and_records_nothing():
     assert all(h.priors == [] and h.score == h.fused_score for h in out)
     # re-applying to already re-scored hits starts again from the fused score
     twice = apply_priors(apply_priors(hits, "parser"), "parser")
-    assert twice[1].score == pytest.approx(0.05 * 0.5**1) and twice[1].fused_score == 0.05
+    assert twice[1].score == pytest.approx(0.05 * RULES[0].factor) and twice[1].fused_score == 0.05
     assert [h.path for h in apply_priors(apply_priors(hits, "parser"), "parser", enabled=False)] == ["tests/test_a.py", "src/a.py"]
 
 
 def test_to_dict_carries_the_trace():
     [d] = [h.to_dict() for h in apply_priors([hit("tests/test_a.py", 0.05)], "x")]
-    assert d["fused_score"] == 0.05 and d["score"] == pytest.approx(0.025)
+    assert d["fused_score"] == 0.05 and d["score"] == pytest.approx(0.05 * RULES[0].factor)
     assert d["priors"] == [
-        {"name": "tests", "reason": RULES[0].reason, "factor": 0.5, "lifted_by": None}
+        {"name": "tests", "reason": RULES[0].reason, "factor": RULES[0].factor, "lifted_by": None}
     ]
     plain = hit("a.py", 0.01).to_dict()
     assert plain["fused_score"] == plain["score"] and plain["priors"] == []
@@ -319,8 +340,13 @@ def test_cli_query_json_shows_the_priors_and_no_priors_turns_them_off(small_repo
     assert data["results"][0]["path"] == "src/parser.py"
     assert [p["name"] for p in by_path["tests/test_parser.py"]["priors"]] == ["tests"]
     assert [p["name"] for p in by_path["README.md"]["priors"]] == ["project-docs"]
-    demoted = by_path["tests/test_parser.py"]
-    assert demoted["score"] == pytest.approx(demoted["fused_score"] * demoted["priors"][0]["factor"])
+    # The final score is the fused score plus the ranking stage's boosts, times the priors'
+    # and the signals' factors.
+    for r in data["results"]:
+        factor = math.prod(p["factor"] for p in r["priors"]) * math.prod(s["factor"] for s in r["signals"])
+        boosted = r["fused_score"] + sum(s["boost"] for s in r["signals"])
+        assert r["score"] == pytest.approx(boosted * factor)
+    assert by_path["tests/test_parser.py"]["priors"][0]["factor"] == RULES[0].factor
 
     off = cli("query", "parse header name value", "--root", str(small_repo), "--json", "--no-priors")
     assert off.returncode == 0, off.stderr
@@ -338,8 +364,8 @@ def test_cli_query_text_names_the_demotion(small_repo):
     out = cli("query", "parse header name value", "--root", str(small_repo))
     assert out.returncode == 0, out.stderr
     lines = {line.split()[0].split(":")[0]: line for line in out.stdout.splitlines()}
-    assert lines["tests/test_parser.py"].endswith("(tests x0.5)")
-    assert "(" not in lines["src/parser.py"].split("]", 1)[1]
+    assert lines["tests/test_parser.py"].endswith(f"tests x{RULES[0].factor:g})")
+    assert "tests x" not in lines["src/parser.py"].split("]", 1)[1]
     lifted = cli("query", "test parse header", "--root", str(small_repo))
     assert all("(tests" not in line for line in lifted.stdout.splitlines())
 

@@ -62,7 +62,7 @@ HELP_KEYS: list[tuple[str, str]] = [
     ("space", "select / unselect the hit (● in the table)"),
     ("c", "clear the selection"),
     ("+ / -", "judge the hit relevant (✓) / not relevant (✗) for the query; again clears it"),
-    ("p", "priors on / off (demote tests, examples, README-style and non-code files)"),
+    ("p", "ranking stage on / off (code-aware signals, priors and diversity; off: the plain fused list)"),
     ("enter / o", "open the hit in $EDITOR at its first line"),
     ("e", "export the selected hits (all shown hits if none is selected) as JSON"),
     ("t", "show / hide the tuning panel (weights per arm, RRF k)"),

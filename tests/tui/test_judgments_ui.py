@@ -12,6 +12,7 @@ from core.arms import DEFAULT_ARMS
 from core.engine import Engine
 from core.evaluation import load_queries
 from core.judgments import judgments_for, judgments_path
+from core.priors import RULES
 from tui.app import HELP_KEYS, RanklensApp
 from tui.screens.help import HelpScreen
 
@@ -200,7 +201,7 @@ async def test_p_toggles_the_priors_and_re_fuses_without_running_arms(sample_rep
             results = list(app.results.values())
             demoted = [h for h in app.hits if h.path == "tests/test_auth.py"]
             assert demoted and all([p.name for p in h.priors] == ["tests"] for h in demoted)
-            assert all(h.score < h.fused_score for h in demoted)
+            assert all(h.prior_factor == RULES[0].factor < 1 for h in demoted)
             on = [span(h) for h in engine.fuse(results, priors=True)]
             off = [span(h) for h in engine.fuse(results, priors=False)]
             assert [span(h) for h in app.hits] == on
@@ -213,7 +214,7 @@ async def test_p_toggles_the_priors_and_re_fuses_without_running_arms(sample_rep
             await settled(pilot, app)
             assert app.table.current_hit.path == "tests/test_auth.py"
             trace = plain(app.preview.trace)
-            assert "priors tests ×0.5" in trace
+            assert f"priors tests ×{RULES[0].factor:g}" in trace
             assert "fused " in trace and "→" in trace
 
             await pilot.press("p")

@@ -130,7 +130,7 @@ def _fmt_score(score: float) -> str:
 
 
 def describe_priors(hit: ConsolidatedHit) -> Text:
-    """``priors tests ×0.5 · examples lifted by "example"  fused 0.03 → 0.015``."""
+    """``priors tests ×0.5 · examples lifted by "example"``."""
     out = Text.assemble(("priors ", "dim"))
     for i, prior in enumerate(hit.priors):
         if i:
@@ -139,6 +139,33 @@ def describe_priors(hit: ConsolidatedHit) -> Text:
             out.append(f"{prior.name} lifted by {prior.lifted_by!r}")
         else:
             out.append(f"{prior.name} ×{prior.factor:g}", style="yellow" if prior.factor < 1 else "green")
+    return out
+
+
+def describe_signals(hit: ConsolidatedHit) -> Text:
+    """``signals definition +0.4 · path +0.13 · diversity ×0.3`` (the ranking stage's steps)."""
+    out = Text.assemble(("signals ", "dim"))
+    for i, signal in enumerate(hit.signals):
+        if i:
+            out.append(" · ", style="dim")
+        if signal.boost:
+            out.append(f"{signal.name} +{_fmt_score(signal.boost)}", style="green")
+        elif signal.factor != 1.0:
+            out.append(f"{signal.name} ×{signal.factor:.2g}", style="yellow")
+        else:
+            out.append(signal.name)
+    return out
+
+
+def describe_rescoring(hit: ConsolidatedHit) -> Text | None:
+    """What the ranking stage did to a hit: its signals, its priors, then ``fused 0.03 →
+    0.015``; None when nothing moved it."""
+    lines = [describe_signals(hit)] if hit.signals else []
+    if hit.priors:
+        lines.append(describe_priors(hit))
+    if not lines:
+        return None
+    out = Text("\n").join(lines)
     if hit.fused_score is not None and hit.fused_score != hit.score:
         out.append("  fused ", style="dim")
         out.append(f"{_fmt_score(hit.fused_score)} → {_fmt_score(hit.score)}")
@@ -440,7 +467,8 @@ class Preview(VerticalScroll):
             ("  via ", "dim"),
             ", ".join(hit.provenance) or "—",
         )
-        if hit.priors:
+        rescoring = describe_rescoring(hit)
+        if rescoring is not None:
             summary.append("\n")
-            summary.append_text(describe_priors(hit))
+            summary.append_text(rescoring)
         return Group(table, Text(""), summary)

@@ -1,0 +1,211 @@
+"""The ranking stage (core.ranking): one test per signal, then the stage through the engine."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import pytest
+
+from core.consolidate import ARM_FAMILIES, Groups
+from core.engine import Engine
+from core.priors import adjuster
+from core.ranking import DEFAULT_PARAMS, Params, Stage, path_words, shape
+from core.types import Hit, make_docid
+
+
+def hit(arm, path, start, end, rank, symbol=""):
+    return Hit(arm, make_docid(path, start, end), path, start, end, rank, 1.0, path, None, None, symbol)
+
+
+def fuse(rankings, query, params=DEFAULT_PARAMS, k=5.0, limit=None):
+    stage = Stage(query, adjuster(query), params, ARM_FAMILIES)
+    return Groups(rankings, False, ARM_FAMILIES).fuse(k, None, limit=limit, stage=stage)
+
+
+NONE = Params(definition=0, path=0, file_evidence=0, diversity=1.0)
+
+
+# ----------------------------------------------------------------------------- the query
+
+
+@pytest.mark.parametrize(
+    "query, lookup, names",
+    [
+        ("TypeAdapter", True, {"TypeAdapter"}),
+        ("Rails::Engine", True, {"Rails::Engine", "Engine"}),
+        ("basic_format_args", True, {"basic_format_args"}),
+        ("formatter", True, {"formatter"}),
+        ("how JsonConvert serializes objects", False, {"JsonConvert"}),
+        ("how Picker:find opens a window", False, {"Picker:find", "find"}),
+        ("how beforeAll hooks run", False, {"beforeAll"}),
+        ("how the router dispatches requests", False, set()),
+    ],
+)
+def test_the_query_shape_names_its_identifiers(query, lookup, names):
+    s = shape(query)
+    assert s.lookup is lookup and set(s.names) == names
+
+
+def test_keywords_drop_stop_words_and_short_words():
+    assert shape("how does the async HTTP client session work").keywords == {"async", "http", "client", "session"}
+
+
+@pytest.mark.parametrize(
+    "a, b, alike",
+    [("dependency", "dependencies", True), ("middleware", "middlewares", True), ("serializer", "serialization", True),
+     ("route", "router", True), ("config", "configuration", True), ("parse", "parsing", True),
+     ("request", "require", False), ("compose", "component", False), ("run", "runner", False)],
+)
+def test_path_words_match_in_another_form(a, b, alike):
+    from core.ranking import _alike
+
+    assert _alike(a, b) is alike and _alike(b, a) is alike
+
+
+def test_path_words_are_the_stem_and_folder_whole_and_split():
+    assert path_words("aiohttp/web_middlewares.py") == {"web_middlewares", "web", "middlewares", "aiohttp"}
+    assert path_words("src/Illuminate/Routing/Router.php") == {"router", "routing"}
+
+
+# ----------------------------------------------------------------------------- each signal
+
+
+def test_definition_a_bare_identifier_puts_its_definition_first():
+    rankings = {
+        "bm25": [hit("bm25", "client.py", 1, 40, 1), hit("bm25", "uses.py", 1, 40, 2),
+                 hit("bm25", "session.py", 10, 40, 3, "Session request")],
+    }
+    out = fuse(rankings, "Session")
+    assert out[0].path == "session.py"
+    [signal] = [s for s in out[0].signals if s.name == "definition"]
+    assert "Session" in signal.reason and signal.boost > 0
+    # the file named after the symbol gets the stem bonus over another file defining it
+    rankings["bm25"].append(hit("bm25", "other.py", 1, 10, 4, "Session"))
+    by_path = {h.path: h for h in fuse(rankings, "Session")}
+    boost = {p: sum(s.boost for s in h.signals if s.name == "definition") for p, h in by_path.items()}
+    assert boost["session.py"] == pytest.approx(boost["other.py"] * DEFAULT_PARAMS.stem_bonus)
+
+
+def test_definition_a_capitalised_name_must_match_exactly():
+    rankings = {"bm25": [hit("bm25", "a.java", 1, 9, 1, "typeAdapter"), hit("bm25", "TypeAdapter.java", 1, 9, 2, "TypeAdapter")]}
+    out = fuse(rankings, "TypeAdapter")
+    assert out[0].path == "TypeAdapter.java"
+    assert not any(s.name == "definition" for s in out[1].signals)
+    # an all-lowercase lookup matches in any case
+    lower = fuse({"bm25": [hit("bm25", "a.h", 1, 9, 1), hit("bm25", "b.h", 1, 9, 2, "Formatter")]}, "formatter")
+    assert lower[0].path == "b.h"
+
+
+def test_definition_inside_a_question_weighs_less_than_a_lookup():
+    rankings = {"bm25": [hit("bm25", "a.cs", 1, 9, 1), hit("bm25", "JsonConvert.cs", 1, 9, 2, "JsonConvert")]}
+    question = fuse(rankings, "how does JsonConvert serialize", Params(path=0, file_evidence=0))
+    lookup = fuse(rankings, "JsonConvert", Params(path=0, file_evidence=0))
+    q_boost = next(s.boost for s in question[0].signals if s.name == "definition")
+    l_boost = next(s.boost for s in lookup[0].signals if s.name == "definition")
+    assert question[0].path == lookup[0].path == "JsonConvert.cs"
+    assert q_boost == pytest.approx(l_boost * DEFAULT_PARAMS.embedded_share)
+
+
+def test_path_a_query_word_that_is_the_file_stem_or_folder_lifts_it():
+    rankings = {"bm25": [hit("bm25", "app.py", 1, 40, 1), hit("bm25", "dependencies/utils.py", 1, 40, 2)]}
+    out = fuse(rankings, "how does dependency injection work", Params(definition=0, file_evidence=0))
+    assert out[0].path == "dependencies/utils.py"
+    [signal] = [s for s in out[0].signals if s.name == "path"]
+    assert "dependency" in signal.reason
+    # a lookup is not a path question
+    assert not any(s.name == "path" for h in fuse(rankings, "dependencies") for s in h.signals)
+
+
+def test_file_evidence_a_file_ranked_several_times_outranks_a_single_hit():
+    rankings = {
+        "bm25": [hit("bm25", "single.py", 1, 10, 1), hit("bm25", "many.py", 1, 10, 2),
+                 hit("bm25", "many.py", 20, 30, 3), hit("bm25", "many.py", 40, 50, 4)],
+    }
+    assert fuse(rankings, "x y z", NONE)[0].path == "single.py"
+    out = fuse(rankings, "x y z", Params(definition=0, path=0, diversity=1.0))
+    assert out[0].path == "many.py"
+    assert any(s.name == "file-evidence" and "3 ranked hits" in s.reason for s in out[0].signals)
+
+
+def test_diversity_scales_a_files_further_hits_down():
+    rankings = {"bm25": [hit("bm25", "a.py", 1, 10, 1), hit("bm25", "a.py", 20, 30, 2), hit("bm25", "b.py", 1, 10, 3)]}
+    plain = [h.path for h in fuse(rankings, "x", NONE)]
+    assert plain == ["a.py", "a.py", "b.py"]
+    out = fuse(rankings, "x", Params(definition=0, path=0, file_evidence=0, diversity=0.3))
+    assert [h.path for h in out] == ["a.py", "b.py", "a.py"]
+    [signal] = out[2].signals
+    assert signal.name == "diversity" and signal.factor == pytest.approx(0.3)
+
+
+def test_priors_multiply_after_the_boosts_and_the_score_adds_up():
+    rankings = {"bm25": [hit("bm25", "tests/test_router.py", 1, 10, 1, "Router"),
+                         hit("bm25", "src/router.py", 1, 10, 2, "Router")]}
+    out = fuse(rankings, "Router")
+    assert out[0].path == "src/router.py"
+    for h in out:
+        boosted = h.fused_score + sum(s.boost for s in h.signals)
+        factor = math.prod(p.factor for p in h.priors) * math.prod(s.factor for s in h.signals)
+        assert h.score == pytest.approx(boosted * factor)
+    assert [p.name for p in out[1].priors] == ["tests"]
+
+
+def test_a_cut_keeps_the_best_of_the_full_order():
+    rankings = {"bm25": [hit("bm25", f"f{i}.py", 1, 10, i + 1) for i in range(20)],
+                "dense": [hit("dense", f"f{19 - i}.py", 1, 10, i + 1) for i in range(20)]}
+    whole = fuse(rankings, "where is f3")
+    cut = fuse(rankings, "where is f3", limit=5)
+    assert [h.docid for h in cut] == [h.docid for h in whole[:5]]
+    assert [h.rank for h in cut] == [1, 2, 3, 4, 5]
+
+
+# ----------------------------------------------------------------------------- through the engine
+
+
+@pytest.fixture
+def router_repo(tmp_path):
+    files = {
+        "src/routing/Router.java": """
+            package app.routing;
+
+            /** Dispatches a request to the route that matches it. */
+            public class Router {
+                public Response dispatch(Request request) { return routes.match(request).run(request); }
+            }
+        """,
+        "src/http/Kernel.java": """
+            package app.http;
+
+            public class Kernel {
+                private Router router;
+                public Response handle(Request request) { return router.dispatch(request); }
+                public Router router() { return router; }
+            }
+        """,
+        "src/routing/RouteFileRegistrar.java": """
+            package app.routing;
+
+            public class RouteFileRegistrar {
+                public void register(Router router, Routes routes) { router.group(routes); }
+            }
+        """,
+        "docs/routing.md": "# Routing\n\nThe Router dispatches a request to a route. Use the Router.\n",
+    }
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return tmp_path
+
+
+def test_a_bare_identifier_finds_the_file_that_defines_it(router_repo):
+    engine = Engine(router_repo)
+    try:
+        engine.ensure_index(deep=False)
+        result = engine.search("Router", arms=["bm25", "fts5", "symbols"])
+        assert result.hits[0].path == "src/routing/Router.java"
+        assert any(s.name == "definition" for s in result.hits[0].signals)
+        plain = engine.search("Router", arms=["bm25", "fts5", "symbols"], priors=False)
+        assert all(not h.signals and h.fused_score is None for h in plain.hits)
+    finally:
+        engine.close()
