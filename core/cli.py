@@ -361,13 +361,13 @@ def _load_labeled(path: str):
     from .evaluation import EvalFileError, load_queries
 
     try:
-        return load_queries(path)
+        return load_queries(path, notify=_note)
     except EvalFileError as exc:
         raise UsageProblem(str(exc)) from None
 
 
 def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quiet: bool, priors: bool = True):
-    """Index, warn about gold spans missing from the index, and run every query once per arm."""
+    """Index, warn about gold files missing from the index, and run every query once per arm."""
     from .evaluation import run_queries
 
     _run_index(engine, show_progress=sys.stderr.isatty() and not quiet, deep="deep" in (*arms, *also))
@@ -384,9 +384,9 @@ def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quie
     for name, reason in run.skipped.items():
         _note(f"{name} skipped: {reason}")
     if run.no_gold:
-        _note(f"{len(run.no_gold)} queries have no gold span and are left out: {', '.join(run.no_gold[:5])}")
+        _note(f"{len(run.no_gold)} queries have no gold target and are left out: {', '.join(run.no_gold[:5])}")
     if not run.queries:
-        raise UsageProblem("no query has a gold span to score")
+        raise UsageProblem("no query has a gold target to score")
     if not any(qr.rankings for qr in run.queries):
         raise RuntimeError("no retriever could answer")
     return run
@@ -402,17 +402,21 @@ def _console():
 
 
 EVAL_HELP = (
-    "QUERIES.jsonl holds one JSON object a line: {\"id\", \"query\", \"gold\": [{\"path\", "
-    "\"start_line\", \"end_line\"}, …], \"kind\"?}, paths relative to ROOT, lines 1-based "
-    "inclusive. Each arm is scored alone on its own top K, and the fused list of the "
-    "configuration (--retriever, --weights, --rrf-k) on its consolidated hits. A result is a "
-    "span hit when it is in a gold file and its lines overlap a gold span. hit@n: a span hit "
-    "in the top n; file@5: a gold file in the top 5; MRR@K: 1/rank of the first span hit; "
-    "nDCG@K: binary gain, each gold span credited once. p50/p95: per-query latency in ms "
-    "(arms loaded first). lines: mean lines per hit (fused hits merge overlapping spans, so "
-    "they are wider). Priors: by default every row, each arm alone as well as the fused list, "
-    "is re-ordered by the code-aware priors before the cut to K (an arm's whole candidate pool "
-    "in its own order); --no-priors scores the raw rankings and the plain fused list."
+    "QUERIES.jsonl holds one JSON object a line: {\"id\", \"query\", \"gold\": [TARGET, …], "
+    "\"kind\"?}, where a TARGET is {\"path\", \"start_line\", \"end_line\"} (lines 1-based "
+    "inclusive), or a whole file: {\"path\"} or the bare path; paths relative to ROOT. Fields "
+    "ranklens does not use are ignored, with one note per file. "
+    "Each arm is scored alone on its own top K, and the fused list of the configuration "
+    "(--retriever, --weights, --rrf-k) on its consolidated hits. A hit locates a whole-file target "
+    "when it is in that file, and a span when it shares at least half of the shorter of the two "
+    "and is no longer than 100 lines (or twice the span): a span hit. hit@n: a target located in "
+    "the top n; file@5: a gold file in the top 5; MRR@K: 1/rank of the first hit locating one; "
+    "nDCG@K: binary gain, each target credited once (a whole file by the first hit in it). "
+    "p50/p95: per-query latency in ms (arms loaded first). lines: mean lines per hit (fused hits "
+    "merge overlapping spans, so they are wider). Priors: by default every row, each arm alone as "
+    "well as the fused list, is re-ordered by the code-aware priors before the cut to K (an arm's "
+    "whole candidate pool in its own order); --no-priors scores the raw rankings and the plain "
+    "fused list."
 )
 
 
@@ -444,9 +448,9 @@ def eval_command(
 ) -> None:
     """Measure retrieval on the labeled queries of QUERIES.jsonl over ROOT.
 
-    Reports, for every arm alone and for the fused list, span hit@1/@5/@K, file hit@5,
-    MRR@K, nDCG@K and latency p50/p95, overall and per query kind, and the queries every
-    arm missed.
+    Reports, for every arm alone and for the fused list, hit@1/@5/@K, file hit@5, MRR@K,
+    nDCG@K and latency p50/p95, overall and per query kind, and the queries every arm
+    missed.
     """
     if not 1 <= top_k <= 100:
         raise UsageProblem(f"--top-k must be from 1 to 100, got {top_k}")
@@ -564,7 +568,7 @@ def tune(
     labeled = _load_labeled(queries)
     scored = sum(1 for q in labeled if q.gold)
     if scored < folds:
-        raise UsageProblem(f"{scored} queries with gold spans are too few for {folds} folds")
+        raise UsageProblem(f"{scored} queries with gold targets are too few for {folds} folds")
     engine = _engine(root, model, _note)
     run = _run_labeled(
         engine, labeled, arms, {}, DEFAULT_RRF_K, also=(), top_k=DEFAULT_TOP_K, quiet=as_json, priors=not no_priors
