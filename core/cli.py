@@ -367,10 +367,14 @@ def _load_labeled(path: str):
 
 
 def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quiet: bool, priors: bool = True):
-    """Index, warn about gold files missing from the index, and run every query once per arm."""
-    from .evaluation import run_queries
+    """Index, make the gold paths relative to the root, warn about gold files missing from the
+    index, and run every query once per arm."""
+    from .evaluation import rebase_gold, run_queries
 
     _run_index(engine, show_progress=sys.stderr.isatty() and not quiet, deep="deep" in (*arms, *also))
+    queries, rebased = rebase_gold(queries, engine.root)
+    if rebased:
+        _note(rebased)
     indexed = set(engine.view.chunks.paths)
     missing = sorted({(q.id, g.path) for q in queries for g in q.gold if g.path not in indexed})
     for qid, path in missing[:10]:
@@ -402,9 +406,13 @@ def _console():
 
 
 EVAL_HELP = (
-    "QUERIES.jsonl holds one JSON object a line: {\"id\", \"query\", \"gold\": [TARGET, …], "
+    "QUERIES is JSONL, one JSON object a line: {\"id\", \"query\", \"gold\": [TARGET, …], "
     "\"kind\"?}, where a TARGET is {\"path\", \"start_line\", \"end_line\"} (lines 1-based "
-    "inclusive), or a whole file: {\"path\"} or the bare path; paths relative to ROOT. Fields "
+    "inclusive), or a whole file: {\"path\"} or the bare path; paths relative to ROOT. The public "
+    "code-search benchmark's annotation files are read as they are: a JSON array of {\"query\", "
+    "\"relevant\", \"secondary\", \"category\"} (relevant and secondary are the gold, category "
+    "the kind, a query's id its position); gold paths that start with ROOT's own trailing folders "
+    "(the benchmark's src/… when ROOT is <checkout>/src) lose that prefix, with a note. Fields "
     "ranklens does not use are ignored, with one note per file. "
     "Each arm is scored alone on its own top K, and the fused list of the configuration "
     "(--retriever, --weights, --rrf-k) on its consolidated hits. A hit locates a whole-file target "
@@ -421,8 +429,8 @@ EVAL_HELP = (
 
 
 @cli.command(name="eval", epilog=EVAL_HELP)
-@click.argument("queries", metavar="QUERIES.jsonl")
-@click.option("--root", default=".", show_default=True, help="Repository the gold paths are relative to.")
+@click.argument("queries", metavar="QUERIES")
+@click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
 @click.option("--top-k", type=int, default=10, show_default=True, help="Ranking depth K scored (1..100).")
 @click.option(
     "--retriever",
@@ -446,7 +454,7 @@ def eval_command(
     as_json: bool,
     model: str | None,
 ) -> None:
-    """Measure retrieval on the labeled queries of QUERIES.jsonl over ROOT.
+    """Measure retrieval on the labeled queries of QUERIES over ROOT.
 
     Reports, for every arm alone and for the fused list, hit@1/@5/@K, file hit@5, MRR@K,
     nDCG@K and latency p50/p95, overall and per query kind, and the queries every arm
@@ -522,10 +530,11 @@ def _print_eval(data: dict) -> None:
     "cached rankings, so no arm runs twice. Over-fitting check: k-fold cross-validation (fixed "
     "seed) tunes on each training part and scores the held-out part; --save refuses a result that "
     "does not beat the defaults held-out unless --force is given. The fused lists are re-scored by "
-    "the code-aware priors while tuning, as query does, unless --no-priors is given."
+    "the code-aware priors while tuning, as query does, unless --no-priors is given. QUERIES is "
+    "read as eval reads it (JSONL or a benchmark annotation file; see eval --help)."
 ))
-@click.argument("queries", metavar="QUERIES.jsonl")
-@click.option("--root", default=".", show_default=True, help="Repository the gold paths are relative to.")
+@click.argument("queries", metavar="QUERIES")
+@click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
 @click.option(
     "--retriever",
     default="all",
@@ -551,7 +560,7 @@ def tune(
     as_json: bool,
     model: str | None,
 ) -> None:
-    """Tune the per-arm weights and RRF k to maximise fused nDCG@10 on QUERIES.jsonl.
+    """Tune the per-arm weights and RRF k to maximise fused nDCG@10 on QUERIES.
 
     Prints the default and tuned figures, with k-fold cross-validated train and held-out
     nDCG@10; --save writes the tuned values to ROOT's config.

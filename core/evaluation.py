@@ -13,6 +13,13 @@ scored. A query with an empty ``gold`` has nothing to find and is left out of th
 (and counted). Fields this module does not read (``repo``, a target's ``symbol`` …) are
 ignored, and named once per file through ``notify``.
 
+The public code-search benchmark's annotation files are read as they are: a JSON *array* of
+``{"query", "relevant": [...], "secondary": [...], "category"}`` whose targets are path
+strings or ``{"path", "start_line", "end_line"}``. ``relevant`` and ``secondary`` are both
+gold, ``category`` is the ``kind``, and a query's id is its 1-based position in the array.
+Their paths are relative to the repository checkout, not to the folder searched inside it:
+:func:`rebase_gold` strips that leading folder.
+
 Metrics (pure functions below, over the top 10 of a ranking):
 
 * ``hit@k``: some result among the first k *locates* a gold target (:func:`locates`). A
@@ -24,9 +31,8 @@ Metrics (pure functions below, over the top 10 of a ranking):
 * ``mrr@10``: 1 / rank of the first result locating a target, 0 when none is in the top 10.
 * ``ndcg@10``: binary gain; each gold target is credited at most once, so a result that only
   locates targets already credited earns nothing. A whole-file target is thus credited once,
-  by the first result in its file, as the public code-search benchmark's metric does (it
-  takes a target's first matching rank). Ideal DCG is that of ``min(len(gold), 10)``
-  hits at the top.
+  by the first result in its file, as the benchmark's own metric does (it takes a target's
+  first matching rank). Ideal DCG is that of ``min(len(gold), 10)`` hits at the top.
 
 Each query is run once per arm through :meth:`core.engine.Engine.search`; every arm is scored
 on its own top 10 and the fused list on the consolidated hits. With the priors on (the
@@ -42,9 +48,10 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
@@ -111,6 +118,8 @@ class EvalFileError(ValueError):
 # --------------------------------------------------------------------------- loading
 
 _KEYS = {"id", "query", "gold", "kind", "note", "not_relevant"}
+#: The fields of one item of a benchmark annotation file that are read.
+_BENCH_KEYS = {"query", "relevant", "secondary", "category"}
 _TARGET_KEYS = {"path", "start_line", "end_line"}
 _TARGETS = 'a list of paths or {"path", "start_line", "end_line"}'
 
@@ -120,6 +129,7 @@ Notify = Callable[[str], None]
 def load_queries(path: Path | str, notify: Notify | None = None) -> list[LabeledQuery]:
     """Read and validate a labeled query file (raises :class:`EvalFileError`).
 
+    JSONL, or a benchmark annotation file (a JSON array, :func:`parse_annotations`).
     ``notify`` gets one line naming the fields that were ignored, if any were.
     """
     p = Path(path).expanduser()
@@ -137,6 +147,8 @@ def load_queries(path: Path | str, notify: Notify | None = None) -> list[Labeled
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise EvalFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    if text.lstrip("\ufeff \t\r\n").startswith("["):
+        return parse_annotations(text, source=str(path), notify=notify)
     return parse_queries(text.splitlines(), source=str(path), notify=notify)
 
 
@@ -176,6 +188,45 @@ def parse_queries(
         gold = _targets(obj["gold"], "gold", bad, ignored)
         not_relevant = _targets(obj.get("not_relevant", []), "not_relevant", bad, ignored)
         out.append(LabeledQuery(qid, query, gold, kind, number, not_relevant))
+    if not out:
+        raise EvalFileError(f"{source}: holds no queries")
+    _note_ignored(source, ignored, notify)
+    return out
+
+
+def parse_annotations(
+    text: str, source: str = "<annotations>", notify: Notify | None = None
+) -> list[LabeledQuery]:
+    """Validate a benchmark annotation file into labeled queries.
+
+    The file is a JSON array of ``{"query", "relevant", "secondary"?, "category"?}``:
+    ``relevant`` and ``secondary`` together are the gold, ``category`` is the kind, and a
+    query's id is its 1-based position in the array (the items have none).
+    """
+    try:
+        items = json.loads(text.lstrip("\ufeff"))
+    except json.JSONDecodeError as exc:
+        where = f"{source}:{exc.lineno}"
+        raise EvalFileError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(items, list):
+        raise EvalFileError(f"{source}: expected a JSON array of queries, got {type(items).__name__}")
+    out: list[LabeledQuery] = []
+    ignored: set[str] = set()
+    for number, item in enumerate(items, start=1):
+
+        def bad(message: str) -> EvalFileError:
+            return EvalFileError(f"{source}: item {number}: {message}")
+
+        if not isinstance(item, dict):
+            raise bad(f"expected a JSON object, got {type(item).__name__}")
+        ignored.update(set(item) - _BENCH_KEYS)
+        query = _query_text(item, bad)
+        kind = _kind(item.get("category"), "category", bad)
+        if "relevant" not in item:
+            raise bad(f'missing "relevant" ({_TARGETS})')
+        gold = _targets(item["relevant"], "relevant", bad, ignored)
+        gold += _targets(item.get("secondary", []), "secondary", bad, ignored)
+        out.append(LabeledQuery(str(number), query, gold, kind))
     if not out:
         raise EvalFileError(f"{source}: holds no queries")
     _note_ignored(source, ignored, notify)
@@ -240,6 +291,50 @@ def _targets(
             raise bad(f"{where}: end_line {end} is before start_line {start}")
         spans.append(Span(path, start, end))
     return tuple(spans)
+
+
+def rebase_gold(queries: Sequence[LabeledQuery], root: Path | str) -> tuple[list[LabeledQuery], str | None]:
+    """Make gold paths written relative to a folder above ``root`` relative to ``root``.
+
+    The benchmark names files relative to the repository checkout while the folder searched
+    may be a subfolder of it: redux's targets say ``src/createStore.ts`` and the root is
+    ``<checkout>/src``. The prefix to strip is then a trailing part of ``root``'s own path
+    (``src``, ``redux/src`` …); the one under which most gold files exist in ``root`` is
+    taken, and only when that is more than exist as written (ties: the shorter prefix). One
+    prefix for the whole file, from the files on disk, so a path that is already relative
+    to ``root`` is never rewritten by a guess. Returns the queries (the same ones when
+    nothing is stripped) and a one-line note saying what was done, or None.
+    """
+    root_path = Path(os.path.abspath(Path(root).expanduser()))
+    paths = {g.path for q in queries for g in (*q.gold, *q.not_relevant)}
+
+    def under(prefix: str) -> set[str]:
+        return {p for p in paths if p.startswith(prefix + "/")}
+
+    def found(prefix: str) -> int:
+        if not prefix:
+            return sum((root_path / p).is_file() for p in paths)
+        return sum((root_path / p[len(prefix) + 1 :]).is_file() for p in under(prefix))
+
+    best, best_found = "", found("")
+    for i in range(1, len(root_path.parts)):
+        prefix = "/".join(root_path.parts[-i:])
+        n = found(prefix)
+        if n > best_found:
+            best, best_found = prefix, n
+    if not best:
+        return list(queries), None
+    moved = under(best)
+
+    def strip(spans: tuple[Span, ...]) -> tuple[Span, ...]:
+        return tuple(s._replace(path=s.path[len(best) + 1 :]) if s.path in moved else s for s in spans)
+
+    out = [replace(q, gold=strip(q.gold), not_relevant=strip(q.not_relevant)) for q in queries]
+    note = (
+        f"gold paths are relative to a folder above the root: stripped the root's trailing "
+        f"'{best}/' from {len(moved)} of {len(paths)} gold paths"
+    )
+    return out, note
 
 
 # --------------------------------------------------------------------------- metrics

@@ -33,9 +33,11 @@ from core.evaluation import (
     overlaps,
     locates,
     MAX_SPAN_LINES,
+    parse_annotations,
     parse_queries,
     percentile,
     query_metrics,
+    rebase_gold,
     reciprocal_rank,
     report,
     run_queries,
@@ -266,6 +268,77 @@ def test_unknown_fields_are_ignored_with_one_note_per_file():
     notes.clear()
     parse_queries(['{"id": "a", "query": "x", "gold": []}'], notify=notes.append)
     assert notes == []
+
+
+BENCH = [
+    {"query": "store creation", "relevant": ["src/createStore.ts"], "secondary": ["src/compose.ts"], "category": "architecture"},
+    {"query": "Depends", "relevant": [{"path": "src/params.ts", "start_line": 7, "end_line": 9}], "secondary": [],
+     "category": "symbol", "seed": {"path": "src/params.ts", "line": 7}, "related": []},
+    {"query": "no category", "relevant": ["src/a.ts"]},
+]
+
+
+def test_benchmark_annotations_are_read_as_they_are():
+    notes = []
+    q1, q2, q3 = parse_annotations(json.dumps(BENCH, indent=1), "redux.json", notify=notes.append)
+    assert (q1.id, q1.kind, q1.gold) == ("1", "architecture", (Span("src/createStore.ts"), Span("src/compose.ts")))
+    assert (q2.id, q2.kind, q2.gold) == ("2", "symbol", (S("src/params.ts", 7, 9),))
+    assert (q3.id, q3.kind) == ("3", None)
+    assert notes == ["redux.json: ignored fields ranklens does not use: related, seed"]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[{"query": "x", "relevant": []},\n {"query": "y"}]', 'redux.json: item 2: missing "relevant"'),
+        ('[{"query": "x", "relevant": [3]}]', "item 1: \"relevant\" item 1 must be a path or an object"),
+        ('[{"query": "x", "relevant": [], "category": 3}]', '"category"'),
+        ('[{"query": "x", "relevant": []}, 5]', "item 2: expected a JSON object"),
+        ('[\n{"query": "x", "relevant": []}\n{"query": "y"}]', "redux.json:3: not valid JSON"),
+        ("[]", "holds no queries"),
+    ],
+)
+def test_bad_benchmark_files_are_named(text, message):
+    with pytest.raises(EvalFileError) as err:
+        parse_annotations(text, "redux.json")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_json_array_file_is_read_as_benchmark_annotations(tmp_path):
+    path = tmp_path / "redux.json"
+    path.write_text("\ufeff\n" + json.dumps(BENCH))
+    assert [q.id for q in load_queries(path)] == ["1", "2", "3"]
+
+
+def _labeled(*golds):
+    from core.evaluation import LabeledQuery
+
+    return [LabeledQuery(str(i), "x", tuple(g)) for i, g in enumerate(golds, start=1)]
+
+
+def test_rebase_gold_strips_the_roots_own_trailing_folders(tmp_path):
+    root = tmp_path / "checkout" / "packages" / "src"
+    (root / "node").mkdir(parents=True)
+    for name in ("core.ts", "node/pool.ts", "index.ts"):
+        (root / name).write_text("x\n")
+    queries = _labeled(
+        [Span("packages/src/core.ts"), S("packages/src/node/pool.ts", 1, 1)],
+        [Span("packages/src/gone.ts"), Span("docs/readme.md")],
+    )
+    out, note = rebase_gold(queries, root)
+    assert [q.gold for q in out] == [
+        (Span("core.ts"), S("node/pool.ts", 1, 1)),
+        (Span("gone.ts"), Span("docs/readme.md")),  # one prefix for all: a missing file is still rebased
+    ]
+    assert note == "gold paths are relative to a folder above the root: stripped the root's trailing 'packages/src/' from 3 of 4 gold paths"
+    # Already relative to the root: nothing changes, no note.
+    same, note = rebase_gold(out, root)
+    assert same == out and note is None
+    # Both readings exist as often (src/src/x.ts and src/x.ts): the paths as written win.
+    (root / "src").mkdir()
+    (root / "src" / "x.ts").write_text("x\n")
+    (root / "x.ts").write_text("x\n")
+    assert rebase_gold(_labeled([Span("src/x.ts")]), root)[1] is None
 
 
 def test_empty_gold_is_accepted_and_left_out_of_scoring():
@@ -499,6 +572,39 @@ def test_eval_ignores_unknown_fields_with_exactly_one_note(sample_repo, tmp_path
         assert out.stderr.splitlines() == [f"ranklens: {path}: ignored fields ranklens does not use: gold.symbol, repo"]
 
 
+def test_eval_and_tune_read_a_benchmark_file_with_a_checkout_prefix(sample_repo, tmp_path):
+    # As the benchmark's annotations: paths relative to the checkout (here sample_repo's
+    # parent), the folder searched one level down, so every gold path starts with "repo/".
+    items = [
+        {"query": "PasswordHasher", "relevant": ["repo/app/auth.py"], "secondary": [], "category": "symbol", "seed": {}},
+        {"query": "evict the oldest entry when the cache is full", "relevant": [{"path": "repo/app/cache.py", "start_line": 14, "end_line": 19}],
+         "secondary": ["repo/app/auth.py"], "category": "semantic"},
+        {"query": "RateLimiter Allow", "relevant": ["repo/server/main.go"], "secondary": [], "category": "symbol"},
+        {"query": "how do I install it", "relevant": [], "secondary": [], "category": "semantic"},
+    ]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(items, indent=2))
+    out = run("eval", str(path), "--root", str(sample_repo), "--json")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines() == [
+        f"ranklens: {path}: ignored fields ranklens does not use: seed",
+        "ranklens: gold paths are relative to a folder above the root: stripped the root's trailing 'repo/' from 3 of 3 gold paths",
+        "ranklens: 1 queries have no gold target and are left out: 4",
+    ]
+    data = json.loads(out.stdout)
+    assert [q["id"] for q in data["per_query"]] == ["1", "2", "3"]
+    assert set(data["groups"]) == {"all", "symbol", "semantic"} and data["groups"]["symbol"]["n"] == 2
+    assert data["groups"]["all"]["rows"]["fused"]["hit@10"] == 1.0
+
+    text = run("eval", str(path), "--root", str(sample_repo))
+    assert text.returncode == 0, text.stderr
+    assert "kind: symbol (n=2)" in text.stdout
+    tuned = run("tune", str(path), "--root", str(sample_repo), "--folds", "2", "--json")
+    assert tuned.returncode == 0, tuned.stderr
+    assert "stripped the root's trailing 'repo/'" in tuned.stderr
+    assert json.loads(tuned.stdout)["queries"] == 3
+
+
 def test_eval_warns_about_gold_files_missing_from_the_index(sample_repo, tmp_path):
     path = tmp_path / "q.jsonl"
     path.write_text(json.dumps({"id": "x", "query": "login", "gold": [{"path": "gone.py", "start_line": 1, "end_line": 2}]}) + "\n")
@@ -617,7 +723,8 @@ def test_help_documents_eval_and_tune():
     top = run("--help").stdout
     assert "eval" in top and "tune" in top
     ev = run("eval", "--help").stdout
-    for word in ("--retriever", "--weights", "--rrf-k", "--top-k", "--json", "nDCG@K", "span hit", "whole file", "ignored"):
+    for word in ("--retriever", "--weights", "--rrf-k", "--top-k", "--json", "nDCG@K", "span hit", "whole file",
+                 "relevant", "secondary", "ignored"):
         assert word in ev
     tu = run("tune", "--help").stdout
     for word in ("--save", "--folds", "cross-validation", "held-out"):
