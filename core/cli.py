@@ -421,10 +421,11 @@ EVAL_HELP = (
     "the top n; file@5: a gold file in the top 5; MRR@K: 1/rank of the first hit locating one; "
     "nDCG@K: binary gain, each target credited once (a whole file by the first hit in it). "
     "p50/p95: per-query latency in ms (arms loaded first). lines: mean lines per hit (fused hits "
-    "merge overlapping spans, so they are wider). Priors: by default every row, each arm alone as "
-    "well as the fused list, is re-ordered by the code-aware priors before the cut to K (an arm's "
-    "whole candidate pool in its own order); --no-priors scores the raw rankings and the plain "
-    "fused list."
+    "merge overlapping spans, so they are wider). Calibration: per confidence level, how many of "
+    "the fused top-K hits have it (and their share of all of them) and the share of those that "
+    "locate a gold target. Priors: by default every row, each arm alone as well as the fused "
+    "list, is re-ordered by the code-aware priors before the cut to K (an arm's whole candidate "
+    "pool in its own order); --no-priors scores the raw rankings and the plain fused list."
 )
 
 
@@ -457,8 +458,8 @@ def eval_command(
     """Measure retrieval on the labeled queries of QUERIES over ROOT.
 
     Reports, for every arm alone and for the fused list, hit@1/@5/@K, file hit@5, MRR@K,
-    nDCG@K and latency p50/p95, overall and per query kind, and the queries every arm
-    missed.
+    nDCG@K and latency p50/p95, overall and per query kind; the calibration of the fused
+    list's confidence levels; and the queries every arm missed.
     """
     if not 1 <= top_k <= 100:
         raise UsageProblem(f"--top-k must be from 1 to 100, got {top_k}")
@@ -514,6 +515,7 @@ def _print_eval(data: dict) -> None:
             table.add_row(arm, *cells, style=style)
         console.print()
         console.print(table)
+    _print_calibration(console, data["calibration"], data["queries"])
     console.print()
     missed = data["missed_by_all"]
     if missed:
@@ -522,6 +524,21 @@ def _print_eval(data: dict) -> None:
             console.print(f"  {m['id']}  [{m['kind'] or '-'}]  {m['query']}", markup=False)
     else:
         console.print("every query was found by at least one arm")
+
+
+def _print_calibration(console, cal: dict, queries: int) -> None:
+    from rich.table import Table
+
+    console.print()
+    # A line, not the table's title: rich wraps a title to the (narrow) table's width.
+    console.print(f"confidence calibration of the fused top {cal['top_k']} ({cal['hits']} hits over {queries} queries)")
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("confidence", "hits", "share", "relevant"):
+        table.add_column(name, justify="left" if name == "confidence" else "right")
+    for level, row in cal["levels"].items():
+        relevant = "-" if row["relevant_share"] is None else f"{row['relevant_share']:.1%}"
+        table.add_row(level, str(row["hits"]), f"{row['share']:.1%}", relevant)
+    console.print(table)
 
 
 @cli.command(epilog=(

@@ -589,8 +589,40 @@ def _lines(hits: Sequence[SpanLike], depth: int) -> float:
     return mean([h.end_line - h.start_line + 1 for h in top]) if top else 0.0
 
 
+def calibration(run: EvalRun) -> dict:
+    """Per level of the fused hits' ``confidence``, over every query's fused top K: the
+    hits at that level (``hits``, ``share`` of all) and those locating a gold target
+    (``relevant``, ``relevant_share``; None for a level with no hits).
+
+    Read from each hit as fusion labelled it, whatever the rule; a level the rule adds is
+    listed after the three known ones.
+    """
+    from .consolidate import HIGH, LOW, MEDIUM
+
+    counts: dict[str, list[int]] = {level: [0, 0] for level in (HIGH, MEDIUM, LOW)}
+    for qr in run.queries:
+        for h in qr.fused[: run.top_k]:
+            found = counts.setdefault(h.confidence, [0, 0])
+            found[0] += 1
+            found[1] += any(locates(h, g) for g in qr.query.gold)
+    order = [HIGH, MEDIUM, LOW, *sorted(set(counts) - {HIGH, MEDIUM, LOW})]
+    total = sum(n for n, _ in counts.values())
+    levels = {
+        level: {
+            "hits": n,
+            "share": n / total if total else 0.0,
+            "relevant": r,
+            "relevant_share": r / n if n else None,
+        }
+        for level in order
+        for n, r in [counts[level]]
+    }
+    return {"top_k": run.top_k, "hits": total, "levels": levels}
+
+
 def report(run: EvalRun) -> dict:
-    """Per-arm and fused figures, overall and per ``kind``, plus per-query details."""
+    """Per-arm and fused figures, overall and per ``kind``, the fused list's confidence
+    calibration, and per-query details."""
     depth = run.top_k
     names = metric_names(depth)
     hit_key, ndcg_key = f"hit@{depth}", f"ndcg@{depth}"
@@ -653,6 +685,7 @@ def report(run: EvalRun) -> dict:
         "no_gold": list(run.no_gold),
         "groups": groups,
         "missed_by_all": missed_by_all,
+        "calibration": calibration(run),
         "per_query": details,
     }
 

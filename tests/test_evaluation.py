@@ -33,6 +33,7 @@ from core.evaluation import (
     overlaps,
     locates,
     MAX_SPAN_LINES,
+    calibration,
     parse_annotations,
     parse_queries,
     percentile,
@@ -43,7 +44,7 @@ from core.evaluation import (
     run_queries,
     tune,
 )
-from core.types import Hit, make_docid
+from core.types import ConsolidatedHit, Hit, make_docid
 from cli_helpers import run
 
 
@@ -341,6 +342,40 @@ def test_rebase_gold_strips_the_roots_own_trailing_folders(tmp_path):
     assert rebase_gold(_labeled([Span("src/x.ts")]), root)[1] is None
 
 
+def _conf_hit(path, start, end, confidence):
+    return ConsolidatedHit(path, start, end, make_docid(path, start, end), "", 1.0, 1, ["bm25"], 1, confidence)
+
+
+def test_calibration_counts_each_level_and_how_often_it_is_right():
+    from core.evaluation import LabeledQuery
+
+    q1 = LabeledQuery("q1", "x", (S("a.py", 1, 10),))
+    q2 = LabeledQuery("q2", "y", (Span("d.py"),))
+    fused1 = [
+        _conf_hit("a.py", 1, 10, "high"),  # relevant
+        _conf_hit("b.py", 1, 10, "high"),
+        _conf_hit("a.py", 50, 60, "medium"),  # in the gold file, not on the span
+        _conf_hit("c.py", 1, 2, "low"),
+    ]
+    fused2 = [
+        _conf_hit("d.py", 5, 9, "high"),  # relevant (whole file)
+        _conf_hit("d.py", 100, 120, "medium"),  # relevant too: the same file
+        _conf_hit("x.py", 1, 1, "shaky"),  # a level some other rule invented
+    ]
+    runs = [QueryRun(q1, {}, {}, fused1, 1.0), QueryRun(q2, {}, {}, fused2, 1.0)]
+    cal = calibration(EvalRun(runs, ["bm25"], ["bm25"], {}, 60.0, {}))
+    assert cal["top_k"] == 10 and cal["hits"] == 7
+    assert list(cal["levels"]) == ["high", "medium", "low", "shaky"]
+    assert cal["levels"]["high"] == {"hits": 3, "share": pytest.approx(3 / 7), "relevant": 2, "relevant_share": pytest.approx(2 / 3)}
+    assert cal["levels"]["medium"] == {"hits": 2, "share": pytest.approx(2 / 7), "relevant": 1, "relevant_share": 0.5}
+    assert cal["levels"]["low"] == {"hits": 1, "share": pytest.approx(1 / 7), "relevant": 0, "relevant_share": 0.0}
+    assert cal["levels"]["shaky"]["hits"] == 1
+    # Only the top K count; a level nobody has shows 0 hits and no share relevant.
+    cut = calibration(EvalRun(runs, ["bm25"], ["bm25"], {}, 60.0, {}, top_k=1))
+    assert cut["hits"] == 2 and cut["levels"]["high"]["relevant"] == 2
+    assert cut["levels"]["low"] == {"hits": 0, "share": 0.0, "relevant": 0, "relevant_share": None}
+
+
 def test_empty_gold_is_accepted_and_left_out_of_scoring():
     (q,) = parse_queries(['{"id": "a", "query": "x", "gold": []}'])
     assert q.gold == ()
@@ -556,6 +591,13 @@ def test_eval_scores_whole_file_gold_in_both_forms(sample_repo, tmp_path):
     data = json.loads(out.stdout)
     fused = data["groups"]["all"]["rows"]["fused"]
     assert fused["hit@1"] == 1.0 and fused["ndcg@10"] == 1.0
+    # The calibration table: every fused top-10 hit in exactly one level.
+    cal = data["calibration"]
+    assert cal["top_k"] == 10 and list(cal["levels"])[:3] == ["high", "medium", "low"]
+    assert 2 <= cal["hits"] <= 20
+    assert sum(v["hits"] for v in cal["levels"].values()) == cal["hits"]
+    assert sum(v["share"] for v in cal["levels"].values()) == pytest.approx(1.0)
+    assert sum(v["relevant"] for v in cal["levels"].values()) >= 2  # the two files found first
 
 
 def test_eval_ignores_unknown_fields_with_exactly_one_note(sample_repo, tmp_path):
@@ -598,7 +640,7 @@ def test_eval_and_tune_read_a_benchmark_file_with_a_checkout_prefix(sample_repo,
 
     text = run("eval", str(path), "--root", str(sample_repo))
     assert text.returncode == 0, text.stderr
-    assert "kind: symbol (n=2)" in text.stdout
+    assert "kind: symbol (n=2)" in text.stdout and "confidence calibration of the fused top 10" in text.stdout
     tuned = run("tune", str(path), "--root", str(sample_repo), "--folds", "2", "--json")
     assert tuned.returncode == 0, tuned.stderr
     assert "stripped the root's trailing 'repo/'" in tuned.stderr
@@ -724,7 +766,7 @@ def test_help_documents_eval_and_tune():
     assert "eval" in top and "tune" in top
     ev = run("eval", "--help").stdout
     for word in ("--retriever", "--weights", "--rrf-k", "--top-k", "--json", "nDCG@K", "span hit", "whole file",
-                 "relevant", "secondary", "ignored"):
+                 "relevant", "secondary", "ignored", "Calibration"):
         assert word in ev
     tu = run("tune", "--help").stdout
     for word in ("--save", "--folds", "cross-validation", "held-out"):
