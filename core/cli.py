@@ -372,16 +372,20 @@ def _load_labeled(path: str):
     from .evaluation import EvalFileError, load_queries
 
     try:
-        return load_queries(path)
+        return load_queries(path, notify=_note)
     except EvalFileError as exc:
         raise UsageProblem(str(exc)) from None
 
 
 def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quiet: bool, priors: bool = True):
-    """Index, warn about gold spans missing from the index, and run every query once per arm."""
-    from .evaluation import run_queries
+    """Index, make the gold paths relative to the root, warn about gold files missing from the
+    index, and run every query once per arm."""
+    from .evaluation import rebase_gold, run_queries
 
     _run_index(engine, show_progress=sys.stderr.isatty() and not quiet, deep="deep" in (*arms, *also))
+    queries, rebased = rebase_gold(queries, engine.root)
+    if rebased:
+        _note(rebased)
     indexed = set(engine.view.chunks.paths)
     missing = sorted({(q.id, g.path) for q in queries for g in q.gold if g.path not in indexed})
     for qid, path in missing[:10]:
@@ -395,9 +399,9 @@ def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quie
     for name, reason in run.skipped.items():
         _note(f"{name} skipped: {reason}")
     if run.no_gold:
-        _note(f"{len(run.no_gold)} queries have no gold span and are left out: {', '.join(run.no_gold[:5])}")
+        _note(f"{len(run.no_gold)} queries have no gold target and are left out: {', '.join(run.no_gold[:5])}")
     if not run.queries:
-        raise UsageProblem("no query has a gold span to score")
+        raise UsageProblem("no query has a gold target to score")
     if not any(qr.rankings for qr in run.queries):
         raise RuntimeError("no retriever could answer")
     return run
@@ -413,23 +417,32 @@ def _console():
 
 
 EVAL_HELP = (
-    "QUERIES.jsonl holds one JSON object a line: {\"id\", \"query\", \"gold\": [{\"path\", "
-    "\"start_line\", \"end_line\"}, …], \"kind\"?}, paths relative to ROOT, lines 1-based "
-    "inclusive. Each arm is scored alone on its own top K, and the fused list of the "
-    "configuration (--retriever, --weights, --rrf-k) on its consolidated hits. A result is a "
-    "span hit when it is in a gold file and its lines overlap a gold span. hit@n: a span hit "
-    "in the top n; file@5: a gold file in the top 5; MRR@K: 1/rank of the first span hit; "
-    "nDCG@K: binary gain, each gold span credited once. p50/p95: per-query latency in ms "
-    "(arms loaded first). lines: mean lines per hit (fused hits merge overlapping spans, so "
-    "they are wider). Priors: by default every row, each arm alone as well as the fused list, "
-    "is re-ordered by the code-aware priors before the cut to K (an arm's whole candidate pool "
-    "in its own order); --no-priors scores the raw rankings and the plain fused list."
+    "QUERIES is JSONL, one JSON object a line: {\"id\", \"query\", \"gold\": [TARGET, …], "
+    "\"kind\"?}, where a TARGET is {\"path\", \"start_line\", \"end_line\"} (lines 1-based "
+    "inclusive), or a whole file: {\"path\"} or the bare path; paths relative to ROOT. The public "
+    "code-search benchmark's annotation files are read as they are: a JSON array of {\"query\", "
+    "\"relevant\", \"secondary\", \"category\"} (relevant and secondary are the gold, category "
+    "the kind, a query's id its position); gold paths that start with ROOT's own trailing folders "
+    "(the benchmark's src/… when ROOT is <checkout>/src) lose that prefix, with a note. Fields "
+    "ranklens does not use are ignored, with one note per file. "
+    "Each arm is scored alone on its own top K, and the fused list of the configuration "
+    "(--retriever, --weights, --rrf-k) on its consolidated hits. A hit locates a whole-file target "
+    "when it is in that file, and a span when it shares at least half of the shorter of the two "
+    "and is no longer than 100 lines (or twice the span): a span hit. hit@n: a target located in "
+    "the top n; file@5: a gold file in the top 5; MRR@K: 1/rank of the first hit locating one; "
+    "nDCG@K: binary gain, each target credited once (a whole file by the first hit in it). "
+    "p50/p95: per-query latency in ms (arms loaded first). lines: mean lines per hit (fused hits "
+    "merge overlapping spans, so they are wider). Calibration: per confidence level, how many of "
+    "the fused top-K hits have it (and their share of all of them) and the share of those that "
+    "locate a gold target. Priors: by default every row, each arm alone as well as the fused "
+    "list, is re-ordered by the code-aware priors before the cut to K (an arm's whole candidate "
+    "pool in its own order); --no-priors scores the raw rankings and the plain fused list."
 )
 
 
 @cli.command(name="eval", epilog=EVAL_HELP)
-@click.argument("queries", metavar="QUERIES.jsonl")
-@click.option("--root", default=".", show_default=True, help="Repository the gold paths are relative to.")
+@click.argument("queries", metavar="QUERIES")
+@click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
 @click.option("--top-k", type=int, default=10, show_default=True, help="Ranking depth K scored (1..100).")
 @click.option(
     "--retriever",
@@ -453,11 +466,11 @@ def eval_command(
     as_json: bool,
     model: str | None,
 ) -> None:
-    """Measure retrieval on the labeled queries of QUERIES.jsonl over ROOT.
+    """Measure retrieval on the labeled queries of QUERIES over ROOT.
 
-    Reports, for every arm alone and for the fused list, span hit@1/@5/@K, file hit@5,
-    MRR@K, nDCG@K and latency p50/p95, overall and per query kind, and the queries every
-    arm missed.
+    Reports, for every arm alone and for the fused list, hit@1/@5/@K, file hit@5, MRR@K,
+    nDCG@K and latency p50/p95, overall and per query kind; the calibration of the fused
+    list's confidence levels; and the queries every arm missed.
     """
     if not 1 <= top_k <= 100:
         raise UsageProblem(f"--top-k must be from 1 to 100, got {top_k}")
@@ -513,6 +526,7 @@ def _print_eval(data: dict) -> None:
             table.add_row(arm, *cells, style=style)
         console.print()
         console.print(table)
+    _print_calibration(console, data["calibration"], data["queries"])
     console.print()
     missed = data["missed_by_all"]
     if missed:
@@ -523,16 +537,32 @@ def _print_eval(data: dict) -> None:
         console.print("every query was found by at least one arm")
 
 
+def _print_calibration(console, cal: dict, queries: int) -> None:
+    from rich.table import Table
+
+    console.print()
+    # A line, not the table's title: rich wraps a title to the (narrow) table's width.
+    console.print(f"confidence calibration of the fused top {cal['top_k']} ({cal['hits']} hits over {queries} queries)")
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("confidence", "hits", "share", "relevant"):
+        table.add_column(name, justify="left" if name == "confidence" else "right")
+    for level, row in cal["levels"].items():
+        relevant = "-" if row["relevant_share"] is None else f"{row['relevant_share']:.1%}"
+        table.add_row(level, str(row["hits"]), f"{row['share']:.1%}", relevant)
+    console.print(table)
+
+
 @cli.command(epilog=(
     "Coordinate ascent: k over {5, 10, 20, 30, 45, 60, 90, 120, 200}, then each arm's weight over "
     "{0, 0.2, …, 3.0}, moving only on a strict gain in mean nDCG@10, for up to 4 rounds. It re-fuses "
     "cached rankings, so no arm runs twice. Over-fitting check: k-fold cross-validation (fixed "
     "seed) tunes on each training part and scores the held-out part; --save refuses a result that "
     "does not beat the defaults held-out unless --force is given. The fused lists are re-scored by "
-    "the code-aware priors while tuning, as query does, unless --no-priors is given."
+    "the code-aware priors while tuning, as query does, unless --no-priors is given. QUERIES is "
+    "read as eval reads it (JSONL or a benchmark annotation file; see eval --help)."
 ))
-@click.argument("queries", metavar="QUERIES.jsonl")
-@click.option("--root", default=".", show_default=True, help="Repository the gold paths are relative to.")
+@click.argument("queries", metavar="QUERIES")
+@click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
 @click.option(
     "--retriever",
     default="all",
@@ -558,7 +588,7 @@ def tune(
     as_json: bool,
     model: str | None,
 ) -> None:
-    """Tune the per-arm weights and RRF k to maximise fused nDCG@10 on QUERIES.jsonl.
+    """Tune the per-arm weights and RRF k to maximise fused nDCG@10 on QUERIES.
 
     Prints the default and tuned figures, with k-fold cross-validated train and held-out
     nDCG@10; --save writes the tuned values to ROOT's config.
@@ -575,7 +605,7 @@ def tune(
     labeled = _load_labeled(queries)
     scored = sum(1 for q in labeled if q.gold)
     if scored < folds:
-        raise UsageProblem(f"{scored} queries with gold spans are too few for {folds} folds")
+        raise UsageProblem(f"{scored} queries with gold targets are too few for {folds} folds")
     engine = _engine(root, model, _note)
     run = _run_labeled(
         engine, labeled, arms, {}, DEFAULT_RRF_K, also=(), top_k=DEFAULT_TOP_K, quiet=as_json, priors=not no_priors

@@ -3,24 +3,36 @@
 A labeled query file is JSONL, one query per line::
 
     {"id": "q1", "query": "where are passwords hashed", "kind": "paraphrase",
-     "gold": [{"path": "app/auth.py", "start_line": 9, "end_line": 11}]}
+     "gold": [{"path": "app/auth.py", "start_line": 9, "end_line": 11}, "app/hashing.py"]}
 
-``path`` is POSIX and relative to the root; lines are 1-based and inclusive. ``kind`` is
-optional and groups the report. ``note`` (free text) and ``not_relevant`` (spans judged not
-relevant, as the TUI's judgments file writes them) are accepted and not scored. A query with
-an empty ``gold`` has nothing to find and is left out of the figures (and counted).
+``path`` is POSIX and relative to the root; lines are 1-based and inclusive. A gold target
+is a span, or a whole file: ``{"path": ...}`` without lines, or the bare path string.
+``kind`` is optional and groups the report. ``note`` (free text) and ``not_relevant``
+(targets judged not relevant, as the TUI's judgments file writes them) are accepted and not
+scored. A query with an empty ``gold`` has nothing to find and is left out of the figures
+(and counted). Fields this module does not read (``repo``, a target's ``symbol`` …) are
+ignored, and named once per file through ``notify``.
+
+The public code-search benchmark's annotation files are read as they are: a JSON *array* of
+``{"query", "relevant": [...], "secondary": [...], "category"}`` whose targets are path
+strings or ``{"path", "start_line", "end_line"}``. ``relevant`` and ``secondary`` are both
+gold, ``category`` is the ``kind``, and a query's id is its 1-based position in the array.
+Their paths are relative to the repository checkout, not to the folder searched inside it:
+:func:`rebase_gold` strips that leading folder.
 
 Metrics (pure functions below, over the top 10 of a ranking):
 
-* ``hit@k``: some result among the first k is a *span hit* (:func:`locates`): same file as
-  a gold span, sharing at least half of the shorter of the two, and no longer than
+* ``hit@k``: some result among the first k *locates* a gold target (:func:`locates`). A
+  whole-file target is located by any result in that file. A span is located by a *span
+  hit*: same file, sharing at least half of the shorter of the two, and no longer than
   ``max(100, 2 x the gold's)`` lines. A window that grazes a function by four lines, or a
   whole-file hit that happens to contain it, does not locate it.
-* ``file_hit@5``: some result among the first 5 is in a file that holds a gold span.
-* ``mrr@10``: 1 / rank of the first span hit, 0 when none is in the top 10.
-* ``ndcg@10``: binary gain; each gold span is credited at most once, so a result that only
-  overlaps gold spans already credited earns nothing. Ideal DCG is that of
-  ``min(len(gold), 10)`` hits at the top.
+* ``file_hit@5``: some result among the first 5 is in a file that holds a gold target.
+* ``mrr@10``: 1 / rank of the first result locating a target, 0 when none is in the top 10.
+* ``ndcg@10``: binary gain; each gold target is credited at most once, so a result that only
+  locates targets already credited earns nothing. A whole-file target is thus credited once,
+  by the first result in its file, as the benchmark's own metric does (it takes a target's
+  first matching rank). Ideal DCG is that of ``min(len(gold), 10)`` hits at the top.
 
 Each query is run once per arm through :meth:`core.engine.Engine.search`; every arm is scored
 on its own top 10 and the fused list on the consolidated hits. With the priors on (the
@@ -36,9 +48,10 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
@@ -60,13 +73,20 @@ class SpanLike(Protocol):
 
 
 class Span(NamedTuple):
-    """A span of a file: POSIX path relative to the root, 1-based inclusive lines."""
+    """A gold target or a result: POSIX path relative to the root, 1-based inclusive lines;
+    without lines (``Span(path)``) a gold target that is the whole file."""
 
     path: str
-    start_line: int
-    end_line: int
+    start_line: int | None = None
+    end_line: int | None = None
+
+    @property
+    def whole_file(self) -> bool:
+        return self.start_line is None
 
     def to_dict(self) -> dict:
+        if self.whole_file:
+            return {"path": self.path}
         return {"path": self.path, "start_line": self.start_line, "end_line": self.end_line}
 
 
@@ -98,10 +118,20 @@ class EvalFileError(ValueError):
 # --------------------------------------------------------------------------- loading
 
 _KEYS = {"id", "query", "gold", "kind", "note", "not_relevant"}
+#: The fields of one item of a benchmark annotation file that are read.
+_BENCH_KEYS = {"query", "relevant", "secondary", "category"}
+_TARGET_KEYS = {"path", "start_line", "end_line"}
+_TARGETS = 'a list of paths or {"path", "start_line", "end_line"}'
+
+Notify = Callable[[str], None]
 
 
-def load_queries(path: Path | str) -> list[LabeledQuery]:
-    """Read and validate a labeled query file (raises :class:`EvalFileError`)."""
+def load_queries(path: Path | str, notify: Notify | None = None) -> list[LabeledQuery]:
+    """Read and validate a labeled query file (raises :class:`EvalFileError`).
+
+    JSONL, or a benchmark annotation file (a JSON array, :func:`parse_annotations`).
+    ``notify`` gets one line naming the fields that were ignored, if any were.
+    """
     p = Path(path).expanduser()
     try:
         if p.is_dir():
@@ -117,15 +147,18 @@ def load_queries(path: Path | str) -> list[LabeledQuery]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise EvalFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    return parse_queries(text.splitlines(), source=str(path))
+    if text.lstrip("\ufeff \t\r\n").startswith("["):
+        return parse_annotations(text, source=str(path), notify=notify)
+    return parse_queries(text.splitlines(), source=str(path), notify=notify)
 
 
-def parse_queries(lines: Iterable[str], source: str = "<queries>") -> list[LabeledQuery]:
+def parse_queries(
+    lines: Iterable[str], source: str = "<queries>", notify: Notify | None = None
+) -> list[LabeledQuery]:
     """Validate JSONL lines into labeled queries; blank lines are skipped."""
-    from .engine import QueryError, check_query
-
     out: list[LabeledQuery] = []
     seen: dict[str, int] = {}
+    ignored: set[str] = set()
     for number, raw in enumerate(lines, start=1):
         line = raw.strip().lstrip("\ufeff") if number == 1 else raw.strip()
         if not line:
@@ -140,9 +173,7 @@ def parse_queries(lines: Iterable[str], source: str = "<queries>") -> list[Label
             raise bad(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(obj, dict):
             raise bad(f"expected a JSON object, got {type(obj).__name__}")
-        unknown = sorted(set(obj) - _KEYS)
-        if unknown:
-            raise bad(f"unknown field {unknown[0]!r} (fields: {', '.join(sorted(_KEYS))})")
+        ignored.update(set(obj) - _KEYS)
         qid = obj.get("id")
         if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
             raise bad('"id" must be a non-empty string')
@@ -150,58 +181,170 @@ def parse_queries(lines: Iterable[str], source: str = "<queries>") -> list[Label
         if qid in seen:
             raise bad(f"duplicate id {qid!r} (first on line {seen[qid]})")
         seen[qid] = number
-        query = obj.get("query")
-        if not isinstance(query, str):
-            raise bad('"query" must be a string')
-        try:
-            query = check_query(query)
-        except QueryError as exc:
-            raise bad(f'"query": {exc}') from None
-        kind = obj.get("kind")
-        if kind is not None and (not isinstance(kind, str) or not kind.strip()):
-            raise bad('"kind" must be a non-empty string when given')
+        query = _query_text(obj, bad)
+        kind = _kind(obj.get("kind"), "kind", bad)
         if "gold" not in obj:
-            raise bad('missing "gold" (a list of {"path", "start_line", "end_line"})')
-        gold = _spans(obj["gold"], "gold", bad)
-        not_relevant = _spans(obj.get("not_relevant", []), "not_relevant", bad)
-        out.append(LabeledQuery(qid, query, gold, kind.strip() if kind else None, number, not_relevant))
+            raise bad(f'missing "gold" ({_TARGETS})')
+        gold = _targets(obj["gold"], "gold", bad, ignored)
+        not_relevant = _targets(obj.get("not_relevant", []), "not_relevant", bad, ignored)
+        out.append(LabeledQuery(qid, query, gold, kind, number, not_relevant))
     if not out:
         raise EvalFileError(f"{source}: holds no queries")
+    _note_ignored(source, ignored, notify)
     return out
 
 
-def _spans(value: object, name: str, bad: Callable[[str], EvalFileError]) -> tuple[Span, ...]:
+def parse_annotations(
+    text: str, source: str = "<annotations>", notify: Notify | None = None
+) -> list[LabeledQuery]:
+    """Validate a benchmark annotation file into labeled queries.
+
+    The file is a JSON array of ``{"query", "relevant", "secondary"?, "category"?}``:
+    ``relevant`` and ``secondary`` together are the gold, ``category`` is the kind, and a
+    query's id is its 1-based position in the array (the items have none).
+    """
+    try:
+        items = json.loads(text.lstrip("\ufeff"))
+    except json.JSONDecodeError as exc:
+        where = f"{source}:{exc.lineno}"
+        raise EvalFileError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(items, list):
+        raise EvalFileError(f"{source}: expected a JSON array of queries, got {type(items).__name__}")
+    out: list[LabeledQuery] = []
+    ignored: set[str] = set()
+    for number, item in enumerate(items, start=1):
+
+        def bad(message: str) -> EvalFileError:
+            return EvalFileError(f"{source}: item {number}: {message}")
+
+        if not isinstance(item, dict):
+            raise bad(f"expected a JSON object, got {type(item).__name__}")
+        ignored.update(set(item) - _BENCH_KEYS)
+        query = _query_text(item, bad)
+        kind = _kind(item.get("category"), "category", bad)
+        if "relevant" not in item:
+            raise bad(f'missing "relevant" ({_TARGETS})')
+        gold = _targets(item["relevant"], "relevant", bad, ignored)
+        gold += _targets(item.get("secondary", []), "secondary", bad, ignored)
+        out.append(LabeledQuery(str(number), query, gold, kind))
+    if not out:
+        raise EvalFileError(f"{source}: holds no queries")
+    _note_ignored(source, ignored, notify)
+    return out
+
+
+def _note_ignored(source: str, ignored: set[str], notify: Notify | None) -> None:
+    # Once per file: a field every line carries would otherwise bury the other messages.
+    if ignored and notify is not None:
+        notify(f"{source}: ignored fields ranklens does not use: {', '.join(sorted(ignored))}")
+
+
+def _query_text(obj: dict, bad: Callable[[str], EvalFileError]) -> str:
+    from .engine import QueryError, check_query
+
+    query = obj.get("query")
+    if not isinstance(query, str):
+        raise bad('"query" must be a string')
+    try:
+        return check_query(query)
+    except QueryError as exc:
+        raise bad(f'"query": {exc}') from None
+
+
+def _kind(value: object, name: str, bad: Callable[[str], EvalFileError]) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise bad(f'"{name}" must be a non-empty string when given')
+    return value.strip() if value else None
+
+
+def _targets(
+    value: object, name: str, bad: Callable[[str], EvalFileError], ignored: set[str]
+) -> tuple[Span, ...]:
+    """Gold targets: path strings (whole files) or ``{"path", "start_line"?, "end_line"?}``."""
     if not isinstance(value, list):
-        raise bad(f'"{name}" must be a list of {{"path", "start_line", "end_line"}}')
+        raise bad(f'"{name}" must be {_TARGETS}')
     spans = []
     for i, item in enumerate(value, start=1):
         where = f'"{name}" item {i}'
-        if not isinstance(item, dict):
-            raise bad(f"{where} must be an object")
-        extra = sorted(set(item) - {"path", "start_line", "end_line"})
-        if extra:
-            raise bad(f"{where}: unknown field {extra[0]!r}")
+        if isinstance(item, str):
+            item = {"path": item}
+        elif not isinstance(item, dict):
+            raise bad(f"{where} must be a path or an object")
+        ignored.update(f"{name}.{key}" for key in set(item) - _TARGET_KEYS)
         path = item.get("path")
         if not isinstance(path, str) or not path.strip():
             raise bad(f'{where}: "path" must be a non-empty string')
+        path = path.strip()
         if path.startswith("/") or "\\" in path or ".." in path.split("/"):
             raise bad(f'{where}: "path" must be relative to the root, with / separators')
+        path = path.removeprefix("./")
         start, end = item.get("start_line"), item.get("end_line")
+        if start is None and end is None:
+            spans.append(Span(path))
+            continue
         for key, v in (("start_line", start), ("end_line", end)):
+            if v is None:
+                raise bad(f'{where}: "{key}" is missing (give both lines, or neither for the whole file)')
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise bad(f'{where}: "{key}" must be a whole number >= 1')
         if end < start:
             raise bad(f"{where}: end_line {end} is before start_line {start}")
-        spans.append(Span(path.strip().removeprefix("./"), start, end))
+        spans.append(Span(path, start, end))
     return tuple(spans)
+
+
+def rebase_gold(queries: Sequence[LabeledQuery], root: Path | str) -> tuple[list[LabeledQuery], str | None]:
+    """Make gold paths written relative to a folder above ``root`` relative to ``root``.
+
+    The benchmark names files relative to the repository checkout while the folder searched
+    may be a subfolder of it: redux's targets say ``src/createStore.ts`` and the root is
+    ``<checkout>/src``. The prefix to strip is then a trailing part of ``root``'s own path
+    (``src``, ``redux/src`` …); the one under which most gold files exist in ``root`` is
+    taken, and only when that is more than exist as written (ties: the shorter prefix). One
+    prefix for the whole file, from the files on disk, so a path that is already relative
+    to ``root`` is never rewritten by a guess. Returns the queries (the same ones when
+    nothing is stripped) and a one-line note saying what was done, or None.
+    """
+    root_path = Path(os.path.abspath(Path(root).expanduser()))
+    paths = {g.path for q in queries for g in (*q.gold, *q.not_relevant)}
+
+    def under(prefix: str) -> set[str]:
+        return {p for p in paths if p.startswith(prefix + "/")}
+
+    def found(prefix: str) -> int:
+        if not prefix:
+            return sum((root_path / p).is_file() for p in paths)
+        return sum((root_path / p[len(prefix) + 1 :]).is_file() for p in under(prefix))
+
+    best, best_found = "", found("")
+    for i in range(1, len(root_path.parts)):
+        prefix = "/".join(root_path.parts[-i:])
+        n = found(prefix)
+        if n > best_found:
+            best, best_found = prefix, n
+    if not best:
+        return list(queries), None
+    moved = under(best)
+
+    def strip(spans: tuple[Span, ...]) -> tuple[Span, ...]:
+        return tuple(s._replace(path=s.path[len(best) + 1 :]) if s.path in moved else s for s in spans)
+
+    out = [replace(q, gold=strip(q.gold), not_relevant=strip(q.not_relevant)) for q in queries]
+    note = (
+        f"gold paths are relative to a folder above the root: stripped the root's trailing "
+        f"'{best}/' from {len(moved)} of {len(paths)} gold paths"
+    )
+    return out, note
 
 
 # --------------------------------------------------------------------------- metrics
 
 
 def overlaps(hit: SpanLike, gold: SpanLike) -> bool:
-    """Same file and at least one line in common."""
-    return hit.path == gold.path and hit.start_line <= gold.end_line and gold.start_line <= hit.end_line
+    """Same file and at least one line in common (any line of a whole-file ``gold``)."""
+    if hit.path != gold.path:
+        return False
+    return gold.start_line is None or (hit.start_line <= gold.end_line and gold.start_line <= hit.end_line)
 
 
 #: A hit longer than this (and than twice its gold span) does not locate the gold: it is a
@@ -210,13 +353,17 @@ MAX_SPAN_LINES = 100
 
 
 def locates(hit: SpanLike, gold: SpanLike) -> bool:
-    """A span hit: same file, at least half of the shorter span shared, and not too wide.
+    """Whether ``hit`` finds the gold target: any hit in the file of a whole-file target;
+    for a span, a span hit: same file, at least half of the shorter span shared, and not too
+    wide.
 
     Plain overlap rewards width: a 40-line window sharing four lines with a function, or a
     300-line merged hit, would count as finding it.
     """
     if not overlaps(hit, gold):
         return False
+    if gold.start_line is None:
+        return True
     hit_len = hit.end_line - hit.start_line + 1
     gold_len = gold.end_line - gold.start_line + 1
     shared = min(hit.end_line, gold.end_line) - max(hit.start_line, gold.start_line) + 1
@@ -224,18 +371,18 @@ def locates(hit: SpanLike, gold: SpanLike) -> bool:
 
 
 def hit_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int) -> float:
-    """1.0 when one of the first ``k`` hits locates a gold span, else 0.0."""
+    """1.0 when one of the first ``k`` hits locates a gold target, else 0.0."""
     return 1.0 if any(locates(h, g) for h in hits[:k] for g in gold) else 0.0
 
 
 def file_hit_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = 5) -> float:
-    """1.0 when one of the first ``k`` hits is in a file holding a gold span."""
+    """1.0 when one of the first ``k`` hits is in a file holding a gold target."""
     paths = {g.path for g in gold}
     return 1.0 if any(h.path in paths for h in hits[:k]) else 0.0
 
 
 def reciprocal_rank(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = TOP_K) -> float:
-    """1 / rank of the first hit locating a gold span among the first ``k``, else 0."""
+    """1 / rank of the first hit locating a gold target among the first ``k``, else 0."""
     for rank, h in enumerate(hits[:k], start=1):
         if any(locates(h, g) for g in gold):
             return 1.0 / rank
@@ -243,11 +390,12 @@ def reciprocal_rank(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int =
 
 
 def ndcg_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = TOP_K) -> float:
-    """Binary-gain nDCG@k where each gold span is credited at most once.
+    """Binary-gain nDCG@k where each gold target is credited at most once.
 
-    A hit earns gain 1 when it locates a gold span not credited yet (the first such span in
-    gold order is then credited); a hit locating only credited spans earns nothing. The
-    ideal DCG puts ``min(len(gold), k)`` hits at the top. No gold: 0.0.
+    A hit earns gain 1 when it locates a gold target not credited yet (the first such target
+    in gold order is then credited); a hit locating only credited targets earns nothing, so
+    a whole-file target is credited by the first hit in its file and a second hit there
+    earns nothing. The ideal DCG puts ``min(len(gold), k)`` hits at the top. No gold: 0.0.
     """
     if not gold:
         return 0.0
@@ -264,7 +412,7 @@ def ndcg_at_k(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = TOP_K
 
 
 def first_hit_rank(hits: Sequence[SpanLike], gold: Sequence[SpanLike], k: int = TOP_K) -> int | None:
-    """1-based rank of the first span hit among the first ``k``, or None."""
+    """1-based rank of the first hit locating a gold target among the first ``k``, or None."""
     rr = reciprocal_rank(hits, gold, k)
     return round(1 / rr) if rr else None
 
@@ -441,8 +589,40 @@ def _lines(hits: Sequence[SpanLike], depth: int) -> float:
     return mean([h.end_line - h.start_line + 1 for h in top]) if top else 0.0
 
 
+def calibration(run: EvalRun) -> dict:
+    """Per level of the fused hits' ``confidence``, over every query's fused top K: the
+    hits at that level (``hits``, ``share`` of all) and those locating a gold target
+    (``relevant``, ``relevant_share``; None for a level with no hits).
+
+    Read from each hit as fusion labelled it, whatever the rule; a level the rule adds is
+    listed after the three known ones.
+    """
+    from .consolidate import HIGH, LOW, MEDIUM
+
+    counts: dict[str, list[int]] = {level: [0, 0] for level in (HIGH, MEDIUM, LOW)}
+    for qr in run.queries:
+        for h in qr.fused[: run.top_k]:
+            found = counts.setdefault(h.confidence, [0, 0])
+            found[0] += 1
+            found[1] += any(locates(h, g) for g in qr.query.gold)
+    order = [HIGH, MEDIUM, LOW, *sorted(set(counts) - {HIGH, MEDIUM, LOW})]
+    total = sum(n for n, _ in counts.values())
+    levels = {
+        level: {
+            "hits": n,
+            "share": n / total if total else 0.0,
+            "relevant": r,
+            "relevant_share": r / n if n else None,
+        }
+        for level in order
+        for n, r in [counts[level]]
+    }
+    return {"top_k": run.top_k, "hits": total, "levels": levels}
+
+
 def report(run: EvalRun) -> dict:
-    """Per-arm and fused figures, overall and per ``kind``, plus per-query details."""
+    """Per-arm and fused figures, overall and per ``kind``, the fused list's confidence
+    calibration, and per-query details."""
     depth = run.top_k
     names = metric_names(depth)
     hit_key, ndcg_key = f"hit@{depth}", f"ndcg@{depth}"
@@ -505,6 +685,7 @@ def report(run: EvalRun) -> dict:
         "no_gold": list(run.no_gold),
         "groups": groups,
         "missed_by_all": missed_by_all,
+        "calibration": calibration(run),
         "per_query": details,
     }
 

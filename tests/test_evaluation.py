@@ -33,15 +33,18 @@ from core.evaluation import (
     overlaps,
     locates,
     MAX_SPAN_LINES,
+    calibration,
+    parse_annotations,
     parse_queries,
     percentile,
     query_metrics,
+    rebase_gold,
     reciprocal_rank,
     report,
     run_queries,
     tune,
 )
-from core.types import Hit, make_docid
+from core.types import ConsolidatedHit, Hit, make_docid
 from cli_helpers import run
 
 
@@ -136,6 +139,29 @@ def test_ndcg_ideal_is_over_at_most_10_gold():
     assert ndcg_at_k([S("a", 1, 1)], []) == 0.0
 
 
+def test_a_whole_file_target_is_located_by_any_hit_in_its_file():
+    whole = Span("a.py")
+    assert whole.whole_file and not S("a.py", 1, 2).whole_file
+    assert locates(S("a.py", 1, 900), whole) and locates(S("a.py", 7, 7), whole)  # no width limit
+    assert overlaps(S("a.py", 40, 41), whole) and not locates(S("b.py", 1, 2), whole)
+    hits = [S("x.py", 1, 2), S("a.py", 300, 320)]
+    assert hit_at_k(hits, [whole], 1) == 0 and hit_at_k(hits, [whole], 2) == 1
+    assert reciprocal_rank(hits, [whole]) == 0.5 and file_hit_at_k(hits, [whole]) == 1
+
+
+def test_ndcg_credits_a_whole_file_target_once_by_the_first_hit_in_it():
+    # As the benchmark does: a target's gain sits at its first matching rank; a second hit
+    # in the same file earns nothing (the benchmark's second rank in one file earns nothing
+    # either: the target is already matched).
+    gold = [Span("a.py"), Span("b.py")]
+    hits = [S("a.py", 1, 5), S("a.py", 50, 60), S("b.py", 1, 2)]
+    assert ndcg_at_k(hits, gold) == pytest.approx((1 + 1 / log2(4)) / (1 + 1 / log2(3)))
+    assert ndcg_at_k([S("x.py", 1, 1), S("a.py", 1, 5), S("a.py", 9, 9)], [Span("a.py")]) == pytest.approx(1 / log2(3))
+    # A span and its whole file, both gold: two targets, and two hits in the file earn both.
+    both = [S("a.py", 10, 20), Span("a.py")]
+    assert ndcg_at_k([S("a.py", 10, 20), S("a.py", 90, 99)], both) == pytest.approx(1.0)
+
+
 def test_metrics_for_and_query_metrics():
     gold = [S("a.py", 10, 20)]
     hits = [S("b.py", 1, 2), S("a.py", 11, 11)]
@@ -183,14 +209,13 @@ GOLD = '[{"path": "a.py", "start_line": 1, "end_line": 2}]'
         ('{"id": "a", "query": "?!", "gold": ' + GOLD + "}", "no searchable words"),
         ('{"id": "a", "query": "x"}', 'missing "gold"'),
         ('{"id": "a", "query": "x", "gold": {}}', "must be a list"),
-        ('{"id": "a", "query": "x", "gold": ["a.py"]}', "must be an object"),
+        ('{"id": "a", "query": "x", "gold": [3]}', "must be a path or an object"),
+        ('{"id": "a", "query": "x", "gold": [{"path": "a.py", "start_line": 3}]}', '"end_line" is missing'),
         ('{"id": "a", "query": "x", "gold": [{"path": "a.py", "start_line": 0, "end_line": 2}]}', "start_line"),
         ('{"id": "a", "query": "x", "gold": [{"path": "a.py", "start_line": 5, "end_line": 2}]}', "before"),
         ('{"id": "a", "query": "x", "gold": [{"path": "a.py", "start_line": 1.5, "end_line": 2}]}', "whole number"),
         ('{"id": "a", "query": "x", "gold": [{"path": "/etc/x", "start_line": 1, "end_line": 2}]}', "relative"),
         ('{"id": "a", "query": "x", "gold": [{"path": "../x", "start_line": 1, "end_line": 2}]}', "relative"),
-        ('{"id": "a", "query": "x", "gold": [{"path": "a", "start_line": 1, "end_line": 2, "line": 3}]}', "unknown field"),
-        ('{"id": "a", "query": "x", "gold": ' + GOLD + ', "kidn": "x"}', "unknown field 'kidn'"),
         ('{"id": "a", "query": "x", "gold": ' + GOLD + ', "kind": 3}', '"kind"'),
     ],
 )
@@ -219,6 +244,136 @@ def test_duplicate_ids_and_empty_files_are_refused(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(EvalFileError, match="UTF-8"):
         load_queries(binary)
+
+
+def test_whole_file_gold_in_both_forms():
+    (q,) = parse_queries(
+        ['{"id": "w", "query": "x", "gold": [{"path": "./a.py"}, "b/c.py", {"path": "d.py", "start_line": 2, "end_line": 4}]}']
+    )
+    assert q.gold == (Span("a.py"), Span("b/c.py"), S("d.py", 2, 4))
+    assert q.to_dict()["gold"] == [{"path": "a.py"}, {"path": "b/c.py"}, {"path": "d.py", "start_line": 2, "end_line": 4}]
+    # null lines, as the benchmark writes a target it has no span for, are the whole file too
+    (q,) = parse_queries(['{"id": "w", "query": "x", "gold": [{"path": "a.py", "start_line": null, "end_line": null}]}'])
+    assert q.gold == (Span("a.py"),)
+
+
+def test_unknown_fields_are_ignored_with_one_note_per_file():
+    lines = [
+        json.dumps({"id": f"q{i}", "query": "x", "repo": "r", "gold": [{"path": "a.py", "symbol": "f"}], "not_relevant": [{"path": "b.py", "why": "?"}]})
+        for i in range(3)
+    ]
+    notes = []
+    queries = parse_queries(lines, "f.jsonl", notify=notes.append)
+    assert [q.gold for q in queries] == [(Span("a.py"),)] * 3
+    assert notes == ["f.jsonl: ignored fields ranklens does not use: gold.symbol, not_relevant.why, repo"]
+    notes.clear()
+    parse_queries(['{"id": "a", "query": "x", "gold": []}'], notify=notes.append)
+    assert notes == []
+
+
+BENCH = [
+    {"query": "store creation", "relevant": ["src/createStore.ts"], "secondary": ["src/compose.ts"], "category": "architecture"},
+    {"query": "Depends", "relevant": [{"path": "src/params.ts", "start_line": 7, "end_line": 9}], "secondary": [],
+     "category": "symbol", "seed": {"path": "src/params.ts", "line": 7}, "related": []},
+    {"query": "no category", "relevant": ["src/a.ts"]},
+]
+
+
+def test_benchmark_annotations_are_read_as_they_are():
+    notes = []
+    q1, q2, q3 = parse_annotations(json.dumps(BENCH, indent=1), "redux.json", notify=notes.append)
+    assert (q1.id, q1.kind, q1.gold) == ("1", "architecture", (Span("src/createStore.ts"), Span("src/compose.ts")))
+    assert (q2.id, q2.kind, q2.gold) == ("2", "symbol", (S("src/params.ts", 7, 9),))
+    assert (q3.id, q3.kind) == ("3", None)
+    assert notes == ["redux.json: ignored fields ranklens does not use: related, seed"]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[{"query": "x", "relevant": []},\n {"query": "y"}]', 'redux.json: item 2: missing "relevant"'),
+        ('[{"query": "x", "relevant": [3]}]', "item 1: \"relevant\" item 1 must be a path or an object"),
+        ('[{"query": "x", "relevant": [], "category": 3}]', '"category"'),
+        ('[{"query": "x", "relevant": []}, 5]', "item 2: expected a JSON object"),
+        ('[\n{"query": "x", "relevant": []}\n{"query": "y"}]', "redux.json:3: not valid JSON"),
+        ("[]", "holds no queries"),
+    ],
+)
+def test_bad_benchmark_files_are_named(text, message):
+    with pytest.raises(EvalFileError) as err:
+        parse_annotations(text, "redux.json")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_json_array_file_is_read_as_benchmark_annotations(tmp_path):
+    path = tmp_path / "redux.json"
+    path.write_text("\ufeff\n" + json.dumps(BENCH))
+    assert [q.id for q in load_queries(path)] == ["1", "2", "3"]
+
+
+def _labeled(*golds):
+    from core.evaluation import LabeledQuery
+
+    return [LabeledQuery(str(i), "x", tuple(g)) for i, g in enumerate(golds, start=1)]
+
+
+def test_rebase_gold_strips_the_roots_own_trailing_folders(tmp_path):
+    root = tmp_path / "checkout" / "packages" / "src"
+    (root / "node").mkdir(parents=True)
+    for name in ("core.ts", "node/pool.ts", "index.ts"):
+        (root / name).write_text("x\n")
+    queries = _labeled(
+        [Span("packages/src/core.ts"), S("packages/src/node/pool.ts", 1, 1)],
+        [Span("packages/src/gone.ts"), Span("docs/readme.md")],
+    )
+    out, note = rebase_gold(queries, root)
+    assert [q.gold for q in out] == [
+        (Span("core.ts"), S("node/pool.ts", 1, 1)),
+        (Span("gone.ts"), Span("docs/readme.md")),  # one prefix for all: a missing file is still rebased
+    ]
+    assert note == "gold paths are relative to a folder above the root: stripped the root's trailing 'packages/src/' from 3 of 4 gold paths"
+    # Already relative to the root: nothing changes, no note.
+    same, note = rebase_gold(out, root)
+    assert same == out and note is None
+    # Both readings exist as often (src/src/x.ts and src/x.ts): the paths as written win.
+    (root / "src").mkdir()
+    (root / "src" / "x.ts").write_text("x\n")
+    (root / "x.ts").write_text("x\n")
+    assert rebase_gold(_labeled([Span("src/x.ts")]), root)[1] is None
+
+
+def _conf_hit(path, start, end, confidence):
+    return ConsolidatedHit(path, start, end, make_docid(path, start, end), "", 1.0, 1, ["bm25"], 1, confidence)
+
+
+def test_calibration_counts_each_level_and_how_often_it_is_right():
+    from core.evaluation import LabeledQuery
+
+    q1 = LabeledQuery("q1", "x", (S("a.py", 1, 10),))
+    q2 = LabeledQuery("q2", "y", (Span("d.py"),))
+    fused1 = [
+        _conf_hit("a.py", 1, 10, "high"),  # relevant
+        _conf_hit("b.py", 1, 10, "high"),
+        _conf_hit("a.py", 50, 60, "medium"),  # in the gold file, not on the span
+        _conf_hit("c.py", 1, 2, "low"),
+    ]
+    fused2 = [
+        _conf_hit("d.py", 5, 9, "high"),  # relevant (whole file)
+        _conf_hit("d.py", 100, 120, "medium"),  # relevant too: the same file
+        _conf_hit("x.py", 1, 1, "shaky"),  # a level some other rule invented
+    ]
+    runs = [QueryRun(q1, {}, {}, fused1, 1.0), QueryRun(q2, {}, {}, fused2, 1.0)]
+    cal = calibration(EvalRun(runs, ["bm25"], ["bm25"], {}, 60.0, {}))
+    assert cal["top_k"] == 10 and cal["hits"] == 7
+    assert list(cal["levels"]) == ["high", "medium", "low", "shaky"]
+    assert cal["levels"]["high"] == {"hits": 3, "share": pytest.approx(3 / 7), "relevant": 2, "relevant_share": pytest.approx(2 / 3)}
+    assert cal["levels"]["medium"] == {"hits": 2, "share": pytest.approx(2 / 7), "relevant": 1, "relevant_share": 0.5}
+    assert cal["levels"]["low"] == {"hits": 1, "share": pytest.approx(1 / 7), "relevant": 0, "relevant_share": 0.0}
+    assert cal["levels"]["shaky"]["hits"] == 1
+    # Only the top K count; a level nobody has shows 0 hits and no share relevant.
+    cut = calibration(EvalRun(runs, ["bm25"], ["bm25"], {}, 60.0, {}, top_k=1))
+    assert cut["hits"] == 2 and cut["levels"]["high"]["relevant"] == 2
+    assert cut["levels"]["low"] == {"hits": 0, "share": 0.0, "relevant": 0, "relevant_share": None}
 
 
 def test_empty_gold_is_accepted_and_left_out_of_scoring():
@@ -425,6 +580,73 @@ def test_eval_json_measures_the_configuration_asked_for(sample_repo, sample_quer
     assert deep["metrics"] == ["hit@1", "hit@5", "hit@3", "file_hit@5", "mrr@3", "ndcg@3"]
 
 
+def test_eval_scores_whole_file_gold_in_both_forms(sample_repo, tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        json.dumps({"id": "obj", "query": "PasswordHasher", "gold": [{"path": "app/auth.py"}]}) + "\n"
+        + json.dumps({"id": "str", "query": "LRUCache", "gold": ["app/cache.py"]}) + "\n"
+    )
+    out = run("eval", str(path), "--root", str(sample_repo), "--json")
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    data = json.loads(out.stdout)
+    fused = data["groups"]["all"]["rows"]["fused"]
+    assert fused["hit@1"] == 1.0 and fused["ndcg@10"] == 1.0
+    # The calibration table: every fused top-10 hit in exactly one level.
+    cal = data["calibration"]
+    assert cal["top_k"] == 10 and list(cal["levels"])[:3] == ["high", "medium", "low"]
+    assert 2 <= cal["hits"] <= 20
+    assert sum(v["hits"] for v in cal["levels"].values()) == cal["hits"]
+    assert sum(v["share"] for v in cal["levels"].values()) == pytest.approx(1.0)
+    assert sum(v["relevant"] for v in cal["levels"].values()) >= 2  # the two files found first
+
+
+def test_eval_ignores_unknown_fields_with_exactly_one_note(sample_repo, tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "repo": "sample", "query": q, "gold": [{"path": g, "symbol": "x", "start_line": 1, "end_line": 30}]}) + "\n"
+            for i, (q, g) in enumerate([("PasswordHasher", "app/auth.py"), ("LRUCache", "app/cache.py")])
+        )
+    )
+    for command in ("eval", "tune"):
+        out = run(command, str(path), "--root", str(sample_repo), "--json", *(["--folds", "2"] if command == "tune" else []))
+        assert out.returncode == 0, out.stderr
+        assert out.stderr.splitlines() == [f"ranklens: {path}: ignored fields ranklens does not use: gold.symbol, repo"]
+
+
+def test_eval_and_tune_read_a_benchmark_file_with_a_checkout_prefix(sample_repo, tmp_path):
+    # As the benchmark's annotations: paths relative to the checkout (here sample_repo's
+    # parent), the folder searched one level down, so every gold path starts with "repo/".
+    items = [
+        {"query": "PasswordHasher", "relevant": ["repo/app/auth.py"], "secondary": [], "category": "symbol", "seed": {}},
+        {"query": "evict the oldest entry when the cache is full", "relevant": [{"path": "repo/app/cache.py", "start_line": 14, "end_line": 19}],
+         "secondary": ["repo/app/auth.py"], "category": "semantic"},
+        {"query": "RateLimiter Allow", "relevant": ["repo/server/main.go"], "secondary": [], "category": "symbol"},
+        {"query": "how do I install it", "relevant": [], "secondary": [], "category": "semantic"},
+    ]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(items, indent=2))
+    out = run("eval", str(path), "--root", str(sample_repo), "--json")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines() == [
+        f"ranklens: {path}: ignored fields ranklens does not use: seed",
+        "ranklens: gold paths are relative to a folder above the root: stripped the root's trailing 'repo/' from 3 of 3 gold paths",
+        "ranklens: 1 queries have no gold target and are left out: 4",
+    ]
+    data = json.loads(out.stdout)
+    assert [q["id"] for q in data["per_query"]] == ["1", "2", "3"]
+    assert set(data["groups"]) == {"all", "symbol", "semantic"} and data["groups"]["symbol"]["n"] == 2
+    assert data["groups"]["all"]["rows"]["fused"]["hit@10"] == 1.0
+
+    text = run("eval", str(path), "--root", str(sample_repo))
+    assert text.returncode == 0, text.stderr
+    assert "kind: symbol (n=2)" in text.stdout and "confidence calibration of the fused top 10" in text.stdout
+    tuned = run("tune", str(path), "--root", str(sample_repo), "--folds", "2", "--json")
+    assert tuned.returncode == 0, tuned.stderr
+    assert "stripped the root's trailing 'repo/'" in tuned.stderr
+    assert json.loads(tuned.stdout)["queries"] == 3
+
+
 def test_eval_warns_about_gold_files_missing_from_the_index(sample_repo, tmp_path):
     path = tmp_path / "q.jsonl"
     path.write_text(json.dumps({"id": "x", "query": "login", "gold": [{"path": "gone.py", "start_line": 1, "end_line": 2}]}) + "\n")
@@ -543,7 +765,8 @@ def test_help_documents_eval_and_tune():
     top = run("--help").stdout
     assert "eval" in top and "tune" in top
     ev = run("eval", "--help").stdout
-    for word in ("--retriever", "--weights", "--rrf-k", "--top-k", "--json", "nDCG@K", "span hit"):
+    for word in ("--retriever", "--weights", "--rrf-k", "--top-k", "--json", "nDCG@K", "span hit", "whole file",
+                 "relevant", "secondary", "ignored", "Calibration"):
         assert word in ev
     tu = run("tune", "--help").stdout
     for word in ("--save", "--folds", "cross-validation", "held-out"):
