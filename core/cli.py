@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -203,8 +205,118 @@ def index(root: str, as_json: bool, model: str | None) -> None:
     )
 
 
-@cli.command(epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP)
-@click.argument("text")
+BATCH_HELP = (
+    "--batch: JSON lines on stdin, each {\"id\": ..., \"query\": \"...\"} plus any of \"top_k\", "
+    "\"retriever\", \"weights\" ({\"dense\": 1.5} or \"dense:1.5,bm25:0.5\"), \"rrf_k\", \"path\", \"lang\", "
+    "\"no_priors\" (the command's options are the defaults); one JSON envelope a line on stdout, in "
+    "order, led by the line's \"id\" (its line number when it has none). The index is brought up to "
+    "date once, first (for the command's --retriever). A line that cannot be answered gets "
+    "{\"id\", \"error\"} and the batch goes on; the exit code is 0 unless the batch could not start."
+)
+
+
+@dataclass
+class QueryRequest:
+    """One query's text and options, checked (:func:`_request`)."""
+
+    text: str
+    top_k: int = DEFAULT_TOP_K
+    retriever: str = "all"
+    weights_text: str | None = None  # as given (None: not given), for _fusion_settings
+    weights: dict[str, float] = field(default_factory=dict)
+    rrf_k: float | None = None
+    path_glob: str | None = None
+    language: str | None = None
+    priors: bool = True
+
+    @property
+    def arms(self) -> list[str]:
+        return list(default_arms()) if self.retriever == "all" else [self.retriever]
+
+
+def _request(
+    text: str,
+    *,
+    top_k: int = DEFAULT_TOP_K,
+    retriever: str = "all",
+    weights: str | None = None,
+    rrf_k: float | None = None,
+    path_glob: str | None = None,
+    language: str | None = None,
+    priors: bool = True,
+) -> QueryRequest:
+    """Check a query and its options (UsageProblem, one line, when one is bad)."""
+    from .engine import check_query
+
+    if retriever not in RETRIEVERS:
+        raise UsageProblem(f"unknown retriever {retriever!r} (choose from {', '.join(RETRIEVERS)})")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise UsageProblem(f"--top-k must be from 1 to {MAX_TOP_K}, got {top_k}")
+    if rrf_k is not None:
+        try:
+            check_k(rrf_k)
+        except (TypeError, ValueError) as exc:
+            raise UsageProblem(str(exc)) from None
+    ws = parse_weights(weights)
+    try:
+        text = check_query(text)
+    except QueryError as exc:
+        raise UsageProblem(str(exc)) from None
+    return QueryRequest(text, top_k, retriever, weights, ws, rrf_k, path_glob, language, priors)
+
+
+def answer_query(engine: Engine, request: QueryRequest, stats=None) -> tuple[dict, list, list[tuple[str, str]]]:
+    """Run one checked query on an open index: ``(envelope, hits, skipped arms)``.
+
+    The envelope is the handoff format (each hit with its span's ``sha256``) plus ``query_ms``,
+    the time spent here. ``stats``: the last index pass, which says whether deep can answer
+    (its weights go with it when it cannot). The CLI's ``query`` and the MCP server both
+    answer through this, so they rank alike.
+    """
+    t0 = time.perf_counter()
+    arms = request.arms
+    # Sitting this query out, deep takes its shipped weights with it: the other arms' are
+    # those tuned without it.
+    with_deep = None
+    if "deep" in arms and stats is not None:
+        with_deep = not (stats.deep or stats.deep_deferred)
+    ws, rrf_k = _fusion_settings(engine.root, request.weights_text, request.weights, request.rrf_k, with_deep=with_deep)
+    try:
+        result = engine.search(
+            request.text, top_k=request.top_k, arms=arms, weights=ws, k=rrf_k, path_glob=request.path_glob,
+            language=request.language, priors=request.priors,
+        )
+    except QueryError as exc:
+        raise UsageProblem(str(exc)) from None
+    if not result.answered:
+        raise RuntimeError("no retriever could answer")
+    if len(arms) > 1:
+        hits = result.hits
+    else:
+        # The arm's whole pool, so a demoted hit can be replaced from below the cut.
+        arm = arms[0]
+        hits = single_arm(result.results[arm].hits, k=rrf_k, weight=ws.get(arm, 1.0))
+        if request.priors:
+            hits = apply_priors(hits, request.text)
+        hits = hits[: request.top_k]
+    data = envelope(
+        query=request.text,
+        mode=request.retriever,
+        retrievers=result.answered,
+        skipped=result.skipped,
+        weights={a: ws.get(a, 1.0) for a in arms},
+        k=rrf_k,
+        hits=hits,
+        priors=request.priors,
+        root=engine.root,
+        with_hashes=True,
+    )
+    data["query_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)
+    return data, hits, result.skipped
+
+
+@cli.command(epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP + "\n\n" + BATCH_HELP)
+@click.argument("text", required=False)
 @click.option("--root", default=".", show_default=True, help="Repository to search.")
 @click.option("--top-k", type=int, default=DEFAULT_TOP_K, show_default=True, help=f"Hits to show (1..{MAX_TOP_K}).")
 @click.option(
@@ -218,11 +330,12 @@ def index(root: str, as_json: bool, model: str | None) -> None:
 @click.option("--path", "path_glob", metavar="GLOB", help="Only paths matching GLOB (fnmatch; * crosses /).")
 @click.option("--lang", "language", metavar="NAME", help="Only chunks in this language (python, go, markdown …).")
 @click.option("--no-priors", "no_priors", is_flag=True, help=NO_PRIORS_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON envelope.")
-@click.option("--output", metavar="FILE", help="Also write the JSON envelope to FILE (atomically).")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON envelope (with each span's sha256 and query_ms).")
+@click.option("--output", metavar="FILE", help="Also write the JSON envelope to FILE (atomically): a handoff.")
+@click.option("--batch", is_flag=True, help="Read JSON-line queries from stdin, print one JSON envelope a line (below).")
 @model_option
 def query(
-    text: str,
+    text: str | None,
     root: str,
     top_k: int,
     retriever: str,
@@ -233,6 +346,7 @@ def query(
     no_priors: bool,
     as_json: bool,
     output: str | None,
+    batch: bool,
     model: str | None,
 ) -> None:
     """Search ROOT for TEXT; one line per hit, first token path:start-end.
@@ -241,67 +355,35 @@ def query(
     retriever's ranking) is re-scored by the code-aware priors unless --no-priors is given.
     With the deep extra, a query embeds up to 200 new chunks for deep before answering; a
     larger (first) build is left to `ranklens index` and deep sits that query out, unless
-    --retriever deep asks for it.
+    --retriever deep asks for it. --batch answers many queries in one process.
     """
-    if retriever not in RETRIEVERS:
-        raise UsageProblem(f"unknown retriever {retriever!r} (choose from {', '.join(RETRIEVERS)})")
-    if not 1 <= top_k <= MAX_TOP_K:
-        raise UsageProblem(f"--top-k must be from 1 to {MAX_TOP_K}, got {top_k}")
-    if rrf_k is not None:
-        try:
-            check_k(rrf_k)
-        except ValueError as exc:
-            raise UsageProblem(str(exc)) from None
-    ws = parse_weights(weights)
-    from .engine import check_query
-
-    try:
-        text = check_query(text)
-    except QueryError as exc:
-        raise UsageProblem(str(exc)) from None
+    options = dict(
+        top_k=top_k, retriever=retriever, weights=weights, rrf_k=rrf_k, path_glob=path_glob, language=language,
+        priors=not no_priors,
+    )
+    if batch:
+        if text is not None:
+            raise UsageProblem("give TEXT or --batch, not both")
+        if output:
+            raise UsageProblem("--output does not apply to --batch (its envelopes go to stdout)")
+        _request("batch", **options)  # the defaults must be good before stdin is read
+        _query_batch(root, model, options)
+        return
+    if text is None:
+        raise UsageProblem("missing TEXT (or --batch to read queries from stdin)")
+    request = _request(text, **options)
     engine = _engine(root, model, _note)
-    arms = list(default_arms()) if retriever == "all" else [retriever]
     # Asked for by name, deep is built whatever it costs; as one arm of many it does not hold
     # the answer up for a first build.
     stats = _run_index(
         engine,
         show_progress=sys.stderr.isatty() and not as_json,
-        deep="deep" in arms,
+        deep="deep" in request.arms,
         deep_limit=None if retriever == "deep" else QUERY_DEEP_LIMIT,
     )
-    # Sitting this query out, deep takes its shipped weights with it: the other arms' are
-    # those tuned without it.
-    with_deep = None if "deep" not in arms else not (stats.deep or stats.deep_deferred)
-    ws, rrf_k = _fusion_settings(engine.root, weights, ws, rrf_k, with_deep=with_deep)
-    try:
-        result = engine.search(
-            text, top_k=top_k, arms=arms, weights=ws, k=rrf_k, path_glob=path_glob, language=language,
-            priors=not no_priors,
-        )
-    except QueryError as exc:
-        raise UsageProblem(str(exc)) from None
-    for name, reason in result.skipped:
+    data, hits, skipped = answer_query(engine, request, stats)
+    for name, reason in skipped:
         _note(f"{name} skipped: {reason}")
-    if not result.answered:
-        raise RuntimeError("no retriever could answer")
-    if retriever == "all":
-        hits = result.hits
-    else:
-        # The arm's whole pool, so a demoted hit can be replaced from below the cut.
-        hits = single_arm(result.results[retriever].hits, k=rrf_k, weight=ws.get(retriever, 1.0))
-        if not no_priors:
-            hits = apply_priors(hits, text)
-        hits = hits[:top_k]
-    data = envelope(
-        query=text,
-        mode=retriever,
-        retrievers=result.answered,
-        skipped=result.skipped,
-        weights={a: ws.get(a, 1.0) for a in arms},
-        k=rrf_k,
-        hits=hits,
-        priors=not no_priors,
-    )
     if output:
         try:
             write_json_atomic(output, data)
@@ -310,7 +392,7 @@ def query(
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    m = len(result.answered)
+    m = len(data["retrievers"])
     for hit in hits:
         label = hit.context[len(hit.path) + 3 :] if hit.context.startswith(hit.path + " > ") else ""
         applied = ", ".join(f"{p.name} x{p.factor:g}" for p in hit.priors if p.factor != 1.0)
@@ -321,6 +403,84 @@ def query(
         )
     if not hits:
         _note("no results")
+
+
+#: Fields a --batch line may carry, and the option each stands for.
+BATCH_FIELDS = {
+    "id": None, "query": None, "top_k": "top_k", "retriever": "retriever", "weights": "weights",
+    "rrf_k": "rrf_k", "path": "path_glob", "lang": "language", "no_priors": "priors",
+}
+
+
+def _batch_request(line: str, defaults: dict) -> QueryRequest:
+    """One --batch line as a checked request (UsageProblem saying what is wrong with it)."""
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UsageProblem(f"not JSON ({exc.msg}, column {exc.colno})") from None
+    if not isinstance(item, dict):
+        raise UsageProblem('a line must be a JSON object such as {"id": 1, "query": "..."}')
+    unknown = sorted(set(item) - set(BATCH_FIELDS))
+    if unknown:
+        raise UsageProblem(f"unknown field {unknown[0]!r} (known: {', '.join(BATCH_FIELDS)})")
+    text = item.get("query")
+    if not isinstance(text, str):
+        raise UsageProblem('"query" must be a string')
+    options = dict(defaults)
+    for name, value in item.items():
+        option = BATCH_FIELDS[name]
+        if option is None:
+            continue
+        if name == "no_priors":
+            if not isinstance(value, bool):
+                raise UsageProblem('"no_priors" must be true or false')
+            value = not value
+        elif name == "weights" and isinstance(value, dict):
+            if not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in value.values()):
+                raise UsageProblem('"weights" values must be numbers')
+            value = ",".join(f"{arm}:{w!r}" for arm, w in value.items())
+        elif name in ("retriever", "weights", "path", "lang") and not isinstance(value, str):
+            raise UsageProblem(f'"{name}" must be a string')
+        elif name == "rrf_k" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise UsageProblem('"rrf_k" must be a number')
+        options[option] = value
+    return _request(text, **options)
+
+
+def _query_batch(root: str, model: str | None, defaults: dict) -> None:
+    """``query --batch``: one envelope (or error) per stdin line, one engine for all."""
+    engine = _engine(root, model, _note)
+    arms = _request("batch", **defaults).arms
+    stats = _run_index(
+        engine, show_progress=False, deep="deep" in arms,
+        deep_limit=None if defaults["retriever"] == "deep" else QUERY_DEEP_LIMIT,
+    )
+    noted: set[tuple[str, str]] = set()
+    failed = total = 0
+    for number, line in enumerate(sys.stdin, start=1):
+        if not line.strip():
+            continue
+        total += 1
+        qid: object = number
+        try:
+            item_id = json.loads(line).get("id", number)
+            qid = item_id
+        except (json.JSONDecodeError, AttributeError):
+            pass
+        try:
+            data, _hits, skipped = answer_query(engine, _batch_request(line, defaults), stats)
+        except (UsageProblem, RuntimeError) as exc:
+            failed += 1
+            out = {"id": qid, "error": str(exc)}
+        else:
+            for pair in skipped:
+                if pair not in noted:
+                    noted.add(pair)
+                    _note(f"{pair[0]} skipped: {pair[1]}")
+            out = {"id": qid, **data}
+        click.echo(json.dumps(out, ensure_ascii=False, separators=(",", ":")))
+    if failed:
+        _note(f"{failed} of {total} batch lines could not be answered")
 
 
 def _fusion_settings(
