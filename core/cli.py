@@ -161,6 +161,7 @@ def cli() -> None:
     ranklens query TEXT        search from the command line
     ranklens eval FILE         measure retrieval on a labeled query file
     ranklens tune FILE         tune the fusion weights and k on a labeled query file
+    ranklens mcp [ROOT]        serve ROOT to coding agents (Model Context Protocol, stdio)
     """
 
 
@@ -231,7 +232,7 @@ class QueryRequest:
 
     @property
     def arms(self) -> list[str]:
-        return list(default_arms()) if self.retriever == "all" else [self.retriever]
+        return _fused_arms(self.retriever)
 
 
 def _request(
@@ -248,8 +249,9 @@ def _request(
     """Check a query and its options (UsageProblem, one line, when one is bad)."""
     from .engine import check_query
 
-    if retriever not in RETRIEVERS:
-        raise UsageProblem(f"unknown retriever {retriever!r} (choose from {', '.join(RETRIEVERS)})")
+    if not isinstance(retriever, str):
+        raise UsageProblem("the retriever must be a name or a comma-separated list of names")
+    retriever = "all" if retriever.strip() == "all" else ",".join(_fused_arms(retriever))
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
         raise UsageProblem(f"--top-k must be from 1 to {MAX_TOP_K}, got {top_k}")
     if rrf_k is not None:
@@ -265,21 +267,26 @@ def _request(
     return QueryRequest(text, top_k, retriever, weights, ws, rrf_k, path_glob, language, priors)
 
 
-def answer_query(engine: Engine, request: QueryRequest, stats=None) -> tuple[dict, list, list[tuple[str, str]]]:
+def deep_ready(stats) -> bool:
+    """Whether the last index pass left the deep arm able to answer."""
+    return not (stats.deep or stats.deep_deferred)
+
+
+def answer_query(
+    engine: Engine, request: QueryRequest, *, deep: bool | None = None
+) -> tuple[dict, list, list[tuple[str, str]]]:
     """Run one checked query on an open index: ``(envelope, hits, skipped arms)``.
 
     The envelope is the handoff format (each hit with its span's ``sha256``) plus ``query_ms``,
-    the time spent here. ``stats``: the last index pass, which says whether deep can answer
-    (its weights go with it when it cannot). The CLI's ``query`` and the MCP server both
-    answer through this, so they rank alike.
+    the time spent here. ``deep``: whether the deep arm can answer (:func:`deep_ready`); when
+    it cannot it takes its weights with it. The CLI's ``query`` and the MCP server both answer
+    through this, so they rank alike.
     """
     t0 = time.perf_counter()
     arms = request.arms
     # Sitting this query out, deep takes its shipped weights with it: the other arms' are
     # those tuned without it.
-    with_deep = None
-    if "deep" in arms and stats is not None:
-        with_deep = not (stats.deep or stats.deep_deferred)
+    with_deep = deep if "deep" in arms else None
     ws, rrf_k = _fusion_settings(engine.root, request.weights_text, request.weights, request.rrf_k, with_deep=with_deep)
     try:
         result = engine.search(
@@ -315,6 +322,28 @@ def answer_query(engine: Engine, request: QueryRequest, stats=None) -> tuple[dic
     return data, hits, result.skipped
 
 
+@cli.command(name="mcp", epilog=(
+    'Register it with an MCP client as {"mcpServers": {"ranklens": {"command": "ranklens", "args": '
+    '["mcp", "/path/to/repo"]}}}. Tools: search, read_span, check_handoff, index_status (the README '
+    "section \"Coding agents\" describes them). Logs go to stderr; stdout carries the protocol."
+))
+@click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
+@model_option
+def mcp_command(root: str, model: str | None) -> None:
+    """Serve ROOT (default: .) to coding agents over the Model Context Protocol on stdio.
+
+    One process, one engine: the index is built on the first call (with progress
+    notifications) and kept up to date as files change. Read-only; only indexed files inside
+    ROOT are ever served.
+    """
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise UsageProblem(f"{root} is not a directory")
+    from .mcp_server import serve
+
+    serve(str(path), model)
+
+
 @cli.command(epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP + "\n\n" + BATCH_HELP)
 @click.argument("text", required=False)
 @click.option("--root", default=".", show_default=True, help="Repository to search.")
@@ -323,7 +352,7 @@ def answer_query(engine: Engine, request: QueryRequest, stats=None) -> tuple[dic
     "--retriever",
     default="all",
     show_default=True,
-    help=f"all (fuse {ALL_ARMS}) or one of: {', '.join(REGISTRY)}.",
+    help=f"all (fuse {ALL_ARMS}), one of: {', '.join(REGISTRY)} (its own ranking), or a comma-separated list to fuse.",
 )
 @weights_option
 @click.option("--rrf-k", type=float, default=None, help="RRF constant k (1..1000000; default: the root's tuned config, else the shipped 5).")
@@ -379,9 +408,9 @@ def query(
         engine,
         show_progress=sys.stderr.isatty() and not as_json,
         deep="deep" in request.arms,
-        deep_limit=None if retriever == "deep" else QUERY_DEEP_LIMIT,
+        deep_limit=None if request.arms == ["deep"] else QUERY_DEEP_LIMIT,
     )
-    data, hits, skipped = answer_query(engine, request, stats)
+    data, hits, skipped = answer_query(engine, request, deep=deep_ready(stats))
     for name, reason in skipped:
         _note(f"{name} skipped: {reason}")
     if output:
@@ -453,7 +482,7 @@ def _query_batch(root: str, model: str | None, defaults: dict) -> None:
     arms = _request("batch", **defaults).arms
     stats = _run_index(
         engine, show_progress=False, deep="deep" in arms,
-        deep_limit=None if defaults["retriever"] == "deep" else QUERY_DEEP_LIMIT,
+        deep_limit=None if arms == ["deep"] else QUERY_DEEP_LIMIT,
     )
     noted: set[tuple[str, str]] = set()
     failed = total = 0
@@ -468,7 +497,7 @@ def _query_batch(root: str, model: str | None, defaults: dict) -> None:
         except (json.JSONDecodeError, AttributeError):
             pass
         try:
-            data, _hits, skipped = answer_query(engine, _batch_request(line, defaults), stats)
+            data, _hits, skipped = answer_query(engine, _batch_request(line, defaults), deep=deep_ready(stats))
         except (UsageProblem, RuntimeError) as exc:
             failed += 1
             out = {"id": qid, "error": str(exc)}
