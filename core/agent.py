@@ -288,7 +288,7 @@ class AgentService:
         max_chars: int = DEFAULT_TEXT_BUDGET,
     ) -> dict:
         """The handoff envelope of a query, each hit with its text until ``max_chars`` is spent."""
-        from .cli import UsageProblem, _request, answer_query, deep_ready
+        from .cli import NoAnswer, UsageProblem, _request, answer_query, deep_ready
 
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 0 <= max_chars <= MAX_TEXT_BUDGET:
             raise AgentError(f"max_chars must be from 0 to {MAX_TEXT_BUDGET}, got {max_chars!r}")
@@ -309,29 +309,32 @@ class AgentService:
                 rrf_k=k, path_glob=path, language=language, priors=priors,
             )
             stats = self.stats
+            t0 = time.perf_counter()
             data, _hits, _skipped = answer_query(
-                self.engine, request, deep=deep_ready(stats) if stats is not None else False
+                self.engine, request, deep=deep_ready(stats) if stats is not None else False, hashes=False
             )
         except UsageProblem as exc:
             raise AgentError(str(exc)) from None
+        except NoAnswer as exc:
+            raise AgentError(exc.detail()) from None
         data["generation"] = self.engine.view.generation
         budget = max_chars
-        texts: dict[str, str | AgentError] = {}
+        texts: dict[str, list[str] | AgentError] = {}
         notes = []
         for item in data["results"]:
             rel = item["path"]
             if rel not in texts:
                 try:
-                    texts[rel] = self._read(self.resolve(rel))
+                    texts[rel] = self._read(self.resolve(rel)).split("\n")
                 except AgentError as exc:
                     texts[rel] = exc
             found = texts[rel]
             if isinstance(found, AgentError):
-                item["text"] = None
+                item["text"] = item["sha256"] = None
                 notes.append(f"no text for {rel}: {found}")
                 continue
-            raw = span_lines(found, item["start_line"], item["end_line"])
-            item["sha256"] = text_sha256(raw)  # of the text read here, which the one below is cut from
+            raw = "\n".join(found[item["start_line"] - 1 : item["end_line"]])  # core.handoff.span_lines
+            item["sha256"] = text_sha256(raw)
             shown = outgoing_text(raw, rel)
             if budget <= 0:
                 item["text"] = None
@@ -348,6 +351,7 @@ class AgentService:
                 f"the text budget (max_chars={max_chars}) is spent: hits without text can be read with read_span"
             )
         data["notes"] = notes
+        data["query_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)  # the texts and hashes included
         return data
 
     def read_span(self, path: str, start_line: int, end_line: int, max_chars: int = DEFAULT_SPAN_CHARS) -> dict:

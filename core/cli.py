@@ -267,20 +267,32 @@ def _request(
     return QueryRequest(text, top_k, retriever, weights, ws, rrf_k, path_glob, language, priors)
 
 
+class NoAnswer(RuntimeError):
+    """Every arm asked for was skipped or failed; ``skipped`` says why, arm by arm."""
+
+    def __init__(self, skipped: list[tuple[str, str]]) -> None:
+        super().__init__("no retriever could answer")
+        self.skipped = skipped
+
+    def detail(self) -> str:
+        return f"{self} ({'; '.join(f'{name}: {reason}' for name, reason in self.skipped)})"
+
+
 def deep_ready(stats) -> bool:
     """Whether the last index pass left the deep arm able to answer."""
     return not (stats.deep or stats.deep_deferred)
 
 
 def answer_query(
-    engine: Engine, request: QueryRequest, *, deep: bool | None = None
+    engine: Engine, request: QueryRequest, *, deep: bool | None = None, hashes: bool = True
 ) -> tuple[dict, list, list[tuple[str, str]]]:
     """Run one checked query on an open index: ``(envelope, hits, skipped arms)``.
 
     The envelope is the handoff format (each hit with its span's ``sha256``) plus ``query_ms``,
     the time spent here. ``deep``: whether the deep arm can answer (:func:`deep_ready`); when
     it cannot it takes its weights with it. The CLI's ``query`` and the MCP server both answer
-    through this, so they rank alike.
+    through this, so they rank alike. ``hashes=False`` leaves ``sha256`` to a caller that reads
+    the files itself.
     """
     t0 = time.perf_counter()
     arms = request.arms
@@ -296,7 +308,7 @@ def answer_query(
     except QueryError as exc:
         raise UsageProblem(str(exc)) from None
     if not result.answered:
-        raise RuntimeError("no retriever could answer")
+        raise NoAnswer(result.skipped)
     if len(arms) > 1:
         hits = result.hits
     else:
@@ -316,7 +328,7 @@ def answer_query(
         hits=hits,
         priors=request.priors,
         root=engine.root,
-        with_hashes=True,
+        with_hashes=hashes,
     )
     data["query_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)
     return data, hits, result.skipped
@@ -410,7 +422,12 @@ def query(
         deep="deep" in request.arms,
         deep_limit=None if request.arms == ["deep"] else QUERY_DEEP_LIMIT,
     )
-    data, hits, skipped = answer_query(engine, request, deep=deep_ready(stats))
+    try:
+        data, hits, skipped = answer_query(engine, request, deep=deep_ready(stats))
+    except NoAnswer as exc:
+        for name, reason in exc.skipped:
+            _note(f"{name} skipped: {reason}")
+        raise
     for name, reason in skipped:
         _note(f"{name} skipped: {reason}")
     if output:
@@ -498,9 +515,9 @@ def _query_batch(root: str, model: str | None, defaults: dict) -> None:
             pass
         try:
             data, _hits, skipped = answer_query(engine, _batch_request(line, defaults), deep=deep_ready(stats))
-        except (UsageProblem, RuntimeError) as exc:
+        except (UsageProblem, NoAnswer) as exc:
             failed += 1
-            out = {"id": qid, "error": str(exc)}
+            out = {"id": qid, "error": exc.detail() if isinstance(exc, NoAnswer) else str(exc)}
         else:
             for pair in skipped:
                 if pair not in noted:
