@@ -78,7 +78,8 @@ async def run(root: Path, cache: Path, repeat: int, edit: bool) -> None:
                     inproc.append(data["query_ms"])
                     sizes.append(sum(len(r["text"] or "") for r in data["results"]))
             print(f"warm search, top_k 10, default text budget ({statistics.median(sizes):,.0f} characters of "
-                  f"span text per answer, median):")
+                  f"span text per answer, median), arms answering: {', '.join(data['retrievers'])}"
+                  + (f"; skipped: {data['skipped']}" if data["skipped"] else "") + ":")
             print(ms_row("round trip at the client", walls) + "   (targets p50 <= 15 ms, p95 <= 40 ms)")
             print(ms_row("query_ms (in the server)", inproc))
             walls_nt = []
