@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -166,6 +168,7 @@ def cli() -> None:
     ranklens query TEXT        search from the command line
     ranklens eval FILE         measure retrieval on a labeled query file
     ranklens tune FILE         tune the fusion weights and k on a labeled query file
+    ranklens mcp [ROOT]        serve ROOT to coding agents (Model Context Protocol, stdio)
     """
 
 
@@ -210,26 +213,177 @@ def index(root: str, as_json: bool, model: str | None) -> None:
     )
 
 
-@cli.command(epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP)
-@click.argument("text")
+BATCH_HELP = (
+    "--batch: JSON lines on stdin, each {\"id\": ..., \"query\": \"...\"} plus any of \"top_k\", "
+    "\"retriever\", \"weights\" ({\"dense\": 1.5} or \"dense:1.5,bm25:0.5\"), \"rrf_k\", \"path\", \"lang\", "
+    "\"no_priors\" (the command's options are the defaults); one JSON envelope a line on stdout, in "
+    "order, led by the line's \"id\" (its line number when it has none). The index is brought up to "
+    "date once, first (for the command's --retriever). A line that cannot be answered gets "
+    "{\"id\", \"error\"} and the batch goes on; the exit code is 0 unless the batch could not start."
+)
+
+
+@dataclass
+class QueryRequest:
+    """One query's text and options, checked (:func:`_request`)."""
+
+    text: str
+    top_k: int = DEFAULT_TOP_K
+    retriever: str = "all"
+    weights_text: str | None = None  # as given (None: not given), for _fusion_settings
+    weights: dict[str, float] = field(default_factory=dict)
+    rrf_k: float | None = None
+    path_glob: str | None = None
+    language: str | None = None
+    priors: bool = True
+
+    @property
+    def arms(self) -> list[str]:
+        return _fused_arms(self.retriever)
+
+
+def _request(
+    text: str,
+    *,
+    top_k: int = DEFAULT_TOP_K,
+    retriever: str = "all",
+    weights: str | None = None,
+    rrf_k: float | None = None,
+    path_glob: str | None = None,
+    language: str | None = None,
+    priors: bool = True,
+) -> QueryRequest:
+    """Check a query and its options (UsageProblem, one line, when one is bad)."""
+    from .engine import check_query
+
+    if not isinstance(retriever, str):
+        raise UsageProblem("the retriever must be a name or a comma-separated list of names")
+    retriever = "all" if retriever.strip() == "all" else ",".join(_fused_arms(retriever))
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise UsageProblem(f"--top-k must be from 1 to {MAX_TOP_K}, got {top_k}")
+    if rrf_k is not None:
+        try:
+            check_k(rrf_k)
+        except (TypeError, ValueError) as exc:
+            raise UsageProblem(str(exc)) from None
+    ws = parse_weights(weights)
+    try:
+        text = check_query(text)
+    except QueryError as exc:
+        raise UsageProblem(str(exc)) from None
+    return QueryRequest(text, top_k, retriever, weights, ws, rrf_k, path_glob, language, priors)
+
+
+class NoAnswer(RuntimeError):
+    """Every arm asked for was skipped or failed; ``skipped`` says why, arm by arm."""
+
+    def __init__(self, skipped: list[tuple[str, str]]) -> None:
+        super().__init__("no retriever could answer")
+        self.skipped = skipped
+
+    def detail(self) -> str:
+        return f"{self} ({'; '.join(f'{name}: {reason}' for name, reason in self.skipped)})"
+
+
+def deep_ready(stats) -> bool:
+    """Whether the last index pass left the deep arm able to answer."""
+    return not (stats.deep or stats.deep_deferred)
+
+
+def answer_query(
+    engine: Engine, request: QueryRequest, *, deep: bool | None = None, hashes: bool = True
+) -> tuple[dict, list, list[tuple[str, str]]]:
+    """Run one checked query on an open index: ``(envelope, hits, skipped arms)``.
+
+    The envelope is the handoff format (each hit with its span's ``sha256``) plus ``query_ms``,
+    the time spent here. ``deep``: whether the deep arm can answer (:func:`deep_ready`); when
+    it cannot it takes its weights with it. The CLI's ``query`` and the MCP server both answer
+    through this, so they rank alike. ``hashes=False`` leaves ``sha256`` to a caller that reads
+    the files itself.
+    """
+    t0 = time.perf_counter()
+    arms = request.arms
+    # Sitting this query out, deep takes its shipped weights with it: the other arms' are
+    # those tuned without it.
+    with_deep = deep if "deep" in arms else None
+    ws, rrf_k = _fusion_settings(engine.root, request.weights_text, request.weights, request.rrf_k, with_deep=with_deep)
+    try:
+        result = engine.search(
+            request.text, top_k=request.top_k, arms=arms, weights=ws, k=rrf_k, path_glob=request.path_glob,
+            language=request.language, priors=request.priors,
+        )
+    except QueryError as exc:
+        raise UsageProblem(str(exc)) from None
+    if not result.answered:
+        raise NoAnswer(result.skipped)
+    if len(arms) > 1:
+        hits = result.hits
+    else:
+        # The arm's whole pool, so a demoted hit can be replaced from below the cut.
+        arm = arms[0]
+        hits = single_arm(result.results[arm].hits, k=rrf_k, weight=ws.get(arm, 1.0))
+        if request.priors:
+            hits = apply_priors(hits, request.text)
+        hits = hits[: request.top_k]
+    data = envelope(
+        query=request.text,
+        mode=request.retriever,
+        retrievers=result.answered,
+        skipped=result.skipped,
+        weights={a: ws.get(a, 1.0) for a in arms},
+        k=rrf_k,
+        hits=hits,
+        priors=request.priors,
+        root=engine.root,
+        with_hashes=hashes,
+    )
+    data["query_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)
+    return data, hits, result.skipped
+
+
+@cli.command(name="mcp", epilog=(
+    'Register it with an MCP client as {"mcpServers": {"ranklens": {"command": "ranklens", "args": '
+    '["mcp", "/path/to/repo"]}}}. Tools: search, read_span, check_handoff, index_status (the README '
+    "section \"Coding agents\" describes them). Logs go to stderr; stdout carries the protocol."
+))
+@click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
+@model_option
+def mcp_command(root: str, model: str | None) -> None:
+    """Serve ROOT (default: .) to coding agents over the Model Context Protocol on stdio.
+
+    One process, one engine: the index is built on the first call (with progress
+    notifications) and kept up to date as files change. Read-only; only indexed files inside
+    ROOT are ever served.
+    """
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise UsageProblem(f"{root} is not a directory")
+    from .mcp_server import serve
+
+    serve(str(path), model)
+
+
+@cli.command(epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP + "\n\n" + BATCH_HELP)
+@click.argument("text", required=False)
 @click.option("--root", default=".", show_default=True, help="Repository to search.")
 @click.option("--top-k", type=int, default=DEFAULT_TOP_K, show_default=True, help=f"Hits to show (1..{MAX_TOP_K}).")
 @click.option(
     "--retriever",
     default="all",
     show_default=True,
-    help=f"all (fuse {ALL_ARMS}) or one of: {', '.join(REGISTRY)}.",
+    help=f"all (fuse {ALL_ARMS}), one of: {', '.join(REGISTRY)} (its own ranking), or a comma-separated list to fuse.",
 )
 @weights_option
 @click.option("--rrf-k", type=float, default=None, help="RRF constant k (1..1000000; default: the root's tuned config, else the shipped 5).")
 @click.option("--path", "path_glob", metavar="GLOB", help="Only paths matching GLOB (fnmatch; * crosses /).")
 @click.option("--lang", "language", metavar="NAME", help="Only chunks in this language (python, go, markdown …).")
 @click.option("--no-priors", "no_priors", is_flag=True, help=NO_PRIORS_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON envelope.")
-@click.option("--output", metavar="FILE", help="Also write the JSON envelope to FILE (atomically).")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON envelope (with each span's sha256 and query_ms).")
+@click.option("--output", metavar="FILE", help="Also write the JSON envelope to FILE (atomically): a handoff.")
+@click.option("--batch", is_flag=True, help="Read JSON-line queries from stdin, print one JSON envelope a line (below).")
 @model_option
 def query(
-    text: str,
+    text: str | None,
     root: str,
     top_k: int,
     retriever: str,
@@ -240,6 +394,7 @@ def query(
     no_priors: bool,
     as_json: bool,
     output: str | None,
+    batch: bool,
     model: str | None,
 ) -> None:
     """Search ROOT for TEXT; one line per hit, first token path:start-end.
@@ -249,67 +404,40 @@ def query(
     --no-priors is given.
     With the deep extra, a query embeds up to 200 new chunks for deep before answering; a
     larger (first) build is left to `ranklens index` and deep sits that query out, unless
-    --retriever deep asks for it.
+    --retriever deep asks for it. --batch answers many queries in one process.
     """
-    if retriever not in RETRIEVERS:
-        raise UsageProblem(f"unknown retriever {retriever!r} (choose from {', '.join(RETRIEVERS)})")
-    if not 1 <= top_k <= MAX_TOP_K:
-        raise UsageProblem(f"--top-k must be from 1 to {MAX_TOP_K}, got {top_k}")
-    if rrf_k is not None:
-        try:
-            check_k(rrf_k)
-        except ValueError as exc:
-            raise UsageProblem(str(exc)) from None
-    ws = parse_weights(weights)
-    from .engine import check_query
-
-    try:
-        text = check_query(text)
-    except QueryError as exc:
-        raise UsageProblem(str(exc)) from None
+    options = dict(
+        top_k=top_k, retriever=retriever, weights=weights, rrf_k=rrf_k, path_glob=path_glob, language=language,
+        priors=not no_priors,
+    )
+    if batch:
+        if text is not None:
+            raise UsageProblem("give TEXT or --batch, not both")
+        if output:
+            raise UsageProblem("--output does not apply to --batch (its envelopes go to stdout)")
+        _request("batch", **options)  # the defaults must be good before stdin is read
+        _query_batch(root, model, options)
+        return
+    if text is None:
+        raise UsageProblem("missing TEXT (or --batch to read queries from stdin)")
+    request = _request(text, **options)
     engine = _engine(root, model, _note)
-    arms = list(default_arms()) if retriever == "all" else [retriever]
     # Asked for by name, deep is built whatever it costs; as one arm of many it does not hold
     # the answer up for a first build.
     stats = _run_index(
         engine,
         show_progress=sys.stderr.isatty() and not as_json,
-        deep="deep" in arms,
-        deep_limit=None if retriever == "deep" else QUERY_DEEP_LIMIT,
+        deep="deep" in request.arms,
+        deep_limit=None if request.arms == ["deep"] else QUERY_DEEP_LIMIT,
     )
-    # Sitting this query out, deep takes its shipped weights with it: the other arms' are
-    # those tuned without it.
-    with_deep = None if "deep" not in arms else not (stats.deep or stats.deep_deferred)
-    ws, rrf_k = _fusion_settings(engine.root, weights, ws, rrf_k, with_deep=with_deep)
     try:
-        result = engine.search(
-            text, top_k=top_k, arms=arms, weights=ws, k=rrf_k, path_glob=path_glob, language=language,
-            priors=not no_priors,
-        )
-    except QueryError as exc:
-        raise UsageProblem(str(exc)) from None
-    for name, reason in result.skipped:
+        data, hits, skipped = answer_query(engine, request, deep=deep_ready(stats))
+    except NoAnswer as exc:
+        for name, reason in exc.skipped:
+            _note(f"{name} skipped: {reason}")
+        raise
+    for name, reason in skipped:
         _note(f"{name} skipped: {reason}")
-    if not result.answered:
-        raise RuntimeError("no retriever could answer")
-    if retriever == "all":
-        hits = result.hits
-    else:
-        # The arm's whole pool, so a demoted hit can be replaced from below the cut.
-        hits = single_arm(result.results[retriever].hits, k=rrf_k, weight=ws.get(retriever, 1.0))
-        if not no_priors:
-            hits = apply_priors(hits, text)
-        hits = hits[:top_k]
-    data = envelope(
-        query=text,
-        mode=retriever,
-        retrievers=result.answered,
-        skipped=result.skipped,
-        weights={a: ws.get(a, 1.0) for a in arms},
-        k=rrf_k,
-        hits=hits,
-        priors=not no_priors,
-    )
     if output:
         try:
             write_json_atomic(output, data)
@@ -318,7 +446,7 @@ def query(
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    m = len(result.answered)
+    m = len(data["retrievers"])
     for hit in hits:
         label = hit.context[len(hit.path) + 3 :] if hit.context.startswith(hit.path + " > ") else ""
         applied = ", ".join(
@@ -332,6 +460,84 @@ def query(
         )
     if not hits:
         _note("no results")
+
+
+#: Fields a --batch line may carry, and the option each stands for.
+BATCH_FIELDS = {
+    "id": None, "query": None, "top_k": "top_k", "retriever": "retriever", "weights": "weights",
+    "rrf_k": "rrf_k", "path": "path_glob", "lang": "language", "no_priors": "priors",
+}
+
+
+def _batch_request(line: str, defaults: dict) -> QueryRequest:
+    """One --batch line as a checked request (UsageProblem saying what is wrong with it)."""
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UsageProblem(f"not JSON ({exc.msg}, column {exc.colno})") from None
+    if not isinstance(item, dict):
+        raise UsageProblem('a line must be a JSON object such as {"id": 1, "query": "..."}')
+    unknown = sorted(set(item) - set(BATCH_FIELDS))
+    if unknown:
+        raise UsageProblem(f"unknown field {unknown[0]!r} (known: {', '.join(BATCH_FIELDS)})")
+    text = item.get("query")
+    if not isinstance(text, str):
+        raise UsageProblem('"query" must be a string')
+    options = dict(defaults)
+    for name, value in item.items():
+        option = BATCH_FIELDS[name]
+        if option is None:
+            continue
+        if name == "no_priors":
+            if not isinstance(value, bool):
+                raise UsageProblem('"no_priors" must be true or false')
+            value = not value
+        elif name == "weights" and isinstance(value, dict):
+            if not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in value.values()):
+                raise UsageProblem('"weights" values must be numbers')
+            value = ",".join(f"{arm}:{w!r}" for arm, w in value.items())
+        elif name in ("retriever", "weights", "path", "lang") and not isinstance(value, str):
+            raise UsageProblem(f'"{name}" must be a string')
+        elif name == "rrf_k" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise UsageProblem('"rrf_k" must be a number')
+        options[option] = value
+    return _request(text, **options)
+
+
+def _query_batch(root: str, model: str | None, defaults: dict) -> None:
+    """``query --batch``: one envelope (or error) per stdin line, one engine for all."""
+    engine = _engine(root, model, _note)
+    arms = _request("batch", **defaults).arms
+    stats = _run_index(
+        engine, show_progress=False, deep="deep" in arms,
+        deep_limit=None if arms == ["deep"] else QUERY_DEEP_LIMIT,
+    )
+    noted: set[tuple[str, str]] = set()
+    failed = total = 0
+    for number, line in enumerate(sys.stdin, start=1):
+        if not line.strip():
+            continue
+        total += 1
+        qid: object = number
+        try:
+            item_id = json.loads(line).get("id", number)
+            qid = item_id
+        except (json.JSONDecodeError, AttributeError):
+            pass
+        try:
+            data, _hits, skipped = answer_query(engine, _batch_request(line, defaults), deep=deep_ready(stats))
+        except (UsageProblem, NoAnswer) as exc:
+            failed += 1
+            out = {"id": qid, "error": exc.detail() if isinstance(exc, NoAnswer) else str(exc)}
+        else:
+            for pair in skipped:
+                if pair not in noted:
+                    noted.add(pair)
+                    _note(f"{pair[0]} skipped: {pair[1]}")
+            out = {"id": qid, **data}
+        click.echo(json.dumps(out, ensure_ascii=False, separators=(",", ":")))
+    if failed:
+        _note(f"{failed} of {total} batch lines could not be answered")
 
 
 def _fusion_settings(

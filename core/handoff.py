@@ -7,6 +7,7 @@ span's text at export time so the agent can tell whether the file changed since.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -15,22 +16,43 @@ from pathlib import Path
 from .atomic import atomic_write
 from .types import ConsolidatedHit
 
+#: ``schema_version`` of every envelope: bumped when a field changes meaning or goes away
+#: (adding one does not bump it). The format is ``core/schemas/handoff.schema.json``.
 ENVELOPE_VERSION = 1
+SCHEMA_FILE = Path(__file__).with_name("schemas") / "handoff.schema.json"
+
+
+def span_lines(text: str, start_line: int, end_line: int) -> str:
+    """Lines ``start_line..end_line`` (1-based, inclusive) of a file's text, joined by ``\\n``.
+
+    ``text`` has its line ends normalised already (as :func:`span_text` and
+    :func:`core.discovery.read_text` both do): this cut is what every span hash is taken of.
+    """
+    return "\n".join(text.split("\n")[start_line - 1 : end_line])
+
+
+def text_sha256(text: str) -> str:
+    """The hash a handoff records for a span: sha256 of its text (:func:`span_lines`) as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def span_text(root: Path, path: str, start_line: int, end_line: int) -> str | None:
-    """Lines ``start_line..end_line`` of a file as they are on disk now (None if unreadable)."""
+    """Lines ``start_line..end_line`` of a file as they are on disk now (None if unreadable).
+
+    Decoded as the index reads files: UTF-8 with bad bytes replaced, CRLF/CR made LF and a
+    leading byte-order mark dropped, so the lines are the ones the index numbered.
+    """
     try:
         with open(Path(root) / path, encoding="utf-8", errors="replace", newline="") as fh:
-            lines = fh.read().replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            text = fh.read().replace("\r\n", "\n").replace("\r", "\n")
     except OSError:
         return None
-    return "\n".join(lines[start_line - 1 : end_line])
+    return span_lines(text.removeprefix("\ufeff"), start_line, end_line)
 
 
 def span_sha256(root: Path, hit: ConsolidatedHit) -> str | None:
     text = span_text(root, hit.path, hit.start_line, hit.end_line)
-    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return None if text is None else text_sha256(text)
 
 
 def envelope(
@@ -58,6 +80,7 @@ def envelope(
             item["sha256"] = span_sha256(root, hit) if root is not None else None
         results.append(item)
     out = {
+        "schema_version": ENVELOPE_VERSION,
         "query": query,
         "mode": mode,
         "retrievers": list(retrievers),
@@ -90,3 +113,31 @@ def write_text_atomic(path: Path | str, text: str) -> Path:
 def write_json_atomic(path: Path | str, data: object) -> Path:
     """Write ``data`` as indented JSON with :func:`write_text_atomic`."""
     return write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+class HandoffError(ValueError):
+    """A document is not a handoff (one line: where and what)."""
+
+
+@functools.cache
+def handoff_schema() -> dict:
+    """The published JSON Schema of the envelope (``core/schemas/handoff.schema.json``)."""
+    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+
+
+def validate_handoff(document: object) -> dict:
+    """``document`` if it is a handoff by the schema, else :class:`HandoffError` naming the
+    first problem (``results/0/start_line: 'x' is not of type 'integer'``).
+
+    A document written before ``schema_version`` existed is taken as version 1, which it is.
+    """
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    if isinstance(document, dict) and "schema_version" not in document:
+        document = {"schema_version": ENVELOPE_VERSION, **document}
+    error = best_match(Draft202012Validator(handoff_schema()).iter_errors(document))
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "the document"
+        raise HandoffError(f"not a ranklens handoff: {where}: {error.message}"[:300])
+    return document

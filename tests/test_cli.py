@@ -47,14 +47,18 @@ def test_query_json_envelope_has_every_field(sample_repo, tmp_path):
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert json.loads(target.read_text()) == data
-    assert set(data) == {"query", "mode", "retrievers", "skipped", "weights", "k", "priors", "results"}
+    assert set(data) == {
+        "schema_version", "query", "mode", "retrievers", "skipped", "weights", "k", "priors", "results", "root",
+        "query_ms",
+    }
+    assert data["schema_version"] == 1 and data["query_ms"] > 0 and data["root"] == str(sample_repo.resolve())
     assert data["mode"] == "all" and data["k"] == 30 and data["priors"] is True
     assert data["weights"] == {**default_config()["weights"], "bm25": 0.5, "dense": 1.5}
     hit = data["results"][0]
     assert hit["path"] == "server/main.go"
     assert set(hit) >= {
         "path", "start_line", "end_line", "docid", "context", "score", "fused_score", "rank",
-        "provenance", "agreement", "confidence", "contributors", "priors",
+        "provenance", "agreement", "confidence", "contributors", "priors", "sha256",
     }
     assert set(hit["contributors"][0]) == {"arm", "rank", "docid", "score", "contribution"}
 

@@ -23,7 +23,7 @@ from textual.widgets import Input
 from core.config import default_config
 from core.arms import DEFAULT_ARMS
 from core.engine import ArmResult, Engine
-from core.handoff import span_text
+from core.handoff import span_text, validate_handoff
 from core.indexer import STAGES, IndexSettings
 from tui.app import HELP_KEYS, ROW_LIMIT, RanklensApp
 from tui.messages import ArmFinished, IndexProgress
@@ -267,6 +267,7 @@ async def test_export_writes_the_selected_hits_with_hashes(engine, tmp_path) -> 
         text = span_text(engine.root, item["path"], item["start_line"], item["end_line"])
         assert item["sha256"] == hashlib.sha256(text.encode("utf-8")).hexdigest()
         assert {c["arm"] for c in item["contributors"]} <= set(DEFAULT_ARMS)
+    validate_handoff(data)  # the published format
     # Nothing but the file: the temp file was renamed into place.
     assert sorted(p.name for p in target.parent.iterdir()) == ["handoff.json"]
 

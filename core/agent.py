@@ -1,0 +1,484 @@
+"""What ``ranklens mcp`` serves, without the protocol: one long-lived engine kept fresh, and
+the only ways an agent reads the repository (search hits with their text, spans, handoff
+checks, the index's state).
+
+Freshness: every call first runs :meth:`AgentService.prepare`. It stats the files the index
+holds and their folders (a file added, removed or renamed changes its folder's mtime) and, when
+anything moved, starts an incremental update in a background thread; the caller waits for it
+a little (:data:`REFRESH_WAIT_S`) and otherwise answers from the last generation with a note.
+The stat pass costs a few ms at 50k chunks, so a burst of calls runs it at most once a second
+(and on a large tree at most :data:`PROBE_SHARE` of the time).
+
+Safety: nothing here writes to the repository. A path is served only when it is a file of the
+current index (discovery's ignore, secret-name, binary and size rules decided that), has no
+``..``, stays inside the root once symlinks are resolved (a link's target must itself be an
+indexed file), and :func:`core.discovery.read_text` still accepts it (no private-key block, not
+binary, not too large). Every text returned passes through :func:`outgoing_text`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from .handoff import HandoffError, span_lines, text_sha256, validate_handoff
+
+#: A burst of calls checks the tree for changes at most this often (seconds) ...
+PROBE_EVERY_S = 1.0
+#: ... and spends at most this share of its time on it (a tree of 100k files takes ~0.2 s).
+PROBE_SHARE = 0.05
+#: How long a call waits for an index update before answering from the last generation.
+REFRESH_WAIT_S = 2.0
+DEFAULT_TEXT_BUDGET = 12_000
+MAX_TEXT_BUDGET = 200_000
+DEFAULT_SPAN_CHARS = 40_000
+MAX_SEARCH_TOP_K = 100
+
+
+class AgentError(ValueError):
+    """The call cannot be answered as asked (one line for the agent; the server goes on)."""
+
+
+def outgoing_text(text: str, path: str) -> str:
+    """Every file text the server returns (search hits, ``read_span``) passes through here: the
+    one place to redact it. Hashes are taken before, of the text as it is on disk, so they keep
+    the handoff's definition."""
+    return text
+
+
+@dataclass
+class _Snapshot:
+    """What the index holds, for the change probe and the path rules."""
+
+    generation: int
+    files: dict[str, tuple[int, int]]  # path -> (size, mtime_ns) as the indexer last saw them
+    dirs: dict[str, int]  # folder ("" for the root) -> mtime_ns from before that update
+
+
+@dataclass
+class _Job:
+    """One index update running in a background thread."""
+
+    started: float = field(default_factory=time.monotonic)
+    done: threading.Event = field(default_factory=threading.Event)
+    error: str | None = None
+    stages: dict[str, tuple[int, int]] = field(default_factory=dict)  # stage -> (done, total)
+
+    def progress(self, p) -> None:
+        self.stages[p.stage] = (p.done, p.total)
+
+    def fraction(self) -> tuple[float, float, str]:
+        """``(progress, total, message)`` for a progress notification: each stage counts one,
+        and a stage's share only grows (the embedder reports while chunking still does)."""
+        from .indexer import STAGES
+
+        done = sum(min(d / t, 1.0) if t else 0.0 for d, t in self.stages.values())
+        current = next((s for s in reversed(STAGES) if s in self.stages), "discover")
+        d, t = self.stages.get(current, (0, 0))
+        return done, float(len(STAGES) - 1), f"indexing: {current} {d}/{t}"  # deep is not run here
+
+
+class AgentService:
+    """One root's engine, kept fresh, and the reads an agent may make.
+
+    Parameters
+    ----------
+    root
+        The repository folder.
+    model
+        model2vec model for the dense arm (default: bundled).
+    notify
+        Receives one-line notes (rebuilds, lock waits); default drops them.
+    """
+
+    def __init__(self, root: Path | str, model: str | None = None, notify: Callable[[str], None] | None = None):
+        from .cli import _engine  # the CLI's engine set-up: same settings, same index folder
+
+        self.engine = _engine(str(root), model, notify or (lambda _msg: None))
+        self.root = self.engine.root
+        self._root_real = os.path.realpath(self.root)
+        self._lock = threading.Lock()
+        self._job: _Job | None = None
+        self._snapshot: _Snapshot | None = None
+        self._next_probe = 0.0
+        self.stats = None  # the last completed index pass (core.indexer.IndexStats)
+        self.last_error: str | None = None
+
+    # -- freshness ----------------------------------------------------------------------
+
+    def prepare(self, *, force_probe: bool = False) -> _Job | None:
+        """Notice changes and start an update when there are any; the running update, if one
+        is, for the caller to wait on. Blocking but cheap (see the module docstring)."""
+        with self._lock:
+            job = self._job
+            if job is not None and not job.done.is_set():
+                return job
+            if self._snapshot is None:
+                # First call (or every update so far failed): open what exists, and update it
+                # anyway, since files may have changed while no server watched them.
+                before = self._stat_dirs([""])
+                if self.engine.ready or self.engine.open():
+                    before = self._read_snapshot(self.engine.view.generation, {}).dirs
+                return self._start(before)
+            now = time.monotonic()
+            if not force_probe and now < self._next_probe:
+                return None
+            t0 = time.perf_counter()
+            stale = self._stale(self._snapshot)
+            cost = time.perf_counter() - t0
+            self._next_probe = time.monotonic() + max(PROBE_EVERY_S, cost / PROBE_SHARE)
+            if not stale:
+                return None
+            return self._start(self._stat_dirs(self._snapshot.dirs))
+
+    def _start(self, dirs_before: dict[str, int]) -> _Job:
+        job = self._job = _Job()
+        threading.Thread(target=self._update, args=(job, dirs_before), name="ranklens-mcp-index", daemon=True).start()
+        return job
+
+    def _update(self, job: _Job, dirs_before: dict[str, int]) -> None:
+        from .cli import QUERY_DEEP_LIMIT
+
+        try:
+            # As `ranklens query` does: deep embeds a few new chunks, a first build is left to
+            # `ranklens index` (index_status says so).
+            stats = self.engine.ensure_index(job.progress, deep_limit=QUERY_DEEP_LIMIT)
+            snapshot = self._read_snapshot(stats.generation, dirs_before)
+        except Exception as exc:  # reported by the next calls; the last generation still answers
+            job.error = f"{type(exc).__name__}: {exc}"
+            with self._lock:
+                self.last_error = job.error
+                self._next_probe = time.monotonic() + PROBE_EVERY_S
+        else:
+            with self._lock:
+                self._snapshot = snapshot
+                self.stats = stats
+                self.last_error = None
+                self._next_probe = time.monotonic() + PROBE_EVERY_S
+        finally:
+            job.done.set()
+
+    def _read_snapshot(self, generation: int, dirs_before: dict[str, int]) -> _Snapshot:
+        rows = self.engine.view.connection().execute("SELECT path, size, mtime_ns FROM files").fetchall()
+        files = {path: (size, mtime) for path, size, mtime in rows}
+        folders = {""}
+        for path in files:
+            parent = PurePosixPath(path).parent
+            while str(parent) != "." and str(parent) not in folders:
+                folders.add(str(parent))
+                parent = parent.parent
+        # A folder's mtime from before the update: a file added while it ran is then seen by
+        # the next probe instead of being lost between the update's listing and this snapshot.
+        dirs = {d: dirs_before[d] for d in folders if d in dirs_before}
+        dirs.update(self._stat_dirs(folders - dirs.keys()))
+        return _Snapshot(generation, files, dirs)
+
+    def _stat_dirs(self, folders) -> dict[str, int]:
+        out = {}
+        for d in folders:
+            try:
+                out[d] = os.stat(os.path.join(self.root, d)).st_mtime_ns
+            except OSError:
+                out[d] = -1
+        return out
+
+    def _stale(self, snap: _Snapshot) -> bool:
+        """Whether the tree differs from what the index holds (or another process committed)."""
+        try:
+            row = self.engine.view.connection().execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            if row is None or int(row[0]) != snap.generation:
+                return True
+        except Exception:  # an unreadable database: let the update say why
+            return True
+        base = str(self.root) + os.sep
+        stat = os.stat
+        for path, (size, mtime) in snap.files.items():
+            try:
+                st = stat(base + path)
+            except OSError:
+                return True
+            if st.st_size != size or st.st_mtime_ns != mtime:
+                return True
+        for d, mtime in snap.dirs.items():
+            try:
+                if stat(base + d if d else str(self.root)).st_mtime_ns != mtime:
+                    return True
+            except OSError:
+                return True
+        return False
+
+    def freshness_notes(self, job: _Job | None) -> list[str]:
+        """What the agent should know about how current this answer is (after waiting)."""
+        if not self.engine.ready:
+            raise AgentError(f"the repository could not be indexed: {job.error if job else self.last_error}")
+        gen = self.engine.view.generation
+        if job is not None and not job.done.is_set():
+            age = time.monotonic() - job.started
+            return [
+                f"the index is being updated in the background (for {age:.1f} s): this answer is from "
+                f"generation {gen}, which may miss the latest changes"
+            ]
+        if job is not None and job.error:
+            return [f"the index update failed ({job.error}): this answer is from generation {gen}"]
+        return []
+
+    # -- paths --------------------------------------------------------------------------
+
+    def resolve(self, path: object) -> str:
+        """The indexed relative path ``path`` names, or :class:`AgentError` saying why it is
+        not served. Absolute paths inside the root are accepted."""
+        snap = self._snapshot
+        if snap is None:
+            raise AgentError("the index is not ready yet")
+        if not isinstance(path, str) or not path.strip():
+            raise AgentError("path must be a non-empty string, relative to the repository root")
+        if "\0" in path:
+            raise AgentError("path has a NUL character")
+        pure = PurePosixPath(path)
+        if pure.is_absolute():
+            for base in (str(self.root), self._root_real):
+                if path == base or path.startswith(base.rstrip("/") + "/"):
+                    pure = PurePosixPath(os.path.relpath(path, base))
+                    break
+            else:
+                raise AgentError(f"{path} is outside the repository ({self.root})")
+        if ".." in pure.parts:
+            raise AgentError(f"{path}: '..' is not allowed; paths are relative to the repository root")
+        rel = "/".join(part for part in pure.parts if part != ".")
+        if rel not in snap.files:
+            raise AgentError(
+                f"{rel} is not a file ranklens serves: only indexed files are (never ignored, "
+                "secret-looking, binary or over-size ones), and a file created in the last second "
+                "may not be indexed yet"
+            )
+        real = os.path.realpath(os.path.join(self.root, rel))
+        if not (real == self._root_real or real.startswith(self._root_real.rstrip(os.sep) + os.sep)):
+            raise AgentError(f"{rel} resolves outside the repository through a symlink")
+        target = os.path.relpath(real, self._root_real).replace(os.sep, "/")
+        if target != rel and target not in snap.files:
+            raise AgentError(f"{rel} is a link to {target}, which ranklens does not serve")
+        return rel
+
+    def _read(self, rel: str) -> str:
+        """The text of an indexed file as the index reads it (AgentError when it cannot be)."""
+        from .discovery import read_text
+
+        text, reason = read_text(self.root, rel, self.engine.settings.options.max_bytes)
+        if text is None:
+            raise AgentError(f"{rel} cannot be read ({reason})")
+        return text
+
+    # -- tools --------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        retrievers: list[str] | None = None,
+        weights: dict[str, float] | None = None,
+        k: float | None = None,
+        path: str | None = None,
+        language: str | None = None,
+        priors: bool = True,
+        max_chars: int = DEFAULT_TEXT_BUDGET,
+    ) -> dict:
+        """The handoff envelope of a query, each hit with its text until ``max_chars`` is spent."""
+        from .cli import NoAnswer, UsageProblem, _request, answer_query, deep_ready
+
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 0 <= max_chars <= MAX_TEXT_BUDGET:
+            raise AgentError(f"max_chars must be from 0 to {MAX_TEXT_BUDGET}, got {max_chars!r}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_SEARCH_TOP_K:
+            raise AgentError(f"top_k must be from 1 to {MAX_SEARCH_TOP_K}, got {top_k!r}")
+        if retrievers is not None and (not isinstance(retrievers, list) or not retrievers):
+            raise AgentError('retrievers must be a non-empty list of names, e.g. ["bm25", "dense"]')
+        weights_text = None
+        if weights is not None:
+            if not isinstance(weights, dict) or not all(
+                isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights.values()
+            ):
+                raise AgentError('weights must map retriever names to numbers, e.g. {"dense": 1.5}')
+            weights_text = ",".join(f"{arm}:{w!r}" for arm, w in weights.items())
+        try:
+            request = _request(
+                query, top_k=top_k, retriever=",".join(retrievers) if retrievers else "all", weights=weights_text,
+                rrf_k=k, path_glob=path, language=language, priors=priors,
+            )
+            stats = self.stats
+            t0 = time.perf_counter()
+            data, _hits, _skipped = answer_query(
+                self.engine, request, deep=deep_ready(stats) if stats is not None else False, hashes=False
+            )
+        except UsageProblem as exc:
+            raise AgentError(str(exc)) from None
+        except NoAnswer as exc:
+            raise AgentError(exc.detail()) from None
+        data["generation"] = self.engine.view.generation
+        budget = max_chars
+        texts: dict[str, list[str] | AgentError] = {}
+        notes = []
+        for item in data["results"]:
+            rel = item["path"]
+            if rel not in texts:
+                try:
+                    texts[rel] = self._read(self.resolve(rel)).split("\n")
+                except AgentError as exc:
+                    texts[rel] = exc
+            found = texts[rel]
+            if isinstance(found, AgentError):
+                item["text"] = item["sha256"] = None
+                notes.append(f"no text for {rel}: {found}")
+                continue
+            raw = "\n".join(found[item["start_line"] - 1 : item["end_line"]])  # core.handoff.span_lines
+            item["sha256"] = text_sha256(raw)
+            shown = outgoing_text(raw, rel)
+            if budget <= 0:
+                item["text"] = None
+            elif len(shown) <= budget:
+                item["text"] = shown
+                budget -= len(shown)
+            else:
+                cut = shown.rfind("\n", 0, budget)
+                item["text"] = shown[: cut if cut > 0 else budget]
+                item["text_truncated"] = True
+                budget = 0
+        if budget <= 0 and any(item["text"] is None for item in data["results"]):
+            notes.append(
+                f"the text budget (max_chars={max_chars}) is spent: hits without text can be read with read_span"
+            )
+        data["notes"] = notes
+        data["query_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)  # the texts and hashes included
+        return data
+
+    def read_span(self, path: str, start_line: int, end_line: int, max_chars: int = DEFAULT_SPAN_CHARS) -> dict:
+        """Lines ``start_line..end_line`` of an indexed file now, with their sha256."""
+        for name, value in (("start_line", start_line), ("end_line", end_line)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise AgentError(f"{name} must be a line number from 1, got {value!r}")
+        if end_line < start_line:
+            raise AgentError(f"end_line ({end_line}) is before start_line ({start_line})")
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 1 <= max_chars <= MAX_TEXT_BUDGET:
+            raise AgentError(f"max_chars must be from 1 to {MAX_TEXT_BUDGET}, got {max_chars!r}")
+        rel = self.resolve(path)
+        text = self._read(rel)
+        total = text.count("\n") + (0 if text.endswith("\n") else 1)  # a final newline ends a line
+        if start_line > total:
+            raise AgentError(f"{rel} has {total} lines; start_line {start_line} is past its end")
+        end = min(end_line, total)
+        lines = text.split("\n")[start_line - 1 : end]
+        # Whole lines within the budget (at least one), so text and sha256 always describe the
+        # same lines.
+        used, keep = 0, 0
+        for line in lines:
+            used += len(line) + (1 if keep else 0)
+            if keep and used > max_chars:
+                break
+            keep += 1
+        raw = "\n".join(lines[:keep])
+        out = {
+            "path": rel,
+            "start_line": start_line,
+            "end_line": start_line + keep - 1,
+            "lines_in_file": total,
+            "sha256": text_sha256(raw),
+            "text": outgoing_text(raw, rel),
+            "truncated": start_line + keep - 1 < end_line,
+        }
+        return out
+
+    def check_handoff(self, document: object) -> dict:
+        """For each span of a handoff: unchanged, changed (and where its text is now, if it
+        moved), gone (the file is), or refused (a path this server does not serve)."""
+        try:
+            doc = validate_handoff(document)
+        except HandoffError as exc:
+            raise AgentError(str(exc)) from None
+        notes = []
+        if doc.get("root") and os.path.realpath(doc["root"]) != self._root_real:
+            notes.append(f"the handoff was written for {doc['root']}; its spans were checked in {self.root}")
+        texts: dict[str, str | tuple[str, str]] = {}
+        spans = []
+        for item in doc["results"]:
+            spans.append(self._check_span(item, texts))
+        counts = {s: sum(1 for x in spans if x["status"] == s) for s in ("unchanged", "changed", "gone", "refused", "unknown")}
+        return {"spans": spans, "summary": {k: v for k, v in counts.items() if v}, "notes": notes}
+
+    def _check_span(self, item: dict, texts: dict) -> dict:
+        path, start, end, then = item["path"], item["start_line"], item["end_line"], item.get("sha256")
+        out = {"path": path, "start_line": start, "end_line": end, "sha256": then}
+        if path not in texts:
+            try:
+                texts[path] = self._read(self.resolve(path))
+            except AgentError as exc:
+                lexists = isinstance(path, str) and ".." not in PurePosixPath(path).parts and not os.path.isabs(path)
+                lexists = lexists and os.path.lexists(os.path.join(self.root, path))
+                texts[path] = ("refused", str(exc)) if lexists else ("gone", f"{path} no longer exists")
+        found = texts[path]
+        if isinstance(found, tuple):
+            return {**out, "status": found[0], "reason": found[1]}
+        if end < start:
+            return {**out, "status": "changed", "reason": "end_line is before start_line", "sha256_now": None}
+        now = text_sha256(span_lines(found, start, end))
+        if then is None:
+            return {**out, "status": "unknown", "reason": "the handoff has no sha256 for this span", "sha256_now": now}
+        if now == then:
+            return {**out, "status": "unchanged", "sha256_now": now}
+        return {**out, "status": "changed", "sha256_now": now, "moved_to": _find_moved(found, start, end, then)}
+
+    def index_status(self) -> dict:
+        """Files, chunks, generation, which arms answer and why the others do not, freshness."""
+        from .arms import default_arms
+
+        job = self.prepare(force_probe=True)
+        updating = job is not None and not job.done.is_set()
+        out: dict = {"root": str(self.root), "index_dir": str(self.engine.directory), "indexed": self.engine.ready}
+        if self.engine.ready:
+            view = self.engine.view
+            snap = self._snapshot
+            out["generation"] = view.generation
+            out["files"] = len(snap.files) if snap else None
+            out["chunks"] = len(view.chunks)
+            arms = {}
+            for name, reason in self.engine.warm(default_arms()).items():
+                arms[name] = {"answers": True} if reason is None else {"answers": False, "reason": reason}
+            out["arms"] = arms
+        out["stale"] = updating
+        out["updating"] = updating
+        if updating:
+            done, total, message = job.fraction()
+            out["progress"] = {"done": round(done, 3), "total": total, "message": message,
+                               "seconds": round(time.monotonic() - job.started, 1)}
+        stats = self.stats
+        if stats is not None:
+            skipped: dict[str, int] = {}
+            for _path, reason in stats.skipped:
+                skipped[reason] = skipped.get(reason, 0) + 1
+            out["last_update"] = {
+                "added": stats.added, "changed": stats.changed, "removed": stats.removed,
+                "seconds": round(sum(stats.seconds.values()), 3), "rebuilt": stats.rebuilt,
+            }
+            out["skipped_files"] = skipped
+            if stats.deep or stats.deep_deferred:
+                out["deep"] = stats.deep or (
+                    f"{stats.deep_deferred} chunks to embed: run `ranklens index {self.root}` to build them"
+                )
+        if self.last_error:
+            out["last_error"] = self.last_error
+        return out
+
+
+def _find_moved(text: str, start: int, end: int, sha: str) -> dict | None:
+    """Where a span of ``end - start + 1`` lines with this hash is in ``text`` now (the nearest
+    to where it was), or None."""
+    lines = text.split("\n")
+    n = end - start + 1
+    best = None
+    for i in range(0, len(lines) - n + 1):
+        if text_sha256("\n".join(lines[i : i + n])) == sha:
+            if best is None or abs(i + 1 - start) < abs(best - start):
+                best = i + 1
+    return None if best is None else {"start_line": best, "end_line": best + n - 1}

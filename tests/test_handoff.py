@@ -1,0 +1,130 @@
+"""The handoff format: the published JSON Schema, span hashes, and ``query --batch``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from core.handoff import (
+    SCHEMA_FILE,
+    HandoffError,
+    handoff_schema,
+    span_lines,
+    span_text,
+    text_sha256,
+    validate_handoff,
+)
+from cli_helpers import run
+
+
+def test_the_schema_is_a_valid_2020_12_schema_shipped_in_the_package():
+    Draft202012Validator.check_schema(handoff_schema())
+    assert SCHEMA_FILE.parent.name == "schemas" and SCHEMA_FILE.parent.parent.name == "core"
+
+
+def test_query_json_and_output_are_valid_handoffs(sample_repo, tmp_path):
+    target = tmp_path / "handoff.json"
+    out = run("query", "hash a password", "--root", str(sample_repo), "--json", "--output", str(target))
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert validate_handoff(data) == data
+    Draft202012Validator(handoff_schema()).validate(json.loads(target.read_text()))
+    for hit in data["results"]:
+        text = span_text(sample_repo, hit["path"], hit["start_line"], hit["end_line"])
+        assert hit["sha256"] == text_sha256(text)
+
+
+def test_a_bad_document_names_the_first_problem():
+    with pytest.raises(HandoffError, match=r"results/0: 'start_line' is a required property"):
+        validate_handoff({
+            "schema_version": 1, "query": "q", "mode": "all", "retrievers": [], "skipped": [], "weights": {},
+            "k": 5, "results": [{"path": "a.py"}],
+        })
+    with pytest.raises(HandoffError, match="not of type 'object'"):
+        validate_handoff([])
+
+
+def test_span_hash_is_of_the_lines_as_the_index_numbers_them(tmp_path):
+    (tmp_path / "crlf.py").write_bytes(b"\xef\xbb\xbfa = 1\r\nb = 2\rc = 3\n")
+    assert span_text(tmp_path, "crlf.py", 1, 2) == "a = 1\nb = 2"
+    assert span_lines("a = 1\nb = 2\nc = 3\n", 2, 3) == "b = 2\nc = 3"
+    assert text_sha256("a = 1\nb = 2") == hashlib.sha256(b"a = 1\nb = 2").hexdigest()
+
+
+# -- query --batch ------------------------------------------------------------------------
+
+
+def batch(lines, *args):
+    stdin = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    return subprocess.run(
+        [sys.executable, "-m", "core.cli", "query", "--batch", *args],
+        input=stdin, capture_output=True, text=True, timeout=300,
+    )
+
+
+def without_time(envelope: dict) -> dict:
+    return {k: v for k, v in envelope.items() if k not in ("query_ms", "id")}
+
+
+def test_batch_answers_as_separate_queries_do(sample_repo):
+    queries = [
+        {"id": "a", "query": "rate limiter"},
+        {"id": 2, "query": "LRUCache", "retriever": "fts5", "top_k": 3},
+        {"id": None, "query": "parse", "path": "engine/*", "weights": {"dense": 1.5}, "no_priors": True},
+    ]
+    out = batch(queries, "--root", str(sample_repo))
+    assert out.returncode == 0, out.stderr
+    answers = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [a["id"] for a in answers] == ["a", 2, None]
+    singles = [
+        run("query", "rate limiter", "--root", str(sample_repo), "--json"),
+        run("query", "LRUCache", "--root", str(sample_repo), "--json", "--retriever", "fts5", "--top-k", "3"),
+        run("query", "parse", "--root", str(sample_repo), "--json", "--path", "engine/*", "--weights", "dense:1.5",
+            "--no-priors"),
+    ]
+    for answer, single in zip(answers, singles):
+        assert single.returncode == 0, single.stderr
+        assert answer["query_ms"] > 0
+        validate_handoff(answer)
+        assert without_time(answer) == without_time(json.loads(single.stdout))
+
+
+def test_a_bad_batch_line_gets_an_error_and_the_batch_goes_on(sample_repo):
+    out = batch(
+        ["not json", {"id": 1, "query": "   "}, {"id": 2, "query": "x", "topk": 3},
+         {"id": 3, "query": "x", "top_k": 0}, {"id": 4, "query": "cache", "retriever": "nope"},
+         {"id": 5, "query": "rate limiter"}],
+        "--root", str(sample_repo),
+    )
+    assert out.returncode == 0, out.stderr
+    answers = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 1, 2, 3, 4, 5]
+    assert answers[0]["error"].startswith("not JSON")
+    assert answers[1]["error"] == "the query is empty"
+    assert "unknown field 'topk'" in answers[2]["error"]
+    assert "--top-k must be from 1" in answers[3]["error"]
+    assert "unknown retriever 'nope'" in answers[4]["error"]
+    assert answers[5]["results"][0]["path"] == "server/main.go"
+    assert "5 of 6 batch lines could not be answered" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [(["TEXT"], "give TEXT or --batch, not both"), (["--output", "x.json"], "--output does not apply"),
+     (["--top-k", "0"], "--top-k must be from 1")],
+)
+def test_bad_batch_invocations_exit_2_with_one_line(sample_repo, args, message):
+    out = batch([], "--root", str(sample_repo), *args)
+    assert out.returncode == 2
+    assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_query_needs_text_or_batch():
+    out = run("query")
+    assert out.returncode == 2 and "missing TEXT (or --batch" in out.stderr

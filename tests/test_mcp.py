@@ -1,0 +1,187 @@
+"""``ranklens mcp``: the real server as a subprocess, driven through the MCP SDK's stdio client."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from core.agent import _find_moved
+from core.handoff import span_text, text_sha256, validate_handoff
+
+TOOLS = {"search", "read_span", "check_handoff", "index_status"}
+
+
+@contextlib.asynccontextmanager
+async def server(root: Path):
+    """An initialized client session with ``ranklens mcp ROOT`` (its own index cache, deep off)."""
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "core.cli", "mcp", str(root)], env=dict(os.environ), cwd=str(root)
+    )
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=120) as session:
+                await session.initialize()
+                yield session
+
+
+async def call(session: ClientSession, tool: str, arguments: dict, **kwargs) -> dict:
+    result = await session.call_tool(tool, arguments, **kwargs)
+    assert not result.is_error, result.content[0].text
+    data = json.loads(result.content[0].text)
+    assert result.structured_content == data
+    return data
+
+
+async def refused(session: ClientSession, tool: str, arguments: dict) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error
+    return result.content[0].text
+
+
+async def test_tools_are_listed_with_schemas_and_the_first_search_builds_the_index(sample_repo):
+    async with server(sample_repo) as session:
+        assert session.server_info.name == "ranklens"
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for tool in tools.values():
+            assert tool.description and tool.input_schema["type"] == "object"
+            assert tool.annotations.read_only_hint is True
+        assert tools["search"].input_schema["required"] == ["query"]
+        assert set(tools["read_span"].input_schema["required"]) == {"path", "start_line", "end_line"}
+
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append((done, total, message))
+
+        data = await call(session, "search", {"query": "hash_password", "top_k": 3}, progress_callback=on_progress)
+        assert progress and all(m.startswith("indexing: ") for _, _, m in progress)
+        assert [p[0] for p in progress] == sorted(p[0] for p in progress)  # never goes back
+        validate_handoff(data)
+        top = data["results"][0]
+        assert top["path"] == "app/auth.py" and "def hash_password" in top["text"]
+        assert top["sha256"] == text_sha256(span_text(sample_repo, top["path"], top["start_line"], top["end_line"]))
+        assert top["agreement"] >= 2 and top["confidence"] in ("high", "medium")
+        assert data["query_ms"] > 0 and data["generation"] == 1 and data["root"] == str(sample_repo.resolve())
+
+        span = await call(session, "read_span", {"path": "app/auth.py", "start_line": 9, "end_line": 11})
+        assert span["text"] == span_text(sample_repo, "app/auth.py", 9, 11)
+        assert span["text"].lstrip().startswith("def hash_password")
+        assert span["sha256"] == text_sha256(span["text"]) and span["truncated"] is False
+        assert span["lines_in_file"] == 25
+
+        status = await call(session, "index_status", {})
+        assert status["files"] == 7 and status["chunks"] >= 7 and status["generation"] == 1
+        assert status["stale"] is False and status["updating"] is False
+        assert all(arm["answers"] for arm in status["arms"].values())
+        assert status["skipped_files"] == {"secret": 2, "binary": 1}
+
+
+async def test_check_handoff_reports_changed_moved_and_gone_spans(sample_repo):
+    async with server(sample_repo) as session:
+        doc = await call(session, "search", {"query": "LRUCache get put", "top_k": 10, "max_chars": 0})
+        assert all(item["text"] is None for item in doc["results"])
+        cache = next(item for item in doc["results"] if item["path"] == "app/cache.py")
+        router = next(item for item in doc["results"] if item["path"] == "web/router.js")
+        doc["results"] = [cache, router]
+        checked = await call(session, "check_handoff", {"handoff": doc})
+        assert [s["status"] for s in checked["spans"]] == ["unchanged", "unchanged"]
+
+        # An edit inside the span: changed, and its old text is nowhere.
+        path = sample_repo / "app/cache.py"
+        path.write_text(path.read_text().replace("self.capacity = capacity", "self.capacity = max(1, capacity)"))
+        # Two lines before the router's span: the same text, two lines down.
+        router_file = sample_repo / "web/router.js"
+        router_file.write_text("// moved\n// down\n" + router_file.read_text())
+        checked = await call(session, "check_handoff", {"handoff": doc})
+        cache_now, router_now = checked["spans"]
+        assert cache_now["status"] == "changed" and cache_now["moved_to"] is None
+        assert cache_now["sha256_now"] != cache["sha256"]
+        assert router_now["status"] == "changed"
+        assert router_now["moved_to"] == {"start_line": router["start_line"] + 2, "end_line": router["end_line"] + 2}
+        assert checked["summary"] == {"changed": 2}
+
+        path.unlink()
+        checked = await call(session, "check_handoff", {"handoff": doc})
+        assert checked["spans"][0]["status"] == "gone"
+
+        # A document that is not a handoff is a tool error, not a crash.
+        text = await refused(session, "check_handoff", {"handoff": {"results": []}})
+        assert "not a ranklens handoff" in text
+
+
+async def test_paths_outside_the_root_ignored_and_secret_files_are_refused(sample_repo, tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text("def secret_outside(): pass\n")
+    (sample_repo / "app" / "link.py").symlink_to(outside)
+    async with server(sample_repo) as session:
+        await call(session, "index_status", {})
+        for path in ("../outside.py", str(outside), "app/../../outside.py", "app/link.py"):
+            text = await refused(session, "read_span", {"path": path, "start_line": 1, "end_line": 1})
+            assert "outside" in text or "not a file ranklens serves" in text, text
+        for path in (".env", "keys/server.pem", "ignored/skip.py", "debug.log", "logo.png", "nothing/here.py"):
+            text = await refused(session, "read_span", {"path": path, "start_line": 1, "end_line": 1})
+            assert "not a file ranklens serves" in text, text
+        # An absolute path inside the root is fine.
+        span = await call(session, "read_span", {"path": str(sample_repo / "app/cache.py"), "start_line": 1, "end_line": 1})
+        assert span["path"] == "app/cache.py" and span["text"] == "class LRUCache:"
+        # check_handoff is no hash oracle for files it does not serve.
+        doc = await call(session, "search", {"query": "LRUCache", "top_k": 1})
+        doc["results"][0].update(path=".env", start_line=1, end_line=1, sha256=text_sha256("API_TOKEN=supersecret"))
+        checked = await call(session, "check_handoff", {"handoff": doc})
+        assert checked["spans"][0]["status"] == "refused" and "sha256_now" not in checked["spans"][0]
+        data = await call(session, "search", {"query": "supersecret API_TOKEN secret_outside", "top_k": 20})
+        assert not any(r["path"] in (".env", "app/link.py") for r in data["results"])
+
+
+async def test_a_malformed_call_gets_an_error_and_the_next_call_succeeds(sample_repo):
+    async with server(sample_repo) as session:
+        for tool, arguments, message in [
+            ("search", {"top_k": 3}, "query"),
+            ("search", {"query": "cache", "top_k": "many"}, "top_k"),
+            ("search", {"query": "   "}, "the query is empty"),
+            ("search", {"query": "cache", "retrievers": ["nope"]}, "unknown retriever 'nope'"),
+            ("search", {"query": "cache", "weights": {"bm25": -1}}, "bad weight"),
+            ("read_span", {"path": "app/cache.py", "start_line": 5, "end_line": 2}, "before start_line"),
+            ("read_span", {"path": "app/cache.py", "start_line": 500, "end_line": 501}, "past its end"),
+            ("nonexistent_tool", {}, "Unknown tool"),
+        ]:
+            text = await refused(session, tool, arguments)
+            assert message in text, text
+        data = await call(session, "search", {"query": "LRUCache", "top_k": 2, "retrievers": ["fts5"]})
+        assert data["mode"] == "fts5" and data["results"][0]["path"] == "app/cache.py"
+
+
+async def test_a_change_on_disk_is_indexed_before_the_next_answer(sample_repo):
+    async with server(sample_repo) as session:
+        await call(session, "search", {"query": "LRUCache"})
+        (sample_repo / "app" / "quota.py").write_text("def enforce_storage_quota(user):\n    return user.used < user.limit\n")
+        time.sleep(1.1)  # a burst of calls checks the tree at most once a second
+        data = await call(session, "search", {"query": "enforce_storage_quota", "top_k": 1})
+        assert data["results"][0]["path"] == "app/quota.py" and data["generation"] == 2
+        assert "enforce_storage_quota" in data["results"][0]["text"] and data["notes"] == []
+        span = await call(session, "read_span", {"path": "app/quota.py", "start_line": 1, "end_line": 9})
+        assert span["end_line"] == 2 and span["lines_in_file"] == 2
+
+
+def test_a_moved_span_is_found_nearest_to_where_it_was():
+    text = "a\nb\nx\na\nb\n"
+    assert _find_moved(text, 4, 5, text_sha256("a\nb")) == {"start_line": 4, "end_line": 5}
+    assert _find_moved(text, 2, 3, text_sha256("a\nb")) == {"start_line": 1, "end_line": 2}
+    assert _find_moved(text, 1, 2, text_sha256("zz\nb")) is None
+
+
+@pytest.mark.parametrize("args", [["/nonexistent/root"], ["--model"]])
+def test_bad_mcp_invocations_exit_with_one_line(args):
+    from cli_helpers import run
+
+    out = run("mcp", *args)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
