@@ -32,10 +32,10 @@ ALL_ARMS = f"{', '.join(DEFAULT_ARMS)}, plus deep when installed"
 CONFIDENCE_HELP = (
     "Each hit is a span merged from every arm that ranked an overlapping span of the same "
     "file, scored with weighted Reciprocal Rank Fusion: score = sum of w_arm / (k + rank_arm), "
-    "ranks 1-based. agree=n/m: n arms found it of the m that answered. conf=high: at least two "
-    "arms of different families agree (lexical: bm25, fts5; semantic: dense, deep; structural: "
-    "symbols); medium: a semantic arm alone or two arms of one family; low: otherwise. "
-    "via: the arms that found it."
+    "ranks 1-based, then re-scored by the ranking stage. agree=n/m: n arms rank it within "
+    "their top 5, of the m that answered. conf=high: it defines a symbol the query names, or "
+    "it scores within 10% of the best hit and an arm ranks it in its top 5; medium: at least "
+    "half the best hit's score, or two arms agree; low: otherwise. via: the arms that found it."
 )
 
 PRIORS_HELP = (

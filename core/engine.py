@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
-from .consolidate import ARM_FAMILIES, Groups, check_ranking
+from .consolidate import Groups, check_ranking
 from .fusion import check_k, check_weights
 from .priors import adjuster
 from .ranking import DEFAULT_PARAMS, Params, Stage
@@ -379,11 +379,11 @@ class Engine:
         key = tuple(sorted((arm, id(hits)) for arm, hits in rankings.items()))
         cached = self._groups
         if cached is None or cached[0] != key:
-            groups = Groups(rankings, MERGE_ADJACENT, ARM_FAMILIES, check=not checked)
+            groups = Groups(rankings, MERGE_ADJACENT, check=not checked)
             cached = self._groups = (key, groups, rankings)
         if not priors:
             return cached[1].fuse(k, weights, limit=top_k or None)
-        ranking = Stage(query or "", adjuster(query), stage or DEFAULT_PARAMS, ARM_FAMILIES)
+        ranking = Stage(query or "", adjuster(query), stage or DEFAULT_PARAMS)
         return cached[1].fuse(k, weights, limit=top_k or None, stage=ranking)
 
     def close(self) -> None:

@@ -375,6 +375,9 @@ def apply_priors(
     out.sort(key=lambda h: (-h.score, h.path, h.start_line, h.end_line, h.docid))
     for rank, hit in enumerate(out, start=1):
         hit.rank = rank
+    from .consolidate import label  # confidence follows the final scores
+
+    label(out)
     return out
 
 

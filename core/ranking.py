@@ -13,9 +13,6 @@ facts about a hit predict whether it answers a question better than its fused sc
 ``file-evidence``
     Several hits of one file ranked by the arms mean the file is about the question: the
     best hit of each file gains in proportion to its file's total score.
-``symbol-lookup``
-    A query made of one identifier asks where it is defined: exact and structural evidence
-    count, so the semantic arms weigh less.
 
 Boosts are additive, in units of the best fused score of the query (so they mean the same
 whatever k and the weights are); then the path priors (:mod:`core.priors`: tests, examples,
@@ -34,9 +31,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .tokenize import code_tokens, split_identifier
-from .types import SEMANTIC, AppliedPrior, AppliedSignal
+from .types import AppliedPrior, AppliedSignal
 
 # --------------------------------------------------------------------------- the query
+
 
 
 #: One identifier, optionally qualified (``Rails::Engine``, ``fmt::format``, ``Picker:find``,
@@ -194,12 +192,8 @@ class Params:
     path: float = 2.0
     #: Boost for each file's best hit, times its file's total score over the best file's.
     file_evidence: float = 1.0
-    #: A symbol lookup: the semantic arms' weights are multiplied by this.
-    lookup_semantic: float = 1.0
     #: A file's n-th further hit is multiplied by ``diversity ** n``.
     diversity: float = 0.3
-    #: Whether file evidence lifts every hit of the file (else only its best).
-    evidence_all: bool = False
 
 
 DEFAULT_PARAMS = Params()
@@ -209,7 +203,6 @@ REASONS = {
     "path": "the file's name or folder matches {words}",
     "file-evidence": "the file holds {n} ranked hits ({share:.0%} of the best file's total score)",
     "diversity": "the file already has {n} better hit(s) above",
-    "symbol-lookup": "a one-identifier query is a symbol lookup: semantic arms x{factor:g}",
 }
 
 
@@ -224,24 +217,10 @@ class Stage:
         query: str,
         priors: Callable[[str], tuple[float, list[AppliedPrior]]],
         params: Params = DEFAULT_PARAMS,
-        families: dict[str, str] | None = None,
     ) -> None:
         self.shape = shape(query)
         self.priors = priors
         self.params = params
-        self.families = families or {}
-
-    def arm_factor(self, arm: str) -> float:
-        """What the query's shape multiplies ``arm``'s weight by (``symbol-lookup``)."""
-        if self.shape.lookup and self.families.get(arm) == SEMANTIC:
-            return self.params.lookup_semantic
-        return 1.0
-
-    def lookup_signal(self) -> AppliedSignal | None:
-        f = self.params.lookup_semantic
-        if not self.shape.lookup or f == 1.0:
-            return None
-        return AppliedSignal("symbol-lookup", REASONS["symbol-lookup"].format(factor=f), 0.0)
 
     def score(
         self, paths: list[str], fused: list[float], symbols: list[Iterable[str]]
@@ -287,9 +266,7 @@ class Stage:
                     best[path] = i
             top = max(totals.values())
             if top > 0:
-                targets = range(len(paths)) if p.evidence_all else best.values()
-                for i in targets:
-                    path = paths[i]
+                for path, i in best.items():
                     share = totals[path] / top
                     boost = unit * p.file_evidence * share
                     scores[i] += boost
@@ -322,7 +299,5 @@ def describe(params: Params = DEFAULT_PARAMS) -> list[dict]:
         {"name": "definition", "reason": "the hit defines a symbol the query names", "value": params.definition},
         {"name": "path", "reason": "query words are the file's stem or folder", "value": params.path},
         {"name": "file-evidence", "reason": "the file holds several ranked hits", "value": params.file_evidence},
-        {"name": "symbol-lookup", "reason": "a one-identifier query weighs the semantic arms less",
-         "value": params.lookup_semantic},
         {"name": "diversity", "reason": "a file's further hits are scaled down", "value": params.diversity},
     ]

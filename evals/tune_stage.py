@@ -32,7 +32,7 @@ from pathlib import Path
 
 from core.arms import DEFAULT_ARMS
 from core.config import DEFAULT_K, DEFAULT_WEIGHTS
-from core.consolidate import ARM_FAMILIES, Groups
+from core.consolidate import Groups
 from core.engine import MERGE_ADJACENT, Engine
 from core.evaluation import load_queries, ndcg_at_k
 from core.priors import RULES, adjuster
@@ -56,9 +56,7 @@ GRID: dict[str, tuple] = {
     "p:stem_bonus": (1.0, 1.5, 2.0, 3.0),
     "p:path": (0.0, 0.5, 1.0, 2.0, 3.0),
     "p:file_evidence": (0.0, 0.5, 1.0, 2.0, 3.0),
-    "p:lookup_semantic": (0.25, 0.5, 1.0),
     "p:diversity": (0.0, 0.1, 0.3, 0.5, 1.0),
-    "p:evidence_all": (False, True),
     "f:tests": (1.0, 0.5, 0.25),
     "f:examples": (1.0, 0.5, 0.25),
     "f:project-docs": (1.0, 0.5, 0.25),
@@ -98,7 +96,7 @@ def collect(pool_top_k: int = 10) -> list[Unit]:
             return codesearch.ndcg(found, len(task.targets))
 
         unit = Unit(repo.name, repo.language, scorer, [t.query for t in repo.tasks], [t.category for t in repo.tasks])
-        unit.groups = [Groups({a: r.hits for a, r in res.items() if r.ok}, MERGE_ADJACENT, ARM_FAMILIES, check=False)
+        unit.groups = [Groups({a: r.hits for a, r in res.items() if r.ok}, MERGE_ADJACENT, check=False)
                        for res in run.results]
         units.append(unit)
         print(f"  {repo.name:20s} {run.index_s:5.1f}s", file=sys.stderr)
@@ -113,7 +111,7 @@ def collect(pool_top_k: int = 10) -> list[Unit]:
         unit = Unit(name, "mixed", scorer, [q.query for q in queries], [q.kind or "-" for q in queries])
         for q in queries:
             res = [engine.run_arm(a, q.query, top_k=pool_top_k) for a in DEFAULT_ARMS]
-            unit.groups.append(Groups({r.arm: r.hits for r in res if r.ok}, MERGE_ADJACENT, ARM_FAMILIES, check=False))
+            unit.groups.append(Groups({r.arm: r.hits for r in res if r.ok}, MERGE_ADJACENT, check=False))
         units.append(unit)
     return units
 
@@ -129,7 +127,7 @@ def unit_scores(unit: Unit, setting: dict) -> list[float]:
     weights, k, params, rules = _parts(setting)
     out = []
     for i, groups in enumerate(unit.groups):
-        stage = Stage(unit.queries[i], adjuster(unit.queries[i], True, rules), params, ARM_FAMILIES)
+        stage = Stage(unit.queries[i], adjuster(unit.queries[i], True, rules), params)
         out.append(unit.scorer(groups.fuse(k, weights, limit=10, stage=stage), i))
     return out
 

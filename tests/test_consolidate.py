@@ -82,7 +82,6 @@ def test_same_lines_in_different_files_do_not_merge():
 def test_sorted_by_score_then_path_start_end_docid():
     out = consolidate(
         {"x": [hit("x", "b.py", 1, 5, 1)], "y": [hit("y", "a.py", 1, 5, 1)]},
-        families={"x": "lexical", "y": "lexical"},
     )
     assert [h.path for h in out] == ["a.py", "b.py"]
     assert [h.rank for h in out] == [1, 2]
@@ -99,7 +98,7 @@ def test_weights_scale_contributions_and_zero_weight_does_not_vote():
     (h,) = consolidate(hits, k=10, weights={"dense": 2.0})
     assert h.score == pytest.approx(1 / 11 + 2 / 11)
     (h,) = consolidate(hits, k=10, weights={"dense": 0.0})
-    assert h.provenance == ["bm25"] and h.agreement == 1 and h.confidence == "low"
+    assert h.provenance == ["bm25"] and h.agreement == 1 and h.confidence == "high"  # the best, one vote
     assert [c.arm for c in h.contributors] == ["bm25", "dense"]
     assert consolidate({"dense": hits["dense"]}, weights={"dense": 0}) == []
 
@@ -139,20 +138,34 @@ def test_duplicate_chunk_in_one_arm_and_bad_scores_are_refused():
 
 
 @pytest.mark.parametrize(
-    "arms, expected",
+    "share, votes, defines, expected",
     [
-        (["bm25", "dense"], "high"),
-        (["fts5", "symbols"], "high"),
-        (["dense", "symbols"], "high"),
-        (["bm25", "fts5"], "medium"),
-        (["dense"], "medium"),
-        (["bm25"], "low"),
-        (["symbols"], "low"),
-        ([], "low"),
+        (1.0, 1, False, "high"),  # the best hit, one arm's top 5
+        (0.92, 3, False, "high"),
+        (1.0, 0, False, "medium"),  # the best, but no arm puts it in its top 5
+        (0.2, 0, True, "high"),  # it defines the symbol the query names
+        (0.6, 0, False, "medium"),
+        (0.3, 2, False, "medium"),
+        (0.3, 1, False, "low"),
+        (0.0, 0, False, "low"),
     ],
 )
-def test_confidence_rule(arms, expected):
-    assert confidence(arms) == expected
+def test_confidence_rule(share, votes, defines, expected):
+    assert confidence(share, votes, defines) == expected
+
+
+def test_an_arm_votes_only_for_its_own_top_few():
+    from core.consolidate import AGREEMENT_DEPTH
+
+    deep = AGREEMENT_DEPTH + 1
+    out = consolidate({
+        "bm25": [hit("bm25", f"f{i}.py", 1, 9, i) for i in range(1, deep + 1)],
+        "dense": [hit("dense", f"f{deep}.py", 1, 9, 1)],
+    })
+    by_path = {h.path: h for h in out}
+    assert by_path["f1.py"].agreement == 1
+    # found by both arms, but bm25 ranked it below its top AGREEMENT_DEPTH: one vote
+    assert by_path[f"f{deep}.py"].provenance == ["bm25", "dense"] and by_path[f"f{deep}.py"].agreement == 1
 
 
 spans = st.tuples(st.sampled_from(["a.py", "b.py"]), st.integers(1, 60), st.integers(0, 30))
@@ -160,12 +173,20 @@ spans = st.tuples(st.sampled_from(["a.py", "b.py"]), st.integers(1, 60), st.inte
 
 @given(st.lists(spans, max_size=25, unique_by=lambda s: (s[0], s[1], s[2])))
 def test_groups_never_overlap_and_cover_every_hit(raw):
+    """Groups of one file stay apart unless joining them would pass the size cap; every hit
+    lies inside one group, and no group grows past the cap (or its widest hit)."""
+    from core.consolidate import MAX_GROUP_LINES
+
     ranking = [hit("bm25", p, s, s + n, i + 1) for i, (p, s, n) in enumerate(raw)]
     out = consolidate({"bm25": ranking})
+    widest = max((n + 1 for _, _, n in raw), default=0)
     for a in out:
+        assert a.end_line - a.start_line + 1 <= max(MAX_GROUP_LINES, widest)
         for b in out:
             if a is not b and a.path == b.path:
-                assert a.end_line + 1 < b.start_line or b.end_line + 1 < a.start_line
+                apart = a.end_line + 1 < b.start_line or b.end_line + 1 < a.start_line
+                union = max(a.end_line, b.end_line) - min(a.start_line, b.start_line) + 1
+                assert apart or union > MAX_GROUP_LINES
     for h in ranking:
         assert any(g.path == h.path and g.start_line <= h.start_line and h.end_line <= g.end_line for g in out)
 
@@ -176,8 +197,8 @@ def test_single_arm_keeps_the_arms_own_ranking_unmerged():
     ranking = [hit("dense", "a.py", 1, 40, 1, score=0.9), hit("dense", "a.py", 31, 70, 2, score=0.8)]
     out = single_arm(ranking, k=60)
     assert [(h.docid, h.rank, h.agreement, h.confidence) for h in out] == [
-        ("a.py:1-40", 1, 1, "medium"),
-        ("a.py:31-70", 2, 1, "medium"),
+        ("a.py:1-40", 1, 1, "high"),
+        ("a.py:31-70", 2, 1, "high"),  # within 10 % of the best
     ]
     assert out[0].contributors[0].score == 0.9 and out[0].score == 1 / 61
 

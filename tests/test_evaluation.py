@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.config import default_config
-from core.consolidate import ARM_FAMILIES, consolidate
+from core.consolidate import consolidate
 from core.evaluation import (
     FUSED,
     K_GRID,
@@ -390,7 +390,7 @@ def _hit(arm, path, start, end, rank):
 
 def _fuse(results, *, weights=None, k=60, top_k=None):
     """What Engine.fuse does with a mapping of rankings."""
-    hits = consolidate(dict(results), k=k, weights=weights, families=ARM_FAMILIES)
+    hits = consolidate(dict(results), k=k, weights=weights)
     return hits[:top_k] if top_k else hits
 
 

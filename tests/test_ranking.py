@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from core.consolidate import ARM_FAMILIES, Groups
+from core.consolidate import Groups
 from core.engine import Engine
 from core.priors import adjuster
 from core.ranking import DEFAULT_PARAMS, Params, Stage, path_words, shape
@@ -19,8 +19,8 @@ def hit(arm, path, start, end, rank, symbol=""):
 
 
 def fuse(rankings, query, params=DEFAULT_PARAMS, k=5.0, limit=None):
-    stage = Stage(query, adjuster(query), params, ARM_FAMILIES)
-    return Groups(rankings, False, ARM_FAMILIES).fuse(k, None, limit=limit, stage=stage)
+    stage = Stage(query, adjuster(query), params)
+    return Groups(rankings, False).fuse(k, None, limit=limit, stage=stage)
 
 
 NONE = Params(definition=0, path=0, file_evidence=0, diversity=1.0)

@@ -23,15 +23,18 @@ Every query runs on several retrievers ("arms") at once; their rankings are fuse
 
 ## Columns
 
-- **agree** `n/m`: *n* arms ranked this span among their candidates; *m* is the number of
+- **agree** `n/m`: *n* arms ranked this span within their own top 5; *m* is the number of
   arms that have answered so far (it grows while slower arms finish).
 - **conf**
-  - **high**: at least 2 arms from *different* families ranked it;
-  - **medium**: one semantic arm alone, or two arms of the same family;
+  - **high**: it defines a symbol the query names, or it scores within 10 % of the best
+    hit and an arm ranks it in its top 5;
+  - **medium**: it scores at least half the best hit's score, or two arms agree;
   - **low**: anything else.
 
-  Families: *lexical* = `bm25`, `fts5`; *semantic* = `dense`, `deep`; *structural* = `symbols`.
-- **via**: the arms that ranked the span.
+  On a public code-search benchmark, 62 % of high hits answered the question, 16 % of
+  medium and 5 % of low.
+- **via**: the arms that ranked the span, at any depth: `bm25` and `fts5` match words,
+  `dense` and `deep` meaning, `symbols` definitions.
 - **move** `↑3 / ↓1`: after you change a weight or k, the hit moved up 3 / down 1 places
   compared with the ranking shown before (`new`: it was not ranked before); the marks
   stay until the next change.
