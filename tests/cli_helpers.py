@@ -7,14 +7,15 @@ import subprocess
 import sys
 
 
-def run(*args, cwd=None):
-    """``python -m core.cli ARGS`` with a wide terminal (tables are not wrapped)."""
+def run(*args, cwd=None, env=None):
+    """``python -m core.cli ARGS`` with a wide terminal (tables are not wrapped); ``env`` adds
+    to the environment."""
     return subprocess.run(
         [sys.executable, "-m", "core.cli", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
         timeout=300,
     )
 

@@ -1,0 +1,69 @@
+"""A floor on the public code-search benchmark: `ranklens eval` over a slice of it.
+
+The slice (six repositories in six languages) is unpacked from the benchmark folder at test
+time, never copied into this repository; where that folder is absent (a user's clone) the
+test is skipped and says why. Each repository's fused nDCG@10 must stay above a floor set
+just under what the shipped defaults reach, so a change that costs retrieval quality on
+code ranklens has never seen cannot land unnoticed. ``RANKLENS_BENCH`` points elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tarfile
+from pathlib import Path
+
+import pytest
+from cli_helpers import run
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = Path(os.environ.get("RANKLENS_BENCH") or REPO.parent / "shared" / "bench")
+
+#: repository -> fused nDCG@10 floor (a little under what the defaults reach; see the README's
+#: benchmark table for the figures themselves).
+FLOORS = {
+    "redux": 0.90,  # javascript/typescript
+    "gin": 0.85,  # go
+    "fastapi": 0.78,  # python
+    "phoenix": 0.85,  # elixir
+    "bats-core": 0.86,  # bash
+    "telescope.nvim": 0.84,  # lua
+}
+#: The slice's mean must stay above this.
+MEAN_FLOOR = 0.86
+
+pytestmark = pytest.mark.skipif(
+    not (BENCH / "repos.tar.xz").is_file(),
+    reason=f"the code-search benchmark is not at {BENCH} (set RANKLENS_BENCH); a user's clone has none",
+)
+
+
+@pytest.fixture(scope="module")
+def slice_roots(tmp_path_factory) -> dict[str, Path]:
+    """The slice's repositories unpacked into a temporary folder: name -> folder searched."""
+    out = tmp_path_factory.mktemp("bench")
+    specs = {r["name"]: r for r in json.loads((BENCH / "repos.json").read_text())}
+    with tarfile.open(BENCH / "repos.tar.xz") as tar:
+        members = [m for m in tar.getmembers() if m.name.split("/", 1)[0] in FLOORS]
+        tar.extractall(out, members=members, filter="data")
+    roots = {}
+    for name in FLOORS:
+        spec = specs[name]
+        roots[name] = out / name / spec["benchmark_root"] if spec.get("benchmark_root") else out / name
+    return roots
+
+
+def _fused_ndcg(name: str, root: Path, cache: Path) -> float:
+    env = {"RANKLENS_CACHE_DIR": str(cache), "RANKLENS_DEEP": "0"}  # the default install
+    out = run("eval", str(BENCH / "annotations" / f"{name}.json"), "--root", str(root), "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["groups"]["all"]["rows"]["fused"]["ndcg@10"]
+
+
+def test_the_benchmark_slice_stays_above_its_floors(slice_roots, tmp_path):
+    scores = {name: _fused_ndcg(name, root, tmp_path / "cache") for name, root in slice_roots.items()}
+    report = ", ".join(f"{n} {v:.3f} (floor {FLOORS[n]})" for n, v in scores.items())
+    assert all(scores[n] >= FLOORS[n] for n in FLOORS), report
+    assert statistics.fmean(scores.values()) >= MEAN_FLOOR, report
