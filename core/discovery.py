@@ -14,8 +14,9 @@ Listing modes
   honouring ``.gitignore`` files at every level via ``pathspec.GitIgnoreSpec``.
 
 In both modes ``.ignore`` and ``.ranklensignore`` files (gitignore syntax, any level),
-:data:`BUILTIN_EXCLUDED_DIRS`, secret-looking and known-binary file names, the size
-limit and the caller's :class:`DiscoveryOptions` apply on top.
+:data:`BUILTIN_EXCLUDED_DIRS`, secret-looking (:func:`core.secrets.is_secret_name`) and
+known-binary file names, the size limit and the caller's :class:`DiscoveryOptions` apply on
+top.
 
 Symlinks whose target resolves outside the root are never followed. The walk follows
 directory links that stay inside, after the real tree, so content reachable both ways
@@ -29,11 +30,13 @@ import os
 import re
 import stat as stat_mod
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 import pathspec
+
+from .secrets import is_secret_name, redact
 
 __all__ = [
     "BINARY_EXTENSIONS",
@@ -41,7 +44,9 @@ __all__ = [
     "DiscoveryOptions",
     "DiscoveryResult",
     "FileEntry",
+    "Loaded",
     "discover",
+    "load_text",
     "read_text",
 ]
 
@@ -99,50 +104,6 @@ _GITIGNORE = ".gitignore"
 _EXTRA_IGNORE_FILES: tuple[str, ...] = (".ignore", ".ranklensignore")
 _WALK_IGNORE_FILES: tuple[str, ...] = (_GITIGNORE, *_EXTRA_IGNORE_FILES)
 
-# --- secret-looking names ----------------------------------------------------------
-_SECRET_EXACT = frozenset({
-    ".env", ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", ".htpasswd",
-    # SSH private keys (the matching *.pub files are public and stay indexed)
-    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
-})
-_SECRET_EXTENSIONS = frozenset({
-    ".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx",
-})
-# Committed templates of .env files document the variables and hold no real values.
-_ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template"})
-# ``credentials*`` and ``*secret*`` are skipped only when the file is not source code or
-# prose: ``credentials.json``, ``secrets.yaml``, ``client_secret.json`` and ``secret.txt``
-# hold values, while ``credentials.py``, ``secret_manager.go`` or ``docs/secrets.md``
-# are code and documentation *about* credentials, which is exactly what a code search
-# user looks for (real secrets inside them are caught, for keys, by ``read_text``).
-# ``.txt`` is deliberately absent: plain text is where tokens get pasted.
-_CODE_OR_DOC_EXTENSIONS = frozenset({
-    ".py", ".pyi", ".pyx", ".ipynb", ".go", ".rs", ".js", ".jsx", ".mjs", ".cjs", ".ts",
-    ".tsx", ".mts", ".cts", ".vue", ".svelte", ".java", ".kt", ".kts", ".scala",
-    ".groovy", ".gradle", ".rb", ".php", ".cs", ".fs", ".vb", ".c", ".h", ".cc", ".cpp",
-    ".cxx", ".hh", ".hpp", ".hxx", ".m", ".mm", ".swift", ".dart", ".lua", ".pl", ".pm",
-    ".r", ".jl", ".ex", ".exs", ".erl", ".hrl", ".hs", ".ml", ".mli", ".clj", ".cljs",
-    ".elm", ".nim", ".zig", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".sql", ".tf",
-    ".proto", ".graphql", ".md", ".markdown", ".rst", ".adoc",
-})
-
-# --- private keys inside files -----------------------------------------------------
-# A key *block* is the BEGIN line followed by its body, so source code that merely
-# mentions the marker (PEM parsers, this module) is not mistaken for a key. Between the
-# marker and the body we accept real newlines, escaped ones (``\n`` in JSON such as a
-# cloud service-account file) and string-literal glue (quotes, ``+``, commas) so keys
-# embedded in code as concatenated literals are caught too; then optional PEM/PGP
-# header lines (``Proc-Type:``, ``DEK-Info:``, ``Version:``); then a run of base64
-# that only a real body has (the first line of a key body is 64-70 characters).
-_KEY_GAP = rb"""(?:\s|\\+[rn]|["'+,])+"""
-_KEY_BODY = rb"(?:[A-Za-z][A-Za-z0-9-]*:[^\r\n\\]*" + _KEY_GAP + rb")*[A-Za-z0-9+/]{40}"
-_PRIVATE_KEY = re.compile(
-    rb"(?:-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-    rb"|---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----)" + _KEY_GAP + _KEY_BODY
-    + rb"|^PuTTY-User-Key-File-[0-9]+: ",
-    re.MULTILINE,
-)
-_KEY_HINTS: tuple[bytes, ...] = (b"PRIVATE KEY", b"PuTTY-User-Key-File-")
 _SNIFF_BYTES = 8192
 
 # Environment variables that would point git at another repository than root's.
@@ -155,6 +116,8 @@ REASON_BINARY = "binary"
 REASON_TOO_LARGE = "too large"
 REASON_OUTSIDE_ROOT = "symlink outside root"
 REASON_UNREADABLE_DIR = "unreadable directory"
+REASON_PRIVATE_KEY = "private key"
+REASON_CREDENTIALS = "credentials only"
 
 
 @dataclass(frozen=True)
@@ -352,21 +315,11 @@ class _Rules:
                 self.multi_dot_extensions and lower.endswith(self.multi_dot_extensions)
             ):
                 return ""
-        if _is_secret_name(lower, ext):
+        if is_secret_name(name):
             return REASON_SECRET
         if ext in BINARY_EXTENSIONS:
             return REASON_BINARY
         return None
-
-
-def _is_secret_name(lower: str, ext: str) -> bool:
-    if lower in _SECRET_EXACT or ext in _SECRET_EXTENSIONS:
-        return True
-    if lower.startswith(".env.") and lower not in _ENV_TEMPLATES:
-        return True
-    if (lower.startswith("credentials") or "secret" in lower) and ext not in _CODE_OR_DOC_EXTENSIONS:
-        return True
-    return False
 
 
 class _Collector:
@@ -644,6 +597,74 @@ def discover(root: Path | str, options: DiscoveryOptions | None = None) -> Disco
     return _discover_walk(root_str, root_real, rules)
 
 
+@dataclass
+class Loaded:
+    """A file read for the index: its text (credential lines redacted) or why not.
+
+    ``text`` is None when the file is refused, ``reason`` then says why (see
+    :func:`read_text`); ``redacted`` are the 1-based numbers of the lines
+    :func:`core.secrets.redact` replaced.
+    """
+
+    text: str | None
+    reason: str = ""
+    redacted: list[int] = field(default_factory=list)
+
+
+def load_text(root: Path | str, entry_or_path: FileEntry | str, max_bytes: int = 1 << 20) -> Loaded:
+    """Read one discovered file as :func:`read_text` does, and say which lines were redacted."""
+    rel = entry_or_path.path if isinstance(entry_or_path, FileEntry) else entry_or_path
+    path = os.path.join(os.fspath(root), rel)
+    # O_NONBLOCK: if the path has been replaced by a FIFO, open must not hang.
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return Loaded(None, "vanished")
+    except OSError:
+        return Loaded(None, "unreadable")
+    try:
+        with open(fd, "rb") as fh:
+            st = os.fstat(fd)
+            if not stat_mod.S_ISREG(st.st_mode):
+                return Loaded(None, "unreadable")
+            if st.st_size > max_bytes:
+                return Loaded(None, REASON_TOO_LARGE)
+            data = fh.read(max_bytes + 1)
+    except OSError:
+        return Loaded(None, "unreadable")
+    if len(data) > max_bytes:
+        return Loaded(None, REASON_TOO_LARGE)
+    if data.find(b"\0", 0, _SNIFF_BYTES) != -1:
+        return Loaded(None, REASON_BINARY)
+    if is_secret_name(os.path.basename(rel)):
+        return Loaded(None, REASON_SECRET)  # discovery never lists these; nor is one read by name
+    text = data.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    clean = redact(text, rel)
+    if clean is text:
+        return Loaded(text)
+    before, after = text.split("\n"), clean.split("\n")
+    redacted = [n for n, (old, new) in enumerate(zip(before, after), start=1) if old != new]
+    gone = set(redacted)
+    rest = (line for n, line in enumerate(before, start=1) if n not in gone)
+    if not any(_SEARCHABLE.search(line) for line in rest):
+        # Nothing but credentials: a key file, or a token pasted alone.
+        return Loaded(None, REASON_PRIVATE_KEY if _is_key(text) else REASON_CREDENTIALS, redacted)
+    return Loaded(clean, "", redacted)
+
+
+# A letter or digit: a file whose lines outside its credentials hold none has nothing to search.
+_SEARCHABLE = re.compile(r"[^\W_]")
+
+
+def _is_key(text: str) -> bool:
+    return "PRIVATE KEY" in text or "PuTTY-User-Key-File-" in text
+
+
 def read_text(root: Path | str, entry_or_path: FileEntry | str,
               max_bytes: int = 1 << 20) -> tuple[str | None, str]:
     """Read one discovered file as text, refusing content that must not be indexed.
@@ -661,40 +682,13 @@ def read_text(root: Path | str, entry_or_path: FileEntry | str,
     -------
     tuple of (str or None, str)
         ``(text, "")`` on success: decoded as UTF-8 with invalid bytes replaced, a
-        leading BOM removed and CRLF/CR line ends turned into LF. Otherwise
+        leading BOM removed, CRLF/CR line ends turned into LF, and every line holding a
+        credential (a private-key block, a token in a well-known format) replaced by
+        :data:`core.secrets.MARKER` (:func:`core.secrets.redact`). Otherwise
         ``(None, reason)`` with reason ``"binary"`` (NUL byte in the first 8 KiB),
-        ``"private key"`` (holds a PEM/OpenSSH/PGP/PuTTY private key block),
-        ``"too large"``, ``"vanished"`` or ``"unreadable"``.
+        ``"private key"`` (nothing but private-key blocks: PEM/OpenSSH/PGP/PuTTY),
+        ``"credentials only"`` (nothing but lines holding tokens), ``"secret"`` (a secret
+        file by name), ``"too large"``, ``"vanished"`` or ``"unreadable"``.
     """
-    rel = entry_or_path.path if isinstance(entry_or_path, FileEntry) else entry_or_path
-    path = os.path.join(os.fspath(root), rel)
-    # O_NONBLOCK: if the path has been replaced by a FIFO, open must not hang.
-    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except (FileNotFoundError, NotADirectoryError):
-        return None, "vanished"
-    except OSError:
-        return None, "unreadable"
-    try:
-        with open(fd, "rb") as fh:
-            st = os.fstat(fd)
-            if not stat_mod.S_ISREG(st.st_mode):
-                return None, "unreadable"
-            if st.st_size > max_bytes:
-                return None, REASON_TOO_LARGE
-            data = fh.read(max_bytes + 1)
-    except OSError:
-        return None, "unreadable"
-    if len(data) > max_bytes:
-        return None, REASON_TOO_LARGE
-    if data.find(b"\0", 0, _SNIFF_BYTES) != -1:
-        return None, REASON_BINARY
-    if any(hint in data for hint in _KEY_HINTS) and _PRIVATE_KEY.search(data):
-        return None, "private key"
-    text = data.decode("utf-8", errors="replace")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text, ""
+    loaded = load_text(root, entry_or_path, max_bytes)
+    return loaded.text, loaded.reason

@@ -2,7 +2,9 @@
 
 A coding agent consumes it: every hit says where to look (``path:start-end``), why (score,
 agreement, confidence, provenance, per-arm contributions) and, in a handoff, the sha256 of the
-span's text at export time so the agent can tell whether the file changed since.
+span's text at export time so the agent can tell whether the file changed since (the text as
+indexed: a line holding a credential is hashed as its redaction marker, see
+:func:`core.secrets.redact`).
 """
 
 from __future__ import annotations
@@ -13,22 +15,27 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .atomic import atomic_write
+from .secrets import redact
 from .types import ConsolidatedHit
 
 ENVELOPE_VERSION = 1
 
 
 def span_text(root: Path, path: str, start_line: int, end_line: int) -> str | None:
-    """Lines ``start_line..end_line`` of a file as they are on disk now (None if unreadable)."""
+    """Lines ``start_line..end_line`` of a file as they are on disk now, lines holding a
+    credential redacted as in the index (:func:`core.secrets.redact`); None if unreadable."""
     try:
         with open(Path(root) / path, encoding="utf-8", errors="replace", newline="") as fh:
-            lines = fh.read().replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            text = fh.read().replace("\r\n", "\n").replace("\r", "\n")
     except OSError:
         return None
+    lines = redact(text, path).split("\n")
     return "\n".join(lines[start_line - 1 : end_line])
 
 
 def span_sha256(root: Path, hit: ConsolidatedHit) -> str | None:
+    """The sha256 of the span's text as :func:`span_text` gives it: a credential never enters
+    an export, not even hashed (a weak password could be guessed back from its hash)."""
     text = span_text(root, hit.path, hit.start_line, hit.end_line)
     return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 

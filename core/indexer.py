@@ -33,8 +33,9 @@ from .arms import fts5 as fts5_arm
 from .arms import symbols as symbols_arm
 from .bm25 import BM25Matrix, TokenBatch, TokenMerger, Vocabulary, count_batch
 from .chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
-from .discovery import DiscoveryOptions, FileEntry, discover, read_text
+from .discovery import DiscoveryOptions, FileEntry, discover, load_text
 from .languages import language_for
+from .secrets import RULES_VERSION as SECRET_RULES
 from .store import FORMAT_VERSION, SCHEMA, ChunkTable, connect, gen_dir_name, read_meta
 from .types import Chunk
 from .workers import ordered_map
@@ -112,6 +113,7 @@ class IndexStats:
     unchanged: int = 0
     embedded: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    redacted: list[tuple[str, list[int]]] = field(default_factory=list)  # (path, lines) read this pass
     rebuilt: str | None = None  # why the index was rebuilt from scratch, if it was
     dense: str | None = None  # why the dense arm has no vectors, if it has none
     deep: str | None = None  # why the deep arm has no vectors, if it has none
@@ -126,6 +128,7 @@ class IndexStats:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
+        d["redacted"] = [{"path": p, "lines": lines} for p, lines in self.redacted]
         d["up_to_date"] = self.up_to_date
         return d
 
@@ -215,6 +218,9 @@ class Indexer:
                 reason = "index tables are of another format"
             elif meta and meta.get("format") != str(FORMAT_VERSION):
                 reason = f"index format {meta.get('format', '?')} is not {FORMAT_VERSION}"
+            elif meta and meta.get("secret_rules") != str(SECRET_RULES):
+                # Its stored text may hold what the current rules redact.
+                reason = "the credential rules changed" if meta.get("secret_rules") else "it predates credential redaction"
             elif meta and meta.get("settings") != self.settings.fingerprint():
                 reason = "chunking or discovery settings changed"
             elif meta.get("generation") and not (self.directory / gen_dir_name(int(meta["generation"]))).is_dir():
@@ -255,9 +261,12 @@ class Indexer:
             if old and old[0] == entry.size and old[1] == entry.mtime_ns:
                 stats.unchanged += 1
                 continue
-            text, reason = read_text(self.root, entry, self.settings.options.max_bytes)
+            loaded = load_text(self.root, entry, self.settings.options.max_bytes)
+            text = loaded.text
+            if loaded.redacted:
+                stats.redacted.append((entry.path, loaded.redacted))
             if text is None:
-                stats.skipped.append((entry.path, reason))
+                stats.skipped.append((entry.path, loaded.reason))
                 if old:
                     plan.removed.append(entry.path)
                 continue
@@ -331,6 +340,7 @@ class Indexer:
                     "generation": str(gen),
                     "root": str(self.root),
                     "settings": self.settings.fingerprint(),
+                    "secret_rules": str(SECRET_RULES),
                     "dense_model": model.name if model else "",
                     "dense_spec": self.settings.model or "",
                     "dense_reason": dense_reason or "",

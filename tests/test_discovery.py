@@ -23,6 +23,7 @@ from core.discovery import (
     discover,
     read_text,
 )
+from core.secrets import MARKER
 
 HAS_GIT = shutil.which("git") is not None
 needs_git = pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
@@ -412,18 +413,21 @@ def test_root_itself_may_have_an_excluded_name(tmp_path: Path) -> None:
 # --- secret-looking names ------------------------------------------------------------
 
 SECRET_NAMES = [
-    ".env", ".env.local", ".env.production", ".ENV", "server.pem", "tls.key", "cert.p12",
+    ".env", ".env.local", ".env.production", ".ENV", "tls.key", "cert.p12",
     "cert.pfx", "store.jks", "release.keystore", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
     ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", "credentials",
     "credentials.json", "credentials.yml", "credentials.yaml", "credentials.xml",
     "credentials.ini", "credentials.toml", "credentials.txt", "credentials.csv",
     "Credentials.json", "secrets.yaml", "client_secret.json", "secret.txt", "secret",
-    "app-secrets.env", "passwords.kdbx", ".htpasswd",
+    "app-secrets.env", "passwords.kdbx", ".htpasswd", "aws_credentials", "secrets.production.json",
+    "client_secret_1234-abc.apps.googleusercontent.com.json", "db-secret.yml",
 ]
 KEPT_NAMES = [
     ".env.example", ".env.sample", ".env.template", "id_rsa.pub", "id_ed25519.pub",
     "credentials.py", "credentials_test.go", "credentials.ts", "secrets.py",
     "secret_manager.go", "secrets.md", "envelope.py", ".envrc.py",
+    # The word in the middle of a name: kernel documentation of a securityfs interface.
+    "securityfs-secrets-coco", "my-secret-sauce.txt", "cert.pem",
 ]
 
 
@@ -443,6 +447,29 @@ def test_source_and_documentation_about_secrets_is_kept(tmp_path: Path, name: st
     result = discover(tmp_path)
     assert [f.path for f in result.files] == [name]
     assert result.skipped == []
+
+
+def test_kernel_securityfs_secrets_coco_doc_is_not_a_secret(tmp_path: Path) -> None:
+    # Linux 6.1: Documentation/ABI/testing/securityfs-secrets-coco was skipped as a secret.
+    doc = "What:\t\tsecurityfs/secrets/coco\nDescription:\n\t\tExposes confidential computing secrets.\n"
+    write(tmp_path, "Documentation/ABI/testing/securityfs-secrets-coco", doc)
+    result = discover(tmp_path)
+    assert [f.path for f in result.files] == ["Documentation/ABI/testing/securityfs-secrets-coco"]
+    assert result.skipped == []
+    assert read_text(tmp_path, "Documentation/ABI/testing/securityfs-secrets-coco") == (doc, "")
+
+
+def test_pem_files_are_judged_by_content(tmp_path: Path) -> None:
+    cert = "-----BEGIN CERTIFICATE-----\n" + base64.b64encode(os.urandom(96)).decode() + "\n-----END CERTIFICATE-----\n"
+    write(tmp_path, "ca.pem", cert)
+    write(tmp_path, "server.pem", fake_key("RSA PRIVATE KEY"))
+    write(tmp_path, "both.pem", cert + fake_key("PRIVATE KEY"))
+    assert paths(tmp_path) == ["both.pem", "ca.pem", "server.pem"]
+    assert read_text(tmp_path, "ca.pem") == (cert, "")
+    assert read_text(tmp_path, "server.pem") == (None, "private key")
+    text, reason = read_text(tmp_path, "both.pem")
+    assert reason == "" and text is not None and text.startswith(cert)
+    assert "PRIVATE KEY" not in text and text.count(MARKER) == len(fake_key("PRIVATE KEY").splitlines())
 
 
 # --- size, extensions, binary names --------------------------------------------------
@@ -685,9 +712,31 @@ def test_read_text_binary_is_a_nul_in_the_first_8k(tmp_path: Path) -> None:
     "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY", "DSA PRIVATE KEY",
     "ENCRYPTED PRIVATE KEY", "PGP PRIVATE KEY BLOCK",
 ])
-def test_read_text_refuses_private_key_blocks(tmp_path: Path, label: str) -> None:
-    write(tmp_path, "config.yaml", "name: demo\nkey: |\n" + fake_key(label))
-    assert read_text(tmp_path, "config.yaml") == (None, "private key")
+def test_read_text_refuses_private_key_files(tmp_path: Path, label: str) -> None:
+    write(tmp_path, "key.txt", fake_key(label))
+    assert read_text(tmp_path, "key.txt") == (None, "private key")
+
+
+@pytest.mark.parametrize("label", ["PRIVATE KEY", "RSA PRIVATE KEY", "PGP PRIVATE KEY BLOCK"])
+def test_read_text_redacts_private_key_blocks_inside_other_text(tmp_path: Path, label: str) -> None:
+    key = fake_key(label)
+    write(tmp_path, "config.yaml", "name: demo\nkey: |\n" + key + "port: 8080\n")
+    text, reason = read_text(tmp_path, "config.yaml")
+    assert reason == "" and text is not None
+    lines = text.split("\n")
+    assert lines[:2] == ["name: demo", "key: |"] and lines[-2:] == ["port: 8080", ""]
+    assert lines[2:-2] == [MARKER] * len(key.splitlines())  # same line count: spans stay valid
+
+
+def test_a_short_private_key_block_counts(tmp_path: Path) -> None:
+    # The hostile-input probe of issue #14: a body far shorter than a real key's.
+    begin, end = "-----" + "BEGIN RSA PRIVATE KEY-----", "-----" + "END RSA PRIVATE KEY-----"
+    write(tmp_path, "short.txt", f"{begin}\nMIIBOgIBAAJBAKj34GkxFhD9\n{end}\n")
+    write(tmp_path, "shorter.txt", f"notes\n{begin}\nabc\n{end}\nmore notes\n")
+    write(tmp_path, "empty.txt", f"notes\n{begin}\n{end}\n")
+    assert read_text(tmp_path, "short.txt") == (None, "private key")
+    assert read_text(tmp_path, "shorter.txt") == (f"notes\n{MARKER}\n{MARKER}\n{MARKER}\nmore notes\n", "")
+    assert read_text(tmp_path, "empty.txt") == (f"notes\n{MARKER}\n{MARKER}\n", "")
 
 
 def test_read_text_refuses_keys_with_headers_indents_and_escapes(tmp_path: Path) -> None:
@@ -699,11 +748,19 @@ def test_read_text_refuses_keys_with_headers_indents_and_escapes(tmp_path: Path)
     indented = "key: |\n" + "".join("    " + line + "\n" for line in key.splitlines())
     as_json = '{"type": "service_account", "private_key": "' + key.replace("\n", "\\n") + '"}\n'
     as_code = "KEY = (\n" + "".join(f'    "{line}\\n"\n' for line in key.splitlines()) + ")\n"
+    as_java = "String k =\n" + "".join(f'    "{line}\\n" +\n' for line in key.splitlines()) + '    "";\n'
     ssh2 = "---- " + "BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\n" + 'Comment: "k"\n' + key.split("\n", 1)[1]
     putty = "PuTTY-User-Key-File-" + "3: ssh-ed25519\nEncryption: none\n"
-    for i, text in enumerate([encrypted, pgp, indented, as_json, as_code, ssh2, putty]):
+    truncated = "\n".join(key.splitlines()[:-1]) + "\n"  # no END marker, but a long body
+    for i, text in enumerate([encrypted, pgp, as_json, ssh2, putty, truncated]):
         write(tmp_path, f"f{i}.txt", text)
         assert read_text(tmp_path, f"f{i}.txt") == (None, "private key"), text
+    body = rest[1]
+    for i, text in enumerate([indented, as_code, as_java]):
+        write(tmp_path, f"g{i}.txt", text)
+        got, reason = read_text(tmp_path, f"g{i}.txt")
+        assert reason == "" and got is not None and body not in got and "PRIVATE" not in got, got
+        assert got.count("\n") == text.count("\n") and got.split("\n")[0] == text.split("\n")[0]
 
 
 def test_read_text_keeps_code_that_only_mentions_key_markers(tmp_path: Path) -> None:
@@ -787,7 +844,7 @@ def test_read_text_strips_bom_and_normalises_newlines(tmp_path: Path) -> None:
 
 
 def test_output_is_sorted_and_deterministic(tmp_path: Path) -> None:
-    names = ["b/z.py", "a.py", "B.py", "a/b.py", "a-b.py", "z.pem", "c.png", "a/x.key"]
+    names = ["b/z.py", "a.py", "B.py", "a/b.py", "a-b.py", "z.p12", "c.png", "a/x.key"]
     for rel in names:
         write(tmp_path, rel)
     first = discover(tmp_path)
@@ -796,7 +853,7 @@ def test_output_is_sorted_and_deterministic(tmp_path: Path) -> None:
     listed = [f.path for f in first.files]
     assert listed == sorted(listed) == ["B.py", "a-b.py", "a.py", "a/b.py", "b/z.py"]
     assert first.skipped == sorted(first.skipped)
-    assert first.skipped == [("a/x.key", "secret"), ("c.png", "binary"), ("z.pem", "secret")]
+    assert first.skipped == [("a/x.key", "secret"), ("c.png", "binary"), ("z.p12", "secret")]
 
 
 def test_entries_carry_size_and_mtime(tmp_path: Path) -> None:

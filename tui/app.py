@@ -38,6 +38,7 @@ from core.engine import ArmResult, Engine, QueryError, check_query
 from core.handoff import envelope, write_json_atomic
 from core.judgments import QueryJudgments, judge, judgments_for
 from core.indexer import STAGES, IndexStats, Progress
+from core.secrets import load_detectors, redact
 from core.types import ConsolidatedHit
 from tui.messages import ArmFinished, DeepDone, DeepProgress, IndexDone, IndexOpened, IndexProgress
 from tui.screens.export import DEFAULT_PATH, ExportScreen
@@ -602,14 +603,15 @@ class RanklensApp(App[None]):
         )
 
     def read_file(self, path: str) -> str | None:
-        """A file of the root as text, cached until its size or mtime changes."""
+        """A file of the root as text, lines holding a credential redacted as in the index
+        (:func:`core.secrets.redact`), cached until its size or mtime changes."""
         full = self.engine.root / path
         try:
             st = full.stat()
             cached = self._files.get(path)
             if cached is not None and cached[:2] == (st.st_mtime_ns, st.st_size):
                 return cached[2]
-            text = full.read_text(encoding="utf-8", errors="replace")
+            text = redact(full.read_text(encoding="utf-8", errors="replace"), path)
         except OSError:
             return None
         self._files[path] = (st.st_mtime_ns, st.st_size, text)
@@ -631,6 +633,7 @@ class RanklensApp(App[None]):
         self.post_message(IndexOpened(self.engine.ready or self.engine.open()))
         # Not the deep arm's vectors: minutes of work, done by _deep_job once this commits.
         stats = self.engine.ensure_index(lambda p: self.post_message(IndexProgress(p)), deep=False)
+        load_detectors()  # here, so the preview's first credential check does not import them
         self.post_message(IndexDone(stats))
 
     @property
