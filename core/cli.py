@@ -15,6 +15,7 @@ import click
 from .arms import DEFAULT_ARMS, REGISTRY, default_arms
 from .config import ConfigError, load_config
 from .consolidate import single_arm
+from .discovery import DiscoveryOptions
 from .engine import DEFAULT_RRF_K, DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
 from .evaluation import SEED
 from .fusion import check_k, check_weight
@@ -86,11 +87,12 @@ def parse_weights(text: str | None) -> dict[str, float]:
     return out
 
 
-def _engine(root: str, model: str | None, notify) -> Engine:
+def _engine(root: str, model: str | None, notify, hidden: bool | None = None, no_ignore: bool | None = None) -> Engine:
     path = Path(root).expanduser()
     if not path.is_dir():
         raise UsageProblem(f"{root} is not a directory")
-    return Engine(path, IndexSettings(model=model), notify=notify)
+    options = DiscoveryOptions(hidden=hidden, no_ignore=no_ignore)
+    return Engine(path, IndexSettings(model=model, options=options), notify=notify)
 
 
 def _note(message: str) -> None:
@@ -141,6 +143,29 @@ def _run_index_stages(engine: Engine, show_progress: bool, deep: bool | None, de
 model_option = click.option(
     "--model", metavar="PATH_OR_ID", help="model2vec model for the dense arm (default: bundled)."
 )
+#: ripgrep's --hidden and --no-ignore; unset, each is as the root's index was last built.
+STICKY = "default: as the index was last built, else off"
+hidden_option = click.option(
+    "--hidden/--no-hidden",
+    default=None,
+    help=f"Index hidden files and folders (names starting with a dot), as ripgrep's --hidden ({STICKY}).",
+)
+no_ignore_option = click.option(
+    "--no-ignore/--ignore",
+    "no_ignore",
+    default=None,
+    help=(
+        "Read no ignore file (.gitignore, .ignore, .ranklensignore, git's info/exclude and global "
+        f"excludes), as ripgrep's --no-ignore; the built-in rules still apply ({STICKY})."
+    ),
+)
+
+
+def discovery_options(command):
+    """``--hidden/--no-hidden`` and ``--no-ignore/--ignore``, on every command that indexes."""
+    return hidden_option(no_ignore_option(command))
+
+
 weights_option = click.option(
     "--weights",
     metavar="ARM:W,…",
@@ -165,9 +190,10 @@ def cli() -> None:
 @cli.command()
 @click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
 @model_option
-def tui(root: str, model: str | None) -> None:
+@discovery_options
+def tui(root: str, model: str | None, hidden: bool | None, no_ignore: bool | None) -> None:
     """Open the terminal UI on ROOT (the default command)."""
-    engine = _engine(root, model, _note)
+    engine = _engine(root, model, _note, hidden, no_ignore)
     from tui.app import RanklensApp
 
     RanklensApp(engine).run()
@@ -177,7 +203,8 @@ def tui(root: str, model: str | None) -> None:
 @click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of progress.")
 @model_option
-def index(root: str, as_json: bool, model: str | None) -> None:
+@discovery_options
+def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_ignore: bool | None) -> None:
     """Build or incrementally update the index of ROOT (default: .).
 
     Only files added, changed or removed since the last run are re-read, re-chunked and
@@ -187,7 +214,7 @@ def index(root: str, as_json: bool, model: str | None) -> None:
     chunks for the deep arm: slow (~10 chunks/s on 2 cores), but only text it has never seen;
     RANKLENS_DEEP=0 leaves it out.
     """
-    engine = _engine(root, model, _note)
+    engine = _engine(root, model, _note, hidden, no_ignore)
     stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty())
     if as_json:
         click.echo(json.dumps(stats.to_dict(), indent=2))
@@ -221,6 +248,7 @@ def index(root: str, as_json: bool, model: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON envelope.")
 @click.option("--output", metavar="FILE", help="Also write the JSON envelope to FILE (atomically).")
 @model_option
+@discovery_options
 def query(
     text: str,
     root: str,
@@ -234,6 +262,8 @@ def query(
     as_json: bool,
     output: str | None,
     model: str | None,
+    hidden: bool | None,
+    no_ignore: bool | None,
 ) -> None:
     """Search ROOT for TEXT; one line per hit, first token path:start-end.
 
@@ -259,7 +289,7 @@ def query(
         text = check_query(text)
     except QueryError as exc:
         raise UsageProblem(str(exc)) from None
-    engine = _engine(root, model, _note)
+    engine = _engine(root, model, _note, hidden, no_ignore)
     arms = list(default_arms()) if retriever == "all" else [retriever]
     # Asked for by name, deep is built whatever it costs; as one arm of many it does not hold
     # the answer up for a first build.
@@ -431,6 +461,7 @@ EVAL_HELP = (
 @click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings: no code-aware priors on any row.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (with per-query details).")
 @model_option
+@discovery_options
 def eval_command(
     queries: str,
     root: str,
@@ -441,6 +472,8 @@ def eval_command(
     no_priors: bool,
     as_json: bool,
     model: str | None,
+    hidden: bool | None,
+    no_ignore: bool | None,
 ) -> None:
     """Measure retrieval on the labeled queries of QUERIES.jsonl over ROOT.
 
@@ -458,7 +491,7 @@ def eval_command(
             raise UsageProblem(str(exc)) from None
     ws = parse_weights(weights)
     labeled = _load_labeled(queries)
-    engine = _engine(root, model, _note)
+    engine = _engine(root, model, _note, hidden, no_ignore)
     ws, k = _fusion_settings(engine.root, weights, ws, rrf_k)
     from .evaluation import report
 
@@ -535,6 +568,7 @@ def _print_eval(data: dict) -> None:
 @click.option("--no-priors", "no_priors", is_flag=True, help="Tune the plain fused lists, without the code-aware priors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @model_option
+@discovery_options
 def tune(
     queries: str,
     root: str,
@@ -546,6 +580,8 @@ def tune(
     no_priors: bool,
     as_json: bool,
     model: str | None,
+    hidden: bool | None,
+    no_ignore: bool | None,
 ) -> None:
     """Tune the per-arm weights and RRF k to maximise fused nDCG@10 on QUERIES.jsonl.
 
@@ -565,7 +601,7 @@ def tune(
     scored = sum(1 for q in labeled if q.gold)
     if scored < folds:
         raise UsageProblem(f"{scored} queries with gold spans are too few for {folds} folds")
-    engine = _engine(root, model, _note)
+    engine = _engine(root, model, _note, hidden, no_ignore)
     run = _run_labeled(
         engine, labeled, arms, {}, DEFAULT_RRF_K, also=(), top_k=DEFAULT_TOP_K, quiet=as_json, priors=not no_priors
     )

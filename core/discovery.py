@@ -14,9 +14,12 @@ Listing modes
   honouring ``.gitignore`` files at every level via ``pathspec.GitIgnoreSpec``.
 
 In both modes ``.ignore`` and ``.ranklensignore`` files (gitignore syntax, any level),
-:data:`BUILTIN_EXCLUDED_DIRS`, secret-looking (:func:`core.secrets.is_secret_name`) and
-known-binary file names, the size limit and the caller's :class:`DiscoveryOptions` apply on
-top.
+:data:`BUILTIN_EXCLUDED_DIRS`, hidden files and folders (names starting with a dot),
+secret-looking (:func:`core.secrets.is_secret_name`) and known-binary file names, the size
+limit and the caller's :class:`DiscoveryOptions` apply on top. ``no_ignore`` and ``hidden``
+mean what ripgrep's ``--no-ignore`` and ``--hidden`` mean: no ignore file of any kind is
+read (nor git's own: the listing then holds untracked ignored files too), and hidden
+entries are kept.
 
 Symlinks whose target resolves outside the root are never followed. The walk follows
 directory links that stay inside, after the real tree, so content reachable both ways
@@ -54,9 +57,9 @@ __all__ = [
 #: control metadata, dependency trees, virtualenvs, caches and build output. They are
 #: large, generated or vendored, and drown real matches. Deliberately *not* listed:
 #: ``env`` (a common source package name), ``.vscode`` (shared editor config worth
-#: searching) and ``coverage`` (coverage.py's own package is called that; generated
-#: HTML reports land in ``htmlcov``). ``*.egg-info`` is matched by suffix, see
-#: :data:`_EXCLUDED_DIR_SUFFIXES`.
+#: searching with ``hidden``) and ``coverage`` (coverage.py's own package is called that;
+#: generated HTML reports land in ``htmlcov``). ``*.egg-info`` is matched by suffix, see
+#: :data:`_EXCLUDED_DIR_SUFFIXES`. These apply with ``hidden`` and ``no_ignore`` too.
 BUILTIN_EXCLUDED_DIRS: frozenset[str] = frozenset({
     # version control
     ".git", ".hg", ".svn", ".bzr",
@@ -138,6 +141,13 @@ class DiscoveryOptions:
         not override the secret, binary or size rules.
     max_bytes : int
         Larger files are skipped as ``"too large"``.
+    hidden : bool or None
+        Keep hidden files and folders (ripgrep's ``--hidden``). None is False here; the
+        indexer reads None as "as the index was last built" (:mod:`core.indexer`).
+    no_ignore : bool or None
+        Read no ignore file (``.gitignore``, ``.ignore``, ``.ranklensignore``, git's
+        ``info/exclude`` and global excludes; ripgrep's ``--no-ignore``). The built-in
+        rules and ``exclude_globs`` still apply. None as for ``hidden``.
     """
 
     extensions: frozenset[str] | None = None
@@ -145,6 +155,8 @@ class DiscoveryOptions:
     exclude_globs: tuple[str, ...] = ()
     include_basenames: frozenset[str] = frozenset()
     max_bytes: int = 1 << 20
+    hidden: bool | None = None
+    no_ignore: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -269,6 +281,8 @@ class _Rules:
         self.options = options
         self.excluded_dirs = BUILTIN_EXCLUDED_DIRS | options.exclude_dirs
         self.globs = _compile(options.exclude_globs) if options.exclude_globs else None
+        self.hidden = bool(options.hidden)
+        self.respect_ignores = not options.no_ignore
         self.max_bytes = options.max_bytes
         self.extensions: frozenset[str] | None = None
         self.multi_dot_extensions: tuple[str, ...] = ()
@@ -296,7 +310,9 @@ class _Rules:
     def dir_excluded(self, name: str, rel: str, layers: tuple[_Layer, ...]) -> bool:
         if name in self.excluded_dirs or name.endswith(_EXCLUDED_DIR_SUFFIXES):
             return True
-        return self.ignored(rel, True, layers)
+        if self.ignored(rel, True, layers):
+            return True
+        return not self.hidden and name.startswith(".")
 
     def name_verdict(self, name: str) -> str | None:
         """``None`` to keep, ``""`` to drop silently, else a skip reason."""
@@ -319,6 +335,8 @@ class _Rules:
             return REASON_SECRET
         if ext in BINARY_EXTENSIONS:
             return REASON_BINARY
+        if not self.hidden and name.startswith("."):
+            return ""
         return None
 
 
@@ -379,8 +397,11 @@ def _git_exclude_args(dir_names: Iterable[str]) -> list[str]:
     return [f"--exclude={n}/" for n in names] + [f"--exclude=*{s}/" for s in _EXCLUDED_DIR_SUFFIXES]
 
 
-def _git_list(root: str, excluded_dirs: Iterable[str] = ()) -> list[str] | None:
-    """Paths (relative to root) git tracks or would track, or None when not in git."""
+def _git_list(root: str, excluded_dirs: Iterable[str] = (), respect_ignores: bool = True) -> list[str] | None:
+    """Paths (relative to root) git tracks or would track, or None when not in git.
+
+    Without ``respect_ignores`` the untracked files git would ignore are listed too.
+    """
     env = _git_env()
     try:
         # ls-files alone also "succeeds" inside a .git directory, so ask explicitly.
@@ -392,9 +413,9 @@ def _git_list(root: str, excluded_dirs: Iterable[str] = ()) -> list[str] | None:
             return None
         # Run in root without --full-name: git limits the listing to root's subtree
         # and prints paths relative to it, which is exactly what we need.
+        standard = ["--exclude-standard"] if respect_ignores else []
         proc = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard",
-             *_git_exclude_args(excluded_dirs)],
+            ["git", "ls-files", "-z", "--cached", "--others", *standard, *_git_exclude_args(excluded_dirs)],
             cwd=root, env=env, capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
         )
     except (OSError, subprocess.SubprocessError):
@@ -414,7 +435,9 @@ def _discover_git(root: str, root_real: str, paths: list[str], rules: _Rules) ->
 
     def layer_for(rel_dir: str, layers: tuple[_Layer, ...]) -> tuple[_Layer, ...]:
         abs_dir = os.path.join(root, rel_dir) if rel_dir else root
-        present = [n for n in _EXTRA_IGNORE_FILES if os.path.isfile(os.path.join(abs_dir, n))]
+        # git has applied every .gitignore itself; .ignore and .ranklensignore are ours.
+        names = _EXTRA_IGNORE_FILES if rules.respect_ignores else ()
+        present = [n for n in names if os.path.isfile(os.path.join(abs_dir, n))]
         if present:
             spec = _compile(_read_ignore_lines(abs_dir, present))
             if spec is not None:
@@ -465,6 +488,7 @@ def _git_stat(abs_path: str, rel: str, root_real: str,
 
 def _discover_walk(root: str, root_real: str, rules: _Rules) -> DiscoveryResult:
     out = _Collector(rules)
+    ignore_files = _WALK_IGNORE_FILES if rules.respect_ignores else ()
     root_st = os.stat(root)
     # (st_dev, st_ino) of every directory scanned: a symlink (or bind mount) back to an
     # ancestor is then recognised instead of recursing forever.
@@ -493,7 +517,7 @@ def _discover_walk(root: str, root_real: str, rules: _Rules) -> DiscoveryResult:
             out.skipped.append((rel_dir or ".", REASON_UNREADABLE_DIR))
             continue
 
-        present = [e.name for e in entries if e.name in _WALK_IGNORE_FILES]
+        present = [e.name for e in entries if e.name in ignore_files]
         if present:
             # The order of _WALK_IGNORE_FILES sets precedence: .ranklensignore beats
             # .ignore beats .gitignore within one directory (last match wins).
@@ -566,7 +590,8 @@ def discover(root: Path | str, options: DiscoveryOptions | None = None) -> Disco
         plus untracked-not-ignored files); otherwise the tree is walked, honouring
         ``.gitignore`` files at every level.
     options : DiscoveryOptions, optional
-        Extension filter, extra exclusions and the size limit; defaults apply when None.
+        Extension filter, extra exclusions, the size limit, ``hidden`` and ``no_ignore``;
+        defaults apply when None.
 
     Returns
     -------
@@ -589,7 +614,7 @@ def discover(root: Path | str, options: DiscoveryOptions | None = None) -> Disco
         raise NotADirectoryError(f"not a directory: {root_str}")
     root_real = os.path.realpath(root_str)
     rules = _Rules(options)
-    paths = _git_list(root_str, rules.excluded_dirs)
+    paths = _git_list(root_str, rules.excluded_dirs, rules.respect_ignores)
     # An empty listing means root is itself git-ignored (or holds nothing git would
     # track): the user opened it on purpose, so walk it with its own ignore files.
     if paths:

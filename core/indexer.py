@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -71,7 +71,12 @@ STAGES = ("discover", "read", "chunk", "lexical", "embed", "write", "deep")
 
 @dataclass(frozen=True)
 class IndexSettings:
-    """Everything that decides what an index holds."""
+    """Everything that decides what an index holds.
+
+    ``options.hidden`` and ``options.no_ignore`` left at None mean "as this index was last
+    built" (False for a new one), so ``ranklens index --hidden`` followed by a plain
+    ``ranklens query`` searches what was indexed instead of dropping it again.
+    """
 
     window: int = DEFAULT_WINDOW
     overlap: int = DEFAULT_OVERLAP
@@ -79,14 +84,12 @@ class IndexSettings:
     model: str | None = None  # model2vec model for the dense arm; None = the bundled one
 
     def fingerprint(self) -> str:
-        """The chunking/discovery part; a change means every chunk must be rebuilt."""
-        # Sets are sorted for a stable text; tuples (exclude_globs) keep their order, which
-        # matters for negated patterns.
-        opts = {
-            k: sorted(v) if isinstance(v, (frozenset, set)) else list(v) if isinstance(v, tuple) else v
-            for k, v in asdict(self.options).items()
-        }
-        return json.dumps({"window": self.window, "overlap": self.overlap, "options": opts}, sort_keys=True)
+        """The chunking part; a change means every chunk must be rebuilt.
+
+        Discovery options are not in it: they only decide which files are indexed, and the
+        next update adds and removes files to match (the chunks of the others stay valid).
+        """
+        return json.dumps({"window": self.window, "overlap": self.overlap}, sort_keys=True)
 
 
 @dataclass
@@ -113,6 +116,7 @@ class IndexStats:
     unchanged: int = 0
     embedded: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    discovery: dict = field(default_factory=dict)  # hidden, no_ignore as applied
     redacted: list[tuple[str, list[int]]] = field(default_factory=list)  # (path, lines) read this pass
     rebuilt: str | None = None  # why the index was rebuilt from scratch, if it was
     dense: str | None = None  # why the dense arm has no vectors, if it has none
@@ -188,8 +192,10 @@ class Indexer:
         try:
             with clock("discover"):
                 progress(Progress("discover", 0, 1))
-                found = discover(self.root, self.settings.options)
+                options = self._options()
+                found = discover(self.root, options)
                 stats.skipped.extend(found.skipped)
+                stats.discovery = {"hidden": bool(options.hidden), "no_ignore": bool(options.no_ignore)}
                 progress(Progress("discover", 1, 1))
             with clock("read"):
                 plan = self._plan(conn, found.files, progress, stats)
@@ -202,18 +208,31 @@ class Indexer:
             )
             if prev_gen and not plan.dirty and same_model:
                 self._touch(conn, plan)
+                self._store_discovery(conn, meta, stats.discovery)
                 return self._finish(stats, conn, prev_gen, dense_reason)
             return self._write(conn, meta, plan, model, dense_reason, same_model, stats, clock, progress)
         finally:
             conn.close()
 
+    def _options(self) -> DiscoveryOptions:
+        """The discovery options, ``hidden`` and ``no_ignore`` left at None taken from the
+        last build (they survive a rebuild: read before it)."""
+        return _fill(self.settings.options, self._stored_discovery)
+
+    def _store_discovery(self, conn, meta: dict[str, str], applied: dict) -> None:
+        value = json.dumps({k: applied[k] for k in ("hidden", "no_ignore")}, sort_keys=True)
+        if meta.get("discovery") != value:
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('discovery', ?)", (value,))
+
     def _open(self) -> tuple[sqlite3.Connection, dict[str, str], str | None]:
         """Open (creating or rebuilding when needed) the database; say why if rebuilt."""
         reason = None
+        self._stored_discovery = {}
         try:
             conn = connect(self.db_path)
             conn.executescript(SCHEMA)
             meta = read_meta(conn)
+            self._stored_discovery = _json_object(meta.get("discovery"))
             if not _schema_matches(conn):  # e.g. a first build of an older version cut short
                 reason = "index tables are of another format"
             elif meta and meta.get("format") != str(FORMAT_VERSION):
@@ -341,6 +360,7 @@ class Indexer:
                     "root": str(self.root),
                     "settings": self.settings.fingerprint(),
                     "secret_rules": str(SECRET_RULES),
+                    "discovery": json.dumps({k: stats.discovery[k] for k in ("hidden", "no_ignore")}, sort_keys=True),
                     "dense_model": model.name if model else "",
                     "dense_spec": self.settings.model or "",
                     "dense_reason": dense_reason or "",
@@ -600,6 +620,24 @@ class _Embedder:
         self.index.add(np.array([cid for cid, _ in batch], dtype=np.int64), vectors)
         self.count += len(batch)
         self.progress(Progress("embed", self.count, self._fed))
+
+
+def _fill(options: DiscoveryOptions, stored: dict) -> DiscoveryOptions:
+    """``options`` with ``hidden`` and ``no_ignore`` left at None taken from ``stored``."""
+    return replace(
+        options,
+        hidden=options.hidden if options.hidden is not None else bool(stored.get("hidden")),
+        no_ignore=options.no_ignore if options.no_ignore is not None else bool(stored.get("no_ignore")),
+    )
+
+
+def _json_object(text: str | None) -> dict:
+    """``text`` parsed as a JSON object; {} when it is missing or anything else."""
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:

@@ -20,8 +20,9 @@ def test_index_json_summary_then_incremental(sample_repo):
     first = run("index", str(sample_repo), "--json")
     assert first.returncode == 0, first.stderr
     summary = json.loads(first.stdout)
-    assert summary["files"] == 7 and summary["chunks"] >= 7 and summary["added"] == 7  # 6 sources + .gitignore
+    assert summary["files"] == 6 and summary["chunks"] >= 6 and summary["added"] == 6  # .gitignore is hidden
     assert {s["path"] for s in summary["skipped"]} >= {".env", "keys/server.pem"}
+    assert summary["discovery"] == {"hidden": False, "no_ignore": False}
     again = json.loads(run("index", str(sample_repo), "--json").stdout)
     assert again["up_to_date"] and again["embedded"] == 0
 
@@ -129,3 +130,39 @@ def test_help_documents_confidence_and_commands():
     assert "conf=high" in out.stdout and "w_arm / (k + rank_arm)" in out.stdout
     top = run("--help")
     assert "index" in top.stdout and "query" in top.stdout
+
+
+def _debian_like(root):
+    """Debian's copy of the Linux sources ends its top .gitignore with ``/*``."""
+    files = {
+        ".gitignore": "# Debian packaging: ignore everything at the top level\n#\n/*\n!/debian/\n",
+        "kernel/fork.c": "int copy_process(void) { return 0; }\n",
+        "mm/slab.c": "void kmem_cache_zqalloc(void) {}\n",
+        "Makefile": "all:\n\techo zqmake\n",
+        ".clang-format": "BasedOnStyle: LLVM\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_no_ignore_and_hidden_are_remembered_until_changed(tmp_path):
+    root = _debian_like(tmp_path / "linux")
+    assert json.loads(run("index", str(root), "--json").stdout)["files"] == 0
+    data = json.loads(run("index", str(root), "--json", "--no-ignore").stdout)
+    assert data["files"] == 3 and data["discovery"] == {"hidden": False, "no_ignore": True}
+    # A plain query searches what was indexed: the flags stick to the root's index.
+    hits = json.loads(run("query", "zqalloc", "--root", str(root), "--json").stdout)["results"]
+    assert [h["path"] for h in hits][:1] == ["mm/slab.c"]
+    data = json.loads(run("index", str(root), "--json", "--hidden").stdout)
+    assert data["discovery"] == {"hidden": True, "no_ignore": True}
+    assert data["files"] == 5 and data["added"] == 2 and not data["rebuilt"]  # .gitignore, .clang-format
+    data = json.loads(run("index", str(root), "--json", "--no-hidden", "--ignore").stdout)
+    assert data["files"] == 0 and data["removed"] == 5 and not data["rebuilt"]
+
+
+def test_help_lists_the_discovery_flags():
+    for command in ("index", "query", "tui", "eval", "tune"):
+        text = run(command, "--help").stdout
+        assert "--hidden / --no-hidden" in text and "--no-ignore / --ignore" in text, command

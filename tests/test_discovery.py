@@ -106,7 +106,7 @@ def test_git_mode_lists_tracked_and_untracked_not_ignored(tmp_path: Path) -> Non
     git(repo, "add", ".gitignore", "tracked.py")
     git(repo, "add", "-f", "forced.log")
 
-    assert paths(repo) == [".gitignore", "forced.log", "tracked.py", "untracked.py"]
+    assert paths(repo) == ["forced.log", "tracked.py", "untracked.py"]
 
 
 @needs_git
@@ -149,7 +149,7 @@ def test_git_missing_falls_back_to_walk(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("PATH", str(empty_bin))  # no git on PATH any more
 
     # The walk honours .gitignore but cannot know .git/info/exclude.
-    assert paths(repo) == [".gitignore", "a.py", "private.txt"]
+    assert paths(repo) == ["a.py", "private.txt"]
 
 
 @needs_git
@@ -163,7 +163,7 @@ def test_git_failure_falls_back_to_walk(tmp_path: Path, monkeypatch: pytest.Monk
         return subprocess.CompletedProcess(cmd, 128, b"", b"fatal: unsafe repository")
 
     monkeypatch.setattr(discovery.subprocess, "run", failing_run)
-    assert paths(repo) == [".gitignore", "a.py"]
+    assert paths(repo) == ["a.py"]
 
 
 @needs_git
@@ -183,7 +183,7 @@ def test_git_mode_filters_through_ignore_and_ranklensignore(tmp_path: Path) -> N
     (repo / ".git" / "info" / "exclude").write_text("/.ranklensignore\n")
     git(repo, "add", ".")
 
-    assert paths(repo) == [".ignore", "a.py", "pkg/.ranklensignore", "pkg/keep.gen.py", "pkg/mod.py"]
+    assert paths(repo) == ["a.py", "pkg/keep.gen.py", "pkg/mod.py"]
 
 
 @needs_git
@@ -225,7 +225,7 @@ def test_git_ignored_root_is_walked(tmp_path: Path) -> None:
     git(repo, "add", ".gitignore", "main.py")
 
     # git lists nothing there; the user opened it on purpose, so walk it.
-    assert paths(repo / "out") == [".gitignore", "report.md"]
+    assert paths(repo / "out") == ["report.md"]
 
 
 @needs_git
@@ -261,7 +261,7 @@ def test_walk_honours_root_gitignore_with_negation(tmp_path: Path) -> None:
     for rel in ("a.py", "a.log", "keep.log", "only_root.txt", "sub/only_root.txt", "sub/b.log"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [".gitignore", "a.py", "keep.log", "sub/only_root.txt"]
+    assert paths(tmp_path) == ["a.py", "keep.log", "sub/only_root.txt"]
 
 
 def test_walk_nested_gitignore_applies_relative_to_its_directory(tmp_path: Path) -> None:
@@ -270,9 +270,7 @@ def test_walk_nested_gitignore_applies_relative_to_its_directory(tmp_path: Path)
                 "sub/data/x.json"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [
-        "data/x.csv", "gen.py", "sub/.gitignore", "sub/data/x.json", "sub/deeper/gen.py",
-    ]
+    assert paths(tmp_path) == ["data/x.csv", "gen.py", "sub/data/x.json", "sub/deeper/gen.py"]
 
 
 def test_walk_deeper_gitignore_overrides_shallower(tmp_path: Path) -> None:
@@ -281,7 +279,7 @@ def test_walk_deeper_gitignore_overrides_shallower(tmp_path: Path) -> None:
     for rel in ("a.txt", "docs/keep.txt", "docs/other.txt"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [".gitignore", "docs/.gitignore", "docs/keep.txt"]
+    assert paths(tmp_path) == ["docs/keep.txt"]
 
 
 def test_walk_excluded_directory_cannot_be_reincluded(tmp_path: Path) -> None:
@@ -292,7 +290,7 @@ def test_walk_excluded_directory_cannot_be_reincluded(tmp_path: Path) -> None:
     write(tmp_path, "sub/only_dirs/y.py")
     write(tmp_path, "only_dirs.py")  # a file: "only_dirs/" matches directories only
 
-    assert paths(tmp_path) == [".gitignore", "only_dirs.py"]
+    assert paths(tmp_path) == ["only_dirs.py"]
 
 
 def test_walk_whitelist_idiom(tmp_path: Path) -> None:
@@ -308,7 +306,7 @@ def test_walk_tolerates_malformed_ignore_lines(tmp_path: Path) -> None:
     write(tmp_path, "a.py")
     write(tmp_path, "b.log")
 
-    assert paths(tmp_path) == [".gitignore", "a.py"]
+    assert paths(tmp_path) == ["a.py"]
 
 
 # Hypothesis: the walk must agree with git itself on random ignore files.
@@ -357,8 +355,8 @@ def test_walk_matches_git_on_random_gitignores(root_rules, src_rules, lib_rules,
         git(root, "init", "-q")
         listed = git(root, "ls-files", "-z", "--others", "--exclude-standard").split("\0")
         truth = sorted(p for p in listed if p)
-        with walk_only():
-            assert paths(root) == truth
+        with walk_only():  # git lists hidden files (the .gitignore files themselves)
+            assert paths(root, DiscoveryOptions(hidden=True)) == truth
 
 
 # --- .ignore / .ranklensignore -------------------------------------------------------
@@ -370,7 +368,7 @@ def test_walk_honours_ignore_and_ranklensignore_at_any_level(tmp_path: Path) -> 
     for rel in ("a.py", "a.snap", "pkg/m.py", "pkg/fixtures/f.py", "fixtures/top.py"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [".ignore", "a.py", "fixtures/top.py", "pkg/.ranklensignore", "pkg/m.py"]
+    assert paths(tmp_path) == ["a.py", "fixtures/top.py", "pkg/m.py"]
 
 
 def test_ranklensignore_overrides_gitignore_in_same_directory(tmp_path: Path) -> None:
@@ -381,7 +379,7 @@ def test_ranklensignore_overrides_gitignore_in_same_directory(tmp_path: Path) ->
     for rel in ("a.gen.py", "wanted.gen.py", "notes.md"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [".gitignore", ".ignore", ".ranklensignore", "wanted.gen.py"]
+    assert paths(tmp_path) == ["wanted.gen.py"]
 
 
 # --- built-in excluded directories ---------------------------------------------------
@@ -402,7 +400,10 @@ def test_source_and_config_dirs_that_look_generated_are_kept(tmp_path: Path) -> 
     for rel in ("env/settings.py", ".vscode/settings.json", "coverage/report.py"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [".vscode/settings.json", "coverage/report.py", "env/settings.py"]
+    assert paths(tmp_path) == ["coverage/report.py", "env/settings.py"]  # .vscode: hidden
+    assert paths(tmp_path, DiscoveryOptions(hidden=True)) == [
+        ".vscode/settings.json", "coverage/report.py", "env/settings.py",
+    ]
 
 
 def test_root_itself_may_have_an_excluded_name(tmp_path: Path) -> None:
@@ -436,15 +437,16 @@ def test_secret_looking_files_are_skipped_by_name(tmp_path: Path, name: str) -> 
     write(tmp_path, "main.py")
     write(tmp_path, f"conf/{name}", "value\n")
 
-    result = discover(tmp_path)
+    result = discover(tmp_path, DiscoveryOptions(hidden=True))  # the secret rule wins anyway
     assert [f.path for f in result.files] == ["main.py"]
     assert result.skipped == [(f"conf/{name}", "secret")]
+    assert discover(tmp_path).skipped == [(f"conf/{name}", "secret")]
 
 
 @pytest.mark.parametrize("name", KEPT_NAMES)
 def test_source_and_documentation_about_secrets_is_kept(tmp_path: Path, name: str) -> None:
     write(tmp_path, name, "value\n")
-    result = discover(tmp_path)
+    result = discover(tmp_path, DiscoveryOptions(hidden=True))
     assert [f.path for f in result.files] == [name]
     assert result.skipped == []
 
@@ -884,5 +886,55 @@ def test_discovery_of_a_large_tree_is_fast(tmp_path: Path) -> None:
     start = time.perf_counter()
     result = discover(tmp_path)
     elapsed = time.perf_counter() - start
-    assert len(result.files) == 3_000 + 4
+    assert len(result.files) == 3_000  # the .gitignore files are hidden
     assert elapsed < 1.0, elapsed
+
+
+# --- hidden and no_ignore: ripgrep's --hidden and --no-ignore -------------------------
+
+
+def debian_like(root: Path) -> Path:
+    """The Linux sources as Debian ships them: the top .gitignore ends with ``/*``."""
+    write(root, ".gitignore", "# Debian packaging\n*.o\n/*\n!/debian/\n")
+    write(root, "Makefile", "all:\n")
+    write(root, "README", "Linux kernel\n")
+    for rel in ("kernel/fork.c", "mm/slab.c", "arch/x86/Makefile", "fs/ext4/inode.c"):
+        write(root, rel, "int x;\n")
+    return root
+
+
+def test_hidden_entries_are_skipped_unless_asked_for(tmp_path: Path) -> None:
+    write(tmp_path, "a.py")
+    write(tmp_path, ".github/workflows/ci.yml", "on: push\n")
+    write(tmp_path, ".editorconfig", "root = true\n")
+    write(tmp_path, "pkg/.hidden.py")
+    write(tmp_path, ".venv/lib.py")  # a built-in excluded directory, hidden or not
+    write(tmp_path, ".env", "A=1\n")  # a secret, hidden or not
+    assert paths(tmp_path) == ["a.py"]
+    shown = discover(tmp_path, DiscoveryOptions(hidden=True))
+    assert [f.path for f in shown.files] == [".editorconfig", ".github/workflows/ci.yml", "a.py", "pkg/.hidden.py"]
+    assert shown.skipped == [(".env", "secret")]
+
+
+def test_no_ignore_reads_no_ignore_file(tmp_path: Path) -> None:
+    root = debian_like(tmp_path / "linux")
+    write(root, "kernel/.ignore", "*.c\n")
+    write(root, "kernel/.ranklensignore", "*\n")
+    write(root, "node_modules/x.js")
+    listed = paths(root, DiscoveryOptions(no_ignore=True))
+    assert listed == ["Makefile", "README", "arch/x86/Makefile", "fs/ext4/inode.c", "kernel/fork.c", "mm/slab.c"]
+    # exclude_globs are the caller's, not an ignore file: they still apply.
+    assert "README" not in paths(root, DiscoveryOptions(no_ignore=True, exclude_globs=("README",)))
+
+
+@needs_git
+def test_no_ignore_in_git_mode_lists_what_git_ignores(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    write(repo, ".gitignore", "*.log\n")
+    write(repo, "a.py")
+    write(repo, "debug.log")
+    write(repo, "private.txt")
+    (repo / ".git" / "info" / "exclude").write_text("private.txt\n")
+    git(repo, "add", "a.py", ".gitignore")
+    assert paths(repo) == ["a.py"]
+    assert paths(repo, DiscoveryOptions(no_ignore=True)) == ["a.py", "debug.log", "private.txt"]
