@@ -116,7 +116,10 @@ class IndexStats:
     unchanged: int = 0
     embedded: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
-    discovery: dict = field(default_factory=dict)  # hidden, no_ignore as applied
+    kept: int = 0  # files discovery kept (before reading)
+    excluded: list = field(default_factory=list)  # core.discovery.Exclusion per deciding rule
+    discovery: dict = field(default_factory=dict)  # mode, hidden, no_ignore as applied
+    warning: str | None = None  # why the tree looks empty or smaller than expected, if it does
     redacted: list[tuple[str, list[int]]] = field(default_factory=list)  # (path, lines) read this pass
     rebuilt: str | None = None  # why the index was rebuilt from scratch, if it was
     dense: str | None = None  # why the dense arm has no vectors, if it has none
@@ -132,6 +135,7 @@ class IndexStats:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
+        d["excluded"] = [e.to_dict() for e in self.excluded]
         d["redacted"] = [{"path": p, "lines": lines} for p, lines in self.redacted]
         d["up_to_date"] = self.up_to_date
         return d
@@ -195,7 +199,10 @@ class Indexer:
                 options = self._options()
                 found = discover(self.root, options)
                 stats.skipped.extend(found.skipped)
-                stats.discovery = {"hidden": bool(options.hidden), "no_ignore": bool(options.no_ignore)}
+                stats.kept = len(found.files)
+                stats.excluded = found.excluded
+                stats.discovery = {"mode": found.mode, "hidden": bool(options.hidden), "no_ignore": bool(options.no_ignore)}
+                stats.warning = found.warning(str(self.root))
                 progress(Progress("discover", 1, 1))
             with clock("read"):
                 plan = self._plan(conn, found.files, progress, stats)
@@ -629,6 +636,26 @@ def _fill(options: DiscoveryOptions, stored: dict) -> DiscoveryOptions:
         hidden=options.hidden if options.hidden is not None else bool(stored.get("hidden")),
         no_ignore=options.no_ignore if options.no_ignore is not None else bool(stored.get("no_ignore")),
     )
+
+
+def effective_options(root: Path, options: DiscoveryOptions, cache_dir: Path | None = None) -> DiscoveryOptions:
+    """The discovery options an index update of ``root`` would apply: ``hidden`` and
+    ``no_ignore`` left at None as its index was last built (off when it has none)."""
+    from .store import index_dir
+
+    stored: dict = {}
+    db = index_dir(Path(root), cache_dir) / "index.sqlite"
+    if db.exists():
+        try:
+            conn = connect(db, readonly=True)
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'discovery'").fetchone()
+            finally:
+                conn.close()
+            stored = _json_object(row[0] if row else None)
+        except sqlite3.DatabaseError:
+            stored = {}
+    return _fill(options, stored)
 
 
 def _json_object(text: str | None) -> dict:

@@ -890,7 +890,7 @@ def test_discovery_of_a_large_tree_is_fast(tmp_path: Path) -> None:
     assert elapsed < 1.0, elapsed
 
 
-# --- hidden and no_ignore: ripgrep's --hidden and --no-ignore -------------------------
+# --- why a tree looks empty: rules, counts, explain (issue #14, item 5) -------------
 
 
 def debian_like(root: Path) -> Path:
@@ -901,6 +901,74 @@ def debian_like(root: Path) -> Path:
     for rel in ("kernel/fork.c", "mm/slab.c", "arch/x86/Makefile", "fs/ext4/inode.c"):
         write(root, rel, "int x;\n")
     return root
+
+
+def test_an_ignore_rule_is_counted_with_its_file_and_line(tmp_path: Path) -> None:
+    root = debian_like(tmp_path / "linux")
+    result = discover(root)
+    assert result.files == [] and result.mode == "walk"
+    [top] = result.excluded
+    assert top.rule == discovery.Rule("ignore", ".gitignore", 3, "/*")
+    assert (top.dirs, top.files, top.example) == (4, 3, ".gitignore")
+    assert str(top.rule) == ".gitignore:3: /*"
+    warning = result.warning("linux")
+    assert warning is not None and warning.startswith("kept no files under linux: .gitignore:3: /* passed over")
+    assert "4 directories, 3 files" in warning and "--no-ignore" in warning
+
+
+def test_no_warning_for_an_ordinary_tree(tmp_path: Path) -> None:
+    write(tmp_path, ".gitignore", "*.log\nbuild/\n")
+    for i in range(30):
+        write(tmp_path, f"src/m{i}.py")
+    write(tmp_path, "a.log")
+    write(tmp_path, "node_modules/x/index.js")
+    result = discover(tmp_path)
+    assert len(result.files) == 30 and result.warning() is None
+    counts = {str(e.rule): (e.files, e.dirs) for e in result.excluded}
+    assert counts == {
+        ".gitignore:1: *.log": (1, 0), "excluded directory (node_modules)": (0, 1),
+        "hidden (name starts with a dot)": (1, 0),
+    }
+
+
+def test_a_large_share_passed_over_is_warned_about(tmp_path: Path) -> None:
+    write(tmp_path, "keep.py")
+    write(tmp_path, "sub/.ignore", "*.gen.py\n")
+    for i in range(25):
+        write(tmp_path, f"sub/m{i}.gen.py")
+    result = discover(tmp_path)
+    warning = result.warning("r")
+    assert warning is not None and warning.startswith("kept 1 files under r and passed over 26 entries (96%)")
+    assert "sub/.ignore:1: *.gen.py passed over 25 files, e.g. sub/m0.gen.py" in warning
+    assert "1 other rule in --json" in warning
+
+
+def test_rules_name_nested_ignore_files_and_exclude_globs(tmp_path: Path) -> None:
+    write(tmp_path, "pkg/.gitignore", "# generated\n\n/out/\n")
+    write(tmp_path, "pkg/out/x.py")
+    write(tmp_path, "pkg/a_test.py")
+    write(tmp_path, "pkg/b.py")
+    result = discover(tmp_path, DiscoveryOptions(exclude_globs=("*.md", "*_test.py")))
+    rules = {str(e.rule): e.entries for e in result.excluded}
+    assert rules == {"pkg/.gitignore:3: /out/": 1, "exclude_globs[2]: *_test.py": 1, "hidden (name starts with a dot)": 1}
+
+
+@needs_git
+def test_git_mode_counts_its_own_rules(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    write(repo, "a.py")
+    write(repo, ".ignore", "*.snap\n")
+    write(repo, "t.snap")
+    write(repo, ".github/workflows/ci.yml", "on: push\n")
+    git(repo, "add", ".")
+    result = discover(repo)
+    assert result.mode == "git" and [f.path for f in result.files] == ["a.py"]
+    assert {str(e.rule): (e.files, e.dirs) for e in result.excluded} == {
+        ".ignore:1: *.snap": (1, 0), "hidden (name starts with a dot)": (1, 1),
+    }
+
+
+# --- hidden and no_ignore: ripgrep's --hidden and --no-ignore -------------------------
 
 
 def test_hidden_entries_are_skipped_unless_asked_for(tmp_path: Path) -> None:
@@ -938,3 +1006,55 @@ def test_no_ignore_in_git_mode_lists_what_git_ignores(tmp_path: Path) -> None:
     git(repo, "add", "a.py", ".gitignore")
     assert paths(repo) == ["a.py"]
     assert paths(repo, DiscoveryOptions(no_ignore=True)) == ["a.py", "debug.log", "private.txt"]
+
+
+# --- explain: why one path is skipped or kept ----------------------------------------
+
+
+def test_explain_names_the_ancestor_an_ignore_rule_matched(tmp_path: Path) -> None:
+    root = debian_like(tmp_path / "linux")
+    verdict = discovery.explain(root, "arch/x86/Makefile")
+    assert not verdict.kept and verdict.via == "arch" and verdict.mode == "walk"
+    assert str(verdict.rule) == ".gitignore:3: /*"
+    assert discovery.explain(root, "arch/x86/Makefile", DiscoveryOptions(no_ignore=True)).kept
+    assert discovery.explain(root, "arch").rule == verdict.rule
+    assert discovery.explain(root, "") == discovery.Verdict("", True, True, mode="walk")
+
+
+def test_explain_agrees_with_discover_on_every_rule(tmp_path: Path) -> None:
+    write(tmp_path, ".gitignore", "*.log\n")
+    files = {
+        "a.py": None, "x.log": ".gitignore:1: *.log", ".hidden.py": "hidden (name starts with a dot)",
+        "conf/.env": "secret (secret file name)", "logo.png": "binary (known binary extension)",
+        "node_modules/m/index.js": "excluded directory (node_modules)", "big.txt": "too large (over 10 bytes)",
+    }
+    for rel in files:
+        write(tmp_path, rel, "x" * (50 if rel == "big.txt" else 3))
+    opts = DiscoveryOptions(max_bytes=10)
+    assert paths(tmp_path, opts) == ["a.py"]
+    for rel, rule in files.items():
+        verdict = discovery.explain(tmp_path, rel, opts)
+        assert verdict.kept == (rule is None), rel
+        assert (str(verdict.rule) if verdict.rule else None) == rule, rel
+    assert discovery.explain(tmp_path, "node_modules/m/index.js").via == "node_modules"
+    with pytest.raises(FileNotFoundError):
+        discovery.explain(tmp_path, "missing.py")
+
+
+@needs_git
+def test_explain_asks_git_which_line_ignores_a_path(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    write(repo, "a.py")
+    write(repo, "pkg/.gitignore", "# build output\n/gen/\n")
+    write(repo, "pkg/gen/out.py")
+    write(repo, "pkg/m.py")
+    (repo / ".git" / "info" / "exclude").write_text("*.tmp\n")
+    write(repo, "pkg/x.tmp")
+    git(repo, "add", "a.py")
+    verdict = discovery.explain(repo, "pkg/gen/out.py")
+    assert verdict.mode == "git" and not verdict.kept
+    assert verdict.rule == discovery.Rule("ignore", "pkg/.gitignore", 2, "/gen/")
+    assert discovery.explain(repo, "pkg/x.tmp").rule == discovery.Rule("ignore", ".git/info/exclude", 1, "*.tmp")
+    # From a root below the work tree's top, the ignore file is named relative to that root.
+    assert discovery.explain(repo / "pkg", "gen/out.py").rule == discovery.Rule("ignore", ".gitignore", 2, "/gen/")
+    assert discovery.explain(repo, "pkg/m.py").kept

@@ -192,6 +192,7 @@ class RanklensApp(App[None]):
         self._deep_again = False
         self._deep_progress: tuple[int, int] | None = None  # (done, total) while building
         self._deep_stop = threading.Event()
+        self._discovery_warning: str | None = None  # the last one notified
         self._deep_recheck: int | None = None  # a query whose deep answer was in flight when built
         self._query_note = ""
         self._generation: int | None = None
@@ -711,13 +712,21 @@ class RanklensApp(App[None]):
         self._generation = generation
         self._index_refreshed = True
         self._set_index_note(describe_stats(message.stats, first_build))
+        warning = message.stats.warning
+        if warning and warning != self._discovery_warning:
+            # Said once per distinct warning, not on every refresh.
+            self.notify(warning, title="Discovery", severity="warning", timeout=15)
+        self._discovery_warning = warning
         if self._pending is not None:
             self.search(self._pending)
         elif changed and self.query_text and not first_build:
             # The rows may point at lines that moved: ask the arms again.
             self.search(self.query_text, force=True)
         elif first_build and not self.query_text:
-            self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
+            if warning and not message.stats.kept:
+                self.preview.clear(f"Nothing to search: {warning}.")
+            else:
+                self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
         if "deep" in self.arms:
             self._start_deep()
 

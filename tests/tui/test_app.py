@@ -444,6 +444,22 @@ async def test_first_open_indexes_with_progress_then_runs_the_waiting_query(samp
     eng.close()
 
 
+async def test_a_tree_that_looks_empty_says_which_rule_emptied_it(tmp_path) -> None:
+    root = tmp_path / "linux"
+    (root / "kernel").mkdir(parents=True)
+    (root / "kernel" / "fork.c").write_text("int copy_process(void);\n")
+    (root / ".gitignore").write_text("# Debian packaging\n/*\n!/debian/\n")
+    eng = Engine(root)  # never indexed
+    app = RanklensApp(eng)
+    shown = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        assert [n for n in shown if ".gitignore:2: /*" in n and "--no-ignore" in n], shown
+        message = str(app.preview.query_one("#preview-message").render())
+        assert message.startswith("Nothing to search: kept no files under") and ".gitignore:2: /*" in message
+    eng.close()
+
+
 async def test_a_warm_start_refreshes_the_index_and_re_runs_the_query(engine, sample_repo) -> None:
     app = RanklensApp(engine)
     async with app.run_test(size=SIZE) as pilot:
