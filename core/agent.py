@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .handoff import HandoffError, span_lines, text_sha256, validate_handoff
+from .secrets import redact
 
 #: A burst of calls checks the tree for changes at most this often (seconds) ...
 PROBE_EVERY_S = 1.0
@@ -44,10 +45,11 @@ class AgentError(ValueError):
 
 
 def outgoing_text(text: str, path: str) -> str:
-    """Every file text the server returns (search hits, ``read_span``) passes through here: the
-    one place to redact it. Hashes are taken before, of the text as it is on disk, so they keep
-    the handoff's definition."""
-    return text
+    """Every file text the server returns (search hits, ``read_span``) passes through here.
+    Files are read through :func:`core.discovery.read_text`, which already redacts credential
+    lines as the index does; this redacts again (idempotent) so no other reader added later
+    can hand one out. Hashes are of that redacted text, as the handoff defines them."""
+    return redact(text, path)
 
 
 @dataclass

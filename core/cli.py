@@ -1,4 +1,4 @@
-"""The ``ranklens`` command line: ``index``, ``query``, ``eval``, ``tune`` and (default) the terminal UI.
+"""The ``ranklens`` command line: ``index``, ``query``, ``eval``, ``tune``, ``why`` and (default) the terminal UI.
 
 Bad input gets a one-line ``ranklens: error: …`` and exit 2; an unexpected failure gets a
 one-line ``ranklens: internal error: …`` and exit 1; never a traceback.
@@ -17,6 +17,7 @@ import click
 from .arms import DEFAULT_ARMS, REGISTRY, default_arms
 from .config import ConfigError, load_config
 from .consolidate import single_arm
+from .discovery import DiscoveryOptions
 from .engine import DEFAULT_RRF_K, DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
 from .evaluation import SEED
 from .fusion import check_k, check_weight
@@ -95,11 +96,12 @@ def parse_weights(text: str | None) -> dict[str, float]:
     return out
 
 
-def _engine(root: str, model: str | None, notify) -> Engine:
+def _engine(root: str, model: str | None, notify, hidden: bool | None = None, no_ignore: bool | None = None) -> Engine:
     path = Path(root).expanduser()
     if not path.is_dir():
         raise UsageProblem(f"{root} is not a directory")
-    return Engine(path, IndexSettings(model=model), notify=notify)
+    options = DiscoveryOptions(hidden=hidden, no_ignore=no_ignore)
+    return Engine(path, IndexSettings(model=model, options=options), notify=notify)
 
 
 def _note(message: str) -> None:
@@ -115,6 +117,8 @@ def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, de
     """``deep``: also build the deep arm's vectors (None: when it is fused by default);
     ``deep_limit``: unless more than this many texts lack one (then say so)."""
     stats = _run_index_stages(engine, show_progress, deep, deep_limit)
+    if stats.warning:
+        _note(f"warning: {stats.warning}")
     if stats.deep_deferred:
         _note(
             f"deep: {stats.deep_deferred:,} chunks to embed (minutes); `ranklens index` builds them, "
@@ -150,6 +154,29 @@ def _run_index_stages(engine: Engine, show_progress: bool, deep: bool | None, de
 model_option = click.option(
     "--model", metavar="PATH_OR_ID", help="model2vec model for the dense arm (default: bundled)."
 )
+#: ripgrep's --hidden and --no-ignore; unset, each is as the root's index was last built.
+STICKY = "default: as the index was last built, else off"
+hidden_option = click.option(
+    "--hidden/--no-hidden",
+    default=None,
+    help=f"Index hidden files and folders (names starting with a dot), as ripgrep's --hidden ({STICKY}).",
+)
+no_ignore_option = click.option(
+    "--no-ignore/--ignore",
+    "no_ignore",
+    default=None,
+    help=(
+        "Read no ignore file (.gitignore, .ignore, .ranklensignore, git's info/exclude and global "
+        f"excludes), as ripgrep's --no-ignore; the built-in rules still apply ({STICKY})."
+    ),
+)
+
+
+def discovery_options(command):
+    """``--hidden/--no-hidden`` and ``--no-ignore/--ignore``, on every command that indexes."""
+    return hidden_option(no_ignore_option(command))
+
+
 weights_option = click.option(
     "--weights",
     metavar="ARM:W,…",
@@ -169,15 +196,17 @@ def cli() -> None:
     ranklens eval FILE         measure retrieval on a labeled query file
     ranklens tune FILE         tune the fusion weights and k on a labeled query file
     ranklens mcp [ROOT]        serve ROOT to coding agents (Model Context Protocol, stdio)
+    ranklens why PATH          say why discovery skips or keeps PATH
     """
 
 
 @cli.command()
 @click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
 @model_option
-def tui(root: str, model: str | None) -> None:
+@discovery_options
+def tui(root: str, model: str | None, hidden: bool | None, no_ignore: bool | None) -> None:
     """Open the terminal UI on ROOT (the default command)."""
-    engine = _engine(root, model, _note)
+    engine = _engine(root, model, _note, hidden, no_ignore)
     from tui.app import RanklensApp
 
     RanklensApp(engine).run()
@@ -187,17 +216,23 @@ def tui(root: str, model: str | None) -> None:
 @click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of progress.")
 @model_option
-def index(root: str, as_json: bool, model: str | None) -> None:
+@discovery_options
+def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_ignore: bool | None) -> None:
     """Build or incrementally update the index of ROOT (default: .).
 
     Only files added, changed or removed since the last run are re-read, re-chunked and
     re-embedded. The index lives in the user cache folder, one per root.
 
+    When discovery keeps no file, or passes over more than half of what it met, a warning
+    on stderr names the rule (an ignore file's path:line: pattern, or a built-in rule);
+    --json lists every rule with its counts under "excluded". Lines holding credentials
+    are indexed as "[ranklens: credential redacted]" ("redacted" in --json).
+
     With the deep extra installed (pip install 'ranklens[deep]') a last stage embeds the
     chunks for the deep arm: slow (~10 chunks/s on 2 cores), but only text it has never seen;
     RANKLENS_DEEP=0 leaves it out.
     """
-    engine = _engine(root, model, _note)
+    engine = _engine(root, model, _note, hidden, no_ignore)
     stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty())
     if as_json:
         click.echo(json.dumps(stats.to_dict(), indent=2))
@@ -382,6 +417,7 @@ def mcp_command(root: str, model: str | None) -> None:
 @click.option("--output", metavar="FILE", help="Also write the JSON envelope to FILE (atomically): a handoff.")
 @click.option("--batch", is_flag=True, help="Read JSON-line queries from stdin, print one JSON envelope a line (below).")
 @model_option
+@discovery_options
 def query(
     text: str | None,
     root: str,
@@ -396,6 +432,8 @@ def query(
     output: str | None,
     batch: bool,
     model: str | None,
+    hidden: bool | None,
+    no_ignore: bool | None,
 ) -> None:
     """Search ROOT for TEXT; one line per hit, first token path:start-end.
 
@@ -416,12 +454,12 @@ def query(
         if output:
             raise UsageProblem("--output does not apply to --batch (its envelopes go to stdout)")
         _request("batch", **options)  # the defaults must be good before stdin is read
-        _query_batch(root, model, options)
+        _query_batch(root, model, options, hidden, no_ignore)
         return
     if text is None:
         raise UsageProblem("missing TEXT (or --batch to read queries from stdin)")
     request = _request(text, **options)
-    engine = _engine(root, model, _note)
+    engine = _engine(root, model, _note, hidden, no_ignore)
     # Asked for by name, deep is built whatever it costs; as one arm of many it does not hold
     # the answer up for a first build.
     stats = _run_index(
@@ -504,9 +542,11 @@ def _batch_request(line: str, defaults: dict) -> QueryRequest:
     return _request(text, **options)
 
 
-def _query_batch(root: str, model: str | None, defaults: dict) -> None:
+def _query_batch(
+    root: str, model: str | None, defaults: dict, hidden: bool | None = None, no_ignore: bool | None = None
+) -> None:
     """``query --batch``: one envelope (or error) per stdin line, one engine for all."""
-    engine = _engine(root, model, _note)
+    engine = _engine(root, model, _note, hidden, no_ignore)
     arms = _request("batch", **defaults).arms
     stats = _run_index(
         engine, show_progress=False, deep="deep" in arms,
@@ -661,6 +701,7 @@ EVAL_HELP = (
 @click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings: no code-aware priors on any row.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (with per-query details).")
 @model_option
+@discovery_options
 def eval_command(
     queries: str,
     root: str,
@@ -671,6 +712,8 @@ def eval_command(
     no_priors: bool,
     as_json: bool,
     model: str | None,
+    hidden: bool | None,
+    no_ignore: bool | None,
 ) -> None:
     """Measure retrieval on the labeled queries of QUERIES over ROOT.
 
@@ -688,7 +731,7 @@ def eval_command(
             raise UsageProblem(str(exc)) from None
     ws = parse_weights(weights)
     labeled = _load_labeled(queries)
-    engine = _engine(root, model, _note)
+    engine = _engine(root, model, _note, hidden, no_ignore)
     ws, k = _fusion_settings(engine.root, weights, ws, rrf_k)
     from .evaluation import report
 
@@ -782,6 +825,7 @@ def _print_calibration(console, cal: dict, queries: int) -> None:
 @click.option("--no-priors", "no_priors", is_flag=True, help="Tune the plain fused lists, without the code-aware priors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @model_option
+@discovery_options
 def tune(
     queries: str,
     root: str,
@@ -793,6 +837,8 @@ def tune(
     no_priors: bool,
     as_json: bool,
     model: str | None,
+    hidden: bool | None,
+    no_ignore: bool | None,
 ) -> None:
     """Tune the per-arm weights and RRF k to maximise fused nDCG@10 on QUERIES.
 
@@ -812,7 +858,7 @@ def tune(
     scored = sum(1 for q in labeled if q.gold)
     if scored < folds:
         raise UsageProblem(f"{scored} queries with gold targets are too few for {folds} folds")
-    engine = _engine(root, model, _note)
+    engine = _engine(root, model, _note, hidden, no_ignore)
     run = _run_labeled(
         engine, labeled, arms, {}, DEFAULT_RRF_K, also=(), top_k=DEFAULT_TOP_K, quiet=as_json, priors=not no_priors
     )
@@ -885,6 +931,94 @@ def _print_tune(result: dict) -> None:
         console.print("use --save to store the tuned values in the root's config")
     elif result["saved"] is None:
         console.print("the defaults generalise as well: --save would refuse these values (--force overrides)")
+
+
+@cli.command()
+@click.argument("path", metavar="PATH")
+@click.option("--root", default=".", show_default=True, help="The root discovery starts from (PATH must lie under it).")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@discovery_options
+def why(path: str, root: str, as_json: bool, hidden: bool | None, no_ignore: bool | None) -> None:
+    """Say why discovery skips or keeps PATH (a file or folder under ROOT).
+
+    A skipped path is explained by the rule that decided: an ignore file's path:line:
+    pattern (and the folder it matched, when that is an ancestor), or a built-in rule
+    (excluded directory, hidden, secret, binary, too large …). A kept file is read as the
+    index reads it: a file refused for its content says why, and credential lines the
+    index holds redacted are listed with their kind.
+    """
+    from .discovery import explain, load_text
+    from .indexer import effective_options
+
+    root_path = Path(root).expanduser()
+    if not root_path.is_dir():
+        raise UsageProblem(f"{root} is not a directory")
+    rel = _path_under(root_path, path)
+    options = effective_options(root_path, DiscoveryOptions(hidden=hidden, no_ignore=no_ignore))
+    verdict = explain(root_path, rel, options)
+    data = {**verdict.to_dict(), "hidden": bool(options.hidden), "no_ignore": bool(options.no_ignore)}
+    if verdict.kept and not verdict.is_dir:
+        loaded = load_text(root_path, rel, options.max_bytes)
+        data["indexed"] = loaded.text is not None
+        data["refused"] = loaded.reason or None
+        data["redacted"] = _redacted_kinds(root_path, rel, loaded.redacted)
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    shown = verdict.path or "."
+    if not verdict.kept:
+        rule = verdict.rule
+        where = f" (it matches {verdict.via}/)" if verdict.via else ""
+        hint = f"; {rule.hint}" if rule is not None and rule.hint else ""
+        click.echo(f"{shown}: skipped by {rule}{where}{hint}")
+    elif verdict.is_dir:
+        click.echo(f"{shown}/: entered")
+    elif not data["indexed"]:
+        click.echo(f"{shown}: listed, but not indexed: {data['refused']}")
+    elif data["redacted"]:
+        lines = ", ".join(f"{r['line']} ({r['kind']})" for r in data["redacted"])
+        click.echo(f"{shown}: kept; credential lines indexed redacted: {lines}")
+    else:
+        click.echo(f"{shown}: kept")
+
+
+def _path_under(root: Path, path: str) -> str:
+    """``path`` (relative to the working folder, else to ``root``) as a POSIX path relative to
+    ``root``; UsageProblem when it does not exist or lies outside."""
+    import os
+
+    given = Path(path).expanduser()
+    candidates = [given] if given.is_absolute() else [Path.cwd() / given, root / given]
+    found = next((c for c in candidates if os.path.lexists(c)), None)
+    if found is None:
+        raise UsageProblem(f"{path}: no such file or folder")
+    found_abs, root_abs = Path(os.path.abspath(found)), Path(os.path.abspath(root))
+    # Compare without following the path itself (a link is explained as a link), but with
+    # its folder and the root resolved (the root may be reached through a link).
+    parent = Path(os.path.realpath(found_abs.parent)) / found_abs.name if found_abs != root_abs else found_abs
+    for base, target in ((root_abs, found_abs), (Path(os.path.realpath(root_abs)), parent)):
+        try:
+            rel = target.relative_to(base)
+        except ValueError:
+            continue
+        return rel.as_posix() if str(rel) != "." else ""
+    raise UsageProblem(f"{path} is not under the root {root}")
+
+
+def _redacted_kinds(root: Path, rel: str, lines: list[int]) -> list[dict]:
+    """Each redacted line with the kind of credential on it."""
+    if not lines:
+        return []
+    from .secrets import find, is_secret_name
+
+    text = (root / rel).read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    text = text.removeprefix("\ufeff")
+    kinds = {}
+    if not is_secret_name(Path(rel).name):
+        for f in find(text):
+            for n in range(f.start_line, f.end_line + 1):
+                kinds.setdefault(n, f.kind)
+    return [{"line": n, "kind": kinds.get(n, "secret file")} for n in lines]
 
 
 def main(argv: list[str] | None = None) -> int:

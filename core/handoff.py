@@ -2,7 +2,9 @@
 
 A coding agent consumes it: every hit says where to look (``path:start-end``), why (score,
 agreement, confidence, provenance, per-arm contributions) and, in a handoff, the sha256 of the
-span's text at export time so the agent can tell whether the file changed since.
+span's text at export time so the agent can tell whether the file changed since (the text as
+indexed: a line holding a credential is hashed as its redaction marker, see
+:func:`core.secrets.redact`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .atomic import atomic_write
+from .secrets import redact
 from .types import ConsolidatedHit
 
 #: ``schema_version`` of every envelope: bumped when a field changes meaning or goes away
@@ -39,18 +42,21 @@ def text_sha256(text: str) -> str:
 def span_text(root: Path, path: str, start_line: int, end_line: int) -> str | None:
     """Lines ``start_line..end_line`` of a file as they are on disk now (None if unreadable).
 
-    Decoded as the index reads files: UTF-8 with bad bytes replaced, CRLF/CR made LF and a
-    leading byte-order mark dropped, so the lines are the ones the index numbered.
+    Decoded as the index reads files: UTF-8 with bad bytes replaced, CRLF/CR made LF, a
+    leading byte-order mark dropped and lines holding a credential redacted
+    (:func:`core.secrets.redact`), so the lines are the ones the index numbered.
     """
     try:
         with open(Path(root) / path, encoding="utf-8", errors="replace", newline="") as fh:
             text = fh.read().replace("\r\n", "\n").replace("\r", "\n")
     except OSError:
         return None
-    return span_lines(text.removeprefix("\ufeff"), start_line, end_line)
+    return span_lines(redact(text.removeprefix("\ufeff"), path), start_line, end_line)
 
 
 def span_sha256(root: Path, hit: ConsolidatedHit) -> str | None:
+    """The sha256 of the span's text as :func:`span_text` gives it: a credential never enters
+    an export, not even hashed (a weak password could be guessed back from its hash)."""
     text = span_text(root, hit.path, hit.start_line, hit.end_line)
     return None if text is None else text_sha256(text)
 

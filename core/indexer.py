@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +33,9 @@ from .arms import fts5 as fts5_arm
 from .arms import symbols as symbols_arm
 from .bm25 import BM25Matrix, TokenBatch, TokenMerger, Vocabulary, count_batch
 from .chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
-from .discovery import DiscoveryOptions, FileEntry, discover, read_text
+from .discovery import DiscoveryOptions, FileEntry, discover, load_text
 from .languages import language_for
+from .secrets import RULES_VERSION as SECRET_RULES
 from .store import FORMAT_VERSION, SCHEMA, ChunkTable, connect, gen_dir_name, read_meta
 from .types import Chunk
 from .workers import ordered_map
@@ -70,7 +71,12 @@ STAGES = ("discover", "read", "chunk", "lexical", "embed", "write", "deep")
 
 @dataclass(frozen=True)
 class IndexSettings:
-    """Everything that decides what an index holds."""
+    """Everything that decides what an index holds.
+
+    ``options.hidden`` and ``options.no_ignore`` left at None mean "as this index was last
+    built" (False for a new one), so ``ranklens index --hidden`` followed by a plain
+    ``ranklens query`` searches what was indexed instead of dropping it again.
+    """
 
     window: int = DEFAULT_WINDOW
     overlap: int = DEFAULT_OVERLAP
@@ -78,14 +84,12 @@ class IndexSettings:
     model: str | None = None  # model2vec model for the dense arm; None = the bundled one
 
     def fingerprint(self) -> str:
-        """The chunking/discovery part; a change means every chunk must be rebuilt."""
-        # Sets are sorted for a stable text; tuples (exclude_globs) keep their order, which
-        # matters for negated patterns.
-        opts = {
-            k: sorted(v) if isinstance(v, (frozenset, set)) else list(v) if isinstance(v, tuple) else v
-            for k, v in asdict(self.options).items()
-        }
-        return json.dumps({"window": self.window, "overlap": self.overlap, "options": opts}, sort_keys=True)
+        """The chunking part; a change means every chunk must be rebuilt.
+
+        Discovery options are not in it: they only decide which files are indexed, and the
+        next update adds and removes files to match (the chunks of the others stay valid).
+        """
+        return json.dumps({"window": self.window, "overlap": self.overlap}, sort_keys=True)
 
 
 @dataclass
@@ -112,6 +116,11 @@ class IndexStats:
     unchanged: int = 0
     embedded: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    kept: int = 0  # files discovery kept (before reading)
+    excluded: list = field(default_factory=list)  # core.discovery.Exclusion per deciding rule
+    discovery: dict = field(default_factory=dict)  # mode, hidden, no_ignore as applied
+    warning: str | None = None  # why the tree looks empty or smaller than expected, if it does
+    redacted: list[tuple[str, list[int]]] = field(default_factory=list)  # (path, lines) read this pass
     rebuilt: str | None = None  # why the index was rebuilt from scratch, if it was
     dense: str | None = None  # why the dense arm has no vectors, if it has none
     deep: str | None = None  # why the deep arm has no vectors, if it has none
@@ -126,6 +135,8 @@ class IndexStats:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
+        d["excluded"] = [e.to_dict() for e in self.excluded]
+        d["redacted"] = [{"path": p, "lines": lines} for p, lines in self.redacted]
         d["up_to_date"] = self.up_to_date
         return d
 
@@ -185,8 +196,13 @@ class Indexer:
         try:
             with clock("discover"):
                 progress(Progress("discover", 0, 1))
-                found = discover(self.root, self.settings.options)
+                options = self._options()
+                found = discover(self.root, options)
                 stats.skipped.extend(found.skipped)
+                stats.kept = len(found.files)
+                stats.excluded = found.excluded
+                stats.discovery = {"mode": found.mode, "hidden": bool(options.hidden), "no_ignore": bool(options.no_ignore)}
+                stats.warning = found.warning(str(self.root))
                 progress(Progress("discover", 1, 1))
             with clock("read"):
                 plan = self._plan(conn, found.files, progress, stats)
@@ -199,22 +215,38 @@ class Indexer:
             )
             if prev_gen and not plan.dirty and same_model:
                 self._touch(conn, plan)
+                self._store_discovery(conn, meta, stats.discovery)
                 return self._finish(stats, conn, prev_gen, dense_reason)
             return self._write(conn, meta, plan, model, dense_reason, same_model, stats, clock, progress)
         finally:
             conn.close()
 
+    def _options(self) -> DiscoveryOptions:
+        """The discovery options, ``hidden`` and ``no_ignore`` left at None taken from the
+        last build (they survive a rebuild: read before it)."""
+        return _fill(self.settings.options, self._stored_discovery)
+
+    def _store_discovery(self, conn, meta: dict[str, str], applied: dict) -> None:
+        value = json.dumps({k: applied[k] for k in ("hidden", "no_ignore")}, sort_keys=True)
+        if meta.get("discovery") != value:
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('discovery', ?)", (value,))
+
     def _open(self) -> tuple[sqlite3.Connection, dict[str, str], str | None]:
         """Open (creating or rebuilding when needed) the database; say why if rebuilt."""
         reason = None
+        self._stored_discovery = {}
         try:
             conn = connect(self.db_path)
             conn.executescript(SCHEMA)
             meta = read_meta(conn)
+            self._stored_discovery = _json_object(meta.get("discovery"))
             if not _schema_matches(conn):  # e.g. a first build of an older version cut short
                 reason = "index tables are of another format"
             elif meta and meta.get("format") != str(FORMAT_VERSION):
                 reason = f"index format {meta.get('format', '?')} is not {FORMAT_VERSION}"
+            elif meta and meta.get("secret_rules") != str(SECRET_RULES):
+                # Its stored text may hold what the current rules redact.
+                reason = "the credential rules changed" if meta.get("secret_rules") else "it predates credential redaction"
             elif meta and meta.get("settings") != self.settings.fingerprint():
                 reason = "chunking or discovery settings changed"
             elif meta.get("generation") and not (self.directory / gen_dir_name(int(meta["generation"]))).is_dir():
@@ -255,9 +287,12 @@ class Indexer:
             if old and old[0] == entry.size and old[1] == entry.mtime_ns:
                 stats.unchanged += 1
                 continue
-            text, reason = read_text(self.root, entry, self.settings.options.max_bytes)
+            loaded = load_text(self.root, entry, self.settings.options.max_bytes)
+            text = loaded.text
+            if loaded.redacted:
+                stats.redacted.append((entry.path, loaded.redacted))
             if text is None:
-                stats.skipped.append((entry.path, reason))
+                stats.skipped.append((entry.path, loaded.reason))
                 if old:
                     plan.removed.append(entry.path)
                 continue
@@ -331,6 +366,8 @@ class Indexer:
                     "generation": str(gen),
                     "root": str(self.root),
                     "settings": self.settings.fingerprint(),
+                    "secret_rules": str(SECRET_RULES),
+                    "discovery": json.dumps({k: stats.discovery[k] for k in ("hidden", "no_ignore")}, sort_keys=True),
                     "dense_model": model.name if model else "",
                     "dense_spec": self.settings.model or "",
                     "dense_reason": dense_reason or "",
@@ -590,6 +627,44 @@ class _Embedder:
         self.index.add(np.array([cid for cid, _ in batch], dtype=np.int64), vectors)
         self.count += len(batch)
         self.progress(Progress("embed", self.count, self._fed))
+
+
+def _fill(options: DiscoveryOptions, stored: dict) -> DiscoveryOptions:
+    """``options`` with ``hidden`` and ``no_ignore`` left at None taken from ``stored``."""
+    return replace(
+        options,
+        hidden=options.hidden if options.hidden is not None else bool(stored.get("hidden")),
+        no_ignore=options.no_ignore if options.no_ignore is not None else bool(stored.get("no_ignore")),
+    )
+
+
+def effective_options(root: Path, options: DiscoveryOptions, cache_dir: Path | None = None) -> DiscoveryOptions:
+    """The discovery options an index update of ``root`` would apply: ``hidden`` and
+    ``no_ignore`` left at None as its index was last built (off when it has none)."""
+    from .store import index_dir
+
+    stored: dict = {}
+    db = index_dir(Path(root), cache_dir) / "index.sqlite"
+    if db.exists():
+        try:
+            conn = connect(db, readonly=True)
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'discovery'").fetchone()
+            finally:
+                conn.close()
+            stored = _json_object(row[0] if row else None)
+        except sqlite3.DatabaseError:
+            stored = {}
+    return _fill(options, stored)
+
+
+def _json_object(text: str | None) -> dict:
+    """``text`` parsed as a JSON object; {} when it is missing or anything else."""
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:

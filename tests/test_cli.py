@@ -20,8 +20,12 @@ def test_index_json_summary_then_incremental(sample_repo):
     first = run("index", str(sample_repo), "--json")
     assert first.returncode == 0, first.stderr
     summary = json.loads(first.stdout)
-    assert summary["files"] == 7 and summary["chunks"] >= 7 and summary["added"] == 7  # 6 sources + .gitignore
+    assert summary["files"] == 6 and summary["chunks"] >= 6 and summary["added"] == 6  # .gitignore is hidden
     assert {s["path"] for s in summary["skipped"]} >= {".env", "keys/server.pem"}
+    assert summary["discovery"] == {"mode": "walk", "hidden": False, "no_ignore": False}
+    rules = {e["rule"]: (e["files"], e["dirs"]) for e in summary["excluded"]}
+    assert rules[".gitignore:1: ignored/"] == (0, 1) and rules[".gitignore:2: *.log"] == (1, 0)
+    assert summary["warning"] is None
     again = json.loads(run("index", str(sample_repo), "--json").stdout)
     assert again["up_to_date"] and again["embedded"] == 0
 
@@ -133,3 +137,88 @@ def test_help_documents_confidence_and_commands():
     assert "conf=high" in out.stdout and "w_arm / (k + rank_arm)" in out.stdout
     top = run("--help")
     assert "index" in top.stdout and "query" in top.stdout
+
+
+def _debian_like(root):
+    """Debian's copy of the Linux sources ends its top .gitignore with ``/*``."""
+    files = {
+        ".gitignore": "# Debian packaging: ignore everything at the top level\n#\n/*\n!/debian/\n",
+        "kernel/fork.c": "int copy_process(void) { return 0; }\n",
+        "mm/slab.c": "void kmem_cache_zqalloc(void) {}\n",
+        "Makefile": "all:\n\techo zqmake\n",
+        ".clang-format": "BasedOnStyle: LLVM\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_an_empty_tree_says_which_rule_emptied_it(tmp_path):
+    root = _debian_like(tmp_path / "linux")
+    out = run("index", str(root))
+    assert out.returncode == 0, out.stderr
+    warning = [line for line in out.stderr.splitlines() if "warning" in line]
+    assert len(warning) == 1 and ".gitignore:3: /*" in warning[0] and "--no-ignore" in warning[0], out.stderr
+    data = json.loads(run("index", str(root), "--json").stdout)
+    assert data["files"] == 0 and data["kept"] == 0 and data["warning"].startswith("kept no files")
+    assert data["excluded"] == [{
+        "kind": "ignore", "name": ".gitignore", "line": 3, "pattern": "/*", "rule": ".gitignore:3: /*",
+        "files": 3, "dirs": 2, "example": ".clang-format",
+    }]
+
+
+def test_no_ignore_and_hidden_are_remembered_until_changed(tmp_path):
+    root = _debian_like(tmp_path / "linux")
+    data = json.loads(run("index", str(root), "--json", "--no-ignore").stdout)
+    assert data["files"] == 3 and data["discovery"] == {"mode": "walk", "hidden": False, "no_ignore": True}
+    assert data["warning"] is None
+    # A plain query searches what was indexed: the flags stick to the root's index.
+    hits = json.loads(run("query", "zqalloc", "--root", str(root), "--json").stdout)["results"]
+    assert [h["path"] for h in hits][:1] == ["mm/slab.c"]
+    data = json.loads(run("index", str(root), "--json", "--hidden").stdout)
+    assert data["discovery"] == {"mode": "walk", "hidden": True, "no_ignore": True}
+    assert data["files"] == 5 and data["added"] == 2 and not data["rebuilt"]  # .gitignore, .clang-format
+    data = json.loads(run("index", str(root), "--json", "--no-hidden", "--ignore").stdout)
+    assert data["files"] == 0 and data["removed"] == 5 and not data["rebuilt"]
+
+
+def test_why_names_the_deciding_rule(tmp_path):
+    root = _debian_like(tmp_path / "linux")
+    (root / "notes.txt").write_text("deploy with\nexport AWS_ACCESS_KEY_ID=" + "AKIA" + "Z" * 16 + "\n")
+    (root / "key.txt").write_text("-----" + "BEGIN RSA PRIVATE KEY-----\nMIIB\n-----" + "END RSA PRIVATE KEY-----\n")
+    out = run("why", "kernel/fork.c", "--root", str(root))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (
+        "kernel/fork.c: skipped by .gitignore:3: /* (it matches kernel/); --no-ignore reads no ignore file"
+    )
+    assert run("why", "kernel/fork.c", "--root", str(root), "--no-ignore").stdout.strip() == "kernel/fork.c: kept"
+    hidden = run("why", ".clang-format", "--root", str(root), "--no-ignore").stdout.strip()
+    assert hidden == ".clang-format: skipped by hidden (name starts with a dot); --hidden includes hidden files and folders"
+    redacted = run("why", "notes.txt", "--root", str(root), "--no-ignore").stdout.strip()
+    assert redacted == "notes.txt: kept; credential lines indexed redacted: 2 (AWS Access Key)"
+    refused = run("why", "key.txt", "--root", str(root), "--no-ignore").stdout.strip()
+    assert refused == "key.txt: listed, but not indexed: private key"
+    data = json.loads(run("why", str(root / "mm" / "slab.c"), "--root", str(root), "--json").stdout)
+    assert data["kept"] is False and data["via"] == "mm" and data["rule"]["line"] == 3
+    # From inside the root, PATH is relative to the working folder.
+    assert run("why", "fork.c", "--root", "..", "--no-ignore", cwd=root / "kernel").stdout.strip() == "kernel/fork.c: kept"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["why", "nope.c"], "no such file or folder"),
+    (["why", "/"], "is not under the root"),
+    (["why", "x", "--root", "/no/such/dir"], "not a directory"),
+])
+def test_why_bad_input_is_one_line(args, message, sample_repo):
+    out = run(*args, cwd=sample_repo)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in out.stderr
+
+
+def test_help_lists_why_and_the_discovery_flags():
+    assert "ranklens why PATH" in run("--help").stdout
+    for command in ("index", "query", "tui", "eval", "tune", "why"):
+        text = run(command, "--help").stdout
+        assert "--hidden / --no-hidden" in text and "--no-ignore / --ignore" in text, command

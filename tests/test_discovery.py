@@ -23,6 +23,7 @@ from core.discovery import (
     discover,
     read_text,
 )
+from core.secrets import MARKER
 
 HAS_GIT = shutil.which("git") is not None
 needs_git = pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
@@ -105,7 +106,7 @@ def test_git_mode_lists_tracked_and_untracked_not_ignored(tmp_path: Path) -> Non
     git(repo, "add", ".gitignore", "tracked.py")
     git(repo, "add", "-f", "forced.log")
 
-    assert paths(repo) == [".gitignore", "forced.log", "tracked.py", "untracked.py"]
+    assert paths(repo) == ["forced.log", "tracked.py", "untracked.py"]
 
 
 @needs_git
@@ -148,7 +149,7 @@ def test_git_missing_falls_back_to_walk(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("PATH", str(empty_bin))  # no git on PATH any more
 
     # The walk honours .gitignore but cannot know .git/info/exclude.
-    assert paths(repo) == [".gitignore", "a.py", "private.txt"]
+    assert paths(repo) == ["a.py", "private.txt"]
 
 
 @needs_git
@@ -162,7 +163,7 @@ def test_git_failure_falls_back_to_walk(tmp_path: Path, monkeypatch: pytest.Monk
         return subprocess.CompletedProcess(cmd, 128, b"", b"fatal: unsafe repository")
 
     monkeypatch.setattr(discovery.subprocess, "run", failing_run)
-    assert paths(repo) == [".gitignore", "a.py"]
+    assert paths(repo) == ["a.py"]
 
 
 @needs_git
@@ -182,7 +183,7 @@ def test_git_mode_filters_through_ignore_and_ranklensignore(tmp_path: Path) -> N
     (repo / ".git" / "info" / "exclude").write_text("/.ranklensignore\n")
     git(repo, "add", ".")
 
-    assert paths(repo) == [".ignore", "a.py", "pkg/.ranklensignore", "pkg/keep.gen.py", "pkg/mod.py"]
+    assert paths(repo) == ["a.py", "pkg/keep.gen.py", "pkg/mod.py"]
 
 
 @needs_git
@@ -224,7 +225,7 @@ def test_git_ignored_root_is_walked(tmp_path: Path) -> None:
     git(repo, "add", ".gitignore", "main.py")
 
     # git lists nothing there; the user opened it on purpose, so walk it.
-    assert paths(repo / "out") == [".gitignore", "report.md"]
+    assert paths(repo / "out") == ["report.md"]
 
 
 @needs_git
@@ -260,7 +261,7 @@ def test_walk_honours_root_gitignore_with_negation(tmp_path: Path) -> None:
     for rel in ("a.py", "a.log", "keep.log", "only_root.txt", "sub/only_root.txt", "sub/b.log"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [".gitignore", "a.py", "keep.log", "sub/only_root.txt"]
+    assert paths(tmp_path) == ["a.py", "keep.log", "sub/only_root.txt"]
 
 
 def test_walk_nested_gitignore_applies_relative_to_its_directory(tmp_path: Path) -> None:
@@ -269,9 +270,7 @@ def test_walk_nested_gitignore_applies_relative_to_its_directory(tmp_path: Path)
                 "sub/data/x.json"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [
-        "data/x.csv", "gen.py", "sub/.gitignore", "sub/data/x.json", "sub/deeper/gen.py",
-    ]
+    assert paths(tmp_path) == ["data/x.csv", "gen.py", "sub/data/x.json", "sub/deeper/gen.py"]
 
 
 def test_walk_deeper_gitignore_overrides_shallower(tmp_path: Path) -> None:
@@ -280,7 +279,7 @@ def test_walk_deeper_gitignore_overrides_shallower(tmp_path: Path) -> None:
     for rel in ("a.txt", "docs/keep.txt", "docs/other.txt"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [".gitignore", "docs/.gitignore", "docs/keep.txt"]
+    assert paths(tmp_path) == ["docs/keep.txt"]
 
 
 def test_walk_excluded_directory_cannot_be_reincluded(tmp_path: Path) -> None:
@@ -291,7 +290,7 @@ def test_walk_excluded_directory_cannot_be_reincluded(tmp_path: Path) -> None:
     write(tmp_path, "sub/only_dirs/y.py")
     write(tmp_path, "only_dirs.py")  # a file: "only_dirs/" matches directories only
 
-    assert paths(tmp_path) == [".gitignore", "only_dirs.py"]
+    assert paths(tmp_path) == ["only_dirs.py"]
 
 
 def test_walk_whitelist_idiom(tmp_path: Path) -> None:
@@ -307,7 +306,7 @@ def test_walk_tolerates_malformed_ignore_lines(tmp_path: Path) -> None:
     write(tmp_path, "a.py")
     write(tmp_path, "b.log")
 
-    assert paths(tmp_path) == [".gitignore", "a.py"]
+    assert paths(tmp_path) == ["a.py"]
 
 
 # Hypothesis: the walk must agree with git itself on random ignore files.
@@ -356,8 +355,8 @@ def test_walk_matches_git_on_random_gitignores(root_rules, src_rules, lib_rules,
         git(root, "init", "-q")
         listed = git(root, "ls-files", "-z", "--others", "--exclude-standard").split("\0")
         truth = sorted(p for p in listed if p)
-        with walk_only():
-            assert paths(root) == truth
+        with walk_only():  # git lists hidden files (the .gitignore files themselves)
+            assert paths(root, DiscoveryOptions(hidden=True)) == truth
 
 
 # --- .ignore / .ranklensignore -------------------------------------------------------
@@ -369,7 +368,7 @@ def test_walk_honours_ignore_and_ranklensignore_at_any_level(tmp_path: Path) -> 
     for rel in ("a.py", "a.snap", "pkg/m.py", "pkg/fixtures/f.py", "fixtures/top.py"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [".ignore", "a.py", "fixtures/top.py", "pkg/.ranklensignore", "pkg/m.py"]
+    assert paths(tmp_path) == ["a.py", "fixtures/top.py", "pkg/m.py"]
 
 
 def test_ranklensignore_overrides_gitignore_in_same_directory(tmp_path: Path) -> None:
@@ -380,7 +379,7 @@ def test_ranklensignore_overrides_gitignore_in_same_directory(tmp_path: Path) ->
     for rel in ("a.gen.py", "wanted.gen.py", "notes.md"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [".gitignore", ".ignore", ".ranklensignore", "wanted.gen.py"]
+    assert paths(tmp_path) == ["wanted.gen.py"]
 
 
 # --- built-in excluded directories ---------------------------------------------------
@@ -401,7 +400,10 @@ def test_source_and_config_dirs_that_look_generated_are_kept(tmp_path: Path) -> 
     for rel in ("env/settings.py", ".vscode/settings.json", "coverage/report.py"):
         write(tmp_path, rel)
 
-    assert paths(tmp_path) == [".vscode/settings.json", "coverage/report.py", "env/settings.py"]
+    assert paths(tmp_path) == ["coverage/report.py", "env/settings.py"]  # .vscode: hidden
+    assert paths(tmp_path, DiscoveryOptions(hidden=True)) == [
+        ".vscode/settings.json", "coverage/report.py", "env/settings.py",
+    ]
 
 
 def test_root_itself_may_have_an_excluded_name(tmp_path: Path) -> None:
@@ -412,18 +414,21 @@ def test_root_itself_may_have_an_excluded_name(tmp_path: Path) -> None:
 # --- secret-looking names ------------------------------------------------------------
 
 SECRET_NAMES = [
-    ".env", ".env.local", ".env.production", ".ENV", "server.pem", "tls.key", "cert.p12",
+    ".env", ".env.local", ".env.production", ".ENV", "tls.key", "cert.p12",
     "cert.pfx", "store.jks", "release.keystore", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
     ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", "credentials",
     "credentials.json", "credentials.yml", "credentials.yaml", "credentials.xml",
     "credentials.ini", "credentials.toml", "credentials.txt", "credentials.csv",
     "Credentials.json", "secrets.yaml", "client_secret.json", "secret.txt", "secret",
-    "app-secrets.env", "passwords.kdbx", ".htpasswd",
+    "app-secrets.env", "passwords.kdbx", ".htpasswd", "aws_credentials", "secrets.production.json",
+    "client_secret_1234-abc.apps.googleusercontent.com.json", "db-secret.yml",
 ]
 KEPT_NAMES = [
     ".env.example", ".env.sample", ".env.template", "id_rsa.pub", "id_ed25519.pub",
     "credentials.py", "credentials_test.go", "credentials.ts", "secrets.py",
     "secret_manager.go", "secrets.md", "envelope.py", ".envrc.py",
+    # The word in the middle of a name: kernel documentation of a securityfs interface.
+    "securityfs-secrets-coco", "my-secret-sauce.txt", "cert.pem",
 ]
 
 
@@ -432,17 +437,41 @@ def test_secret_looking_files_are_skipped_by_name(tmp_path: Path, name: str) -> 
     write(tmp_path, "main.py")
     write(tmp_path, f"conf/{name}", "value\n")
 
-    result = discover(tmp_path)
+    result = discover(tmp_path, DiscoveryOptions(hidden=True))  # the secret rule wins anyway
     assert [f.path for f in result.files] == ["main.py"]
     assert result.skipped == [(f"conf/{name}", "secret")]
+    assert discover(tmp_path).skipped == [(f"conf/{name}", "secret")]
 
 
 @pytest.mark.parametrize("name", KEPT_NAMES)
 def test_source_and_documentation_about_secrets_is_kept(tmp_path: Path, name: str) -> None:
     write(tmp_path, name, "value\n")
-    result = discover(tmp_path)
+    result = discover(tmp_path, DiscoveryOptions(hidden=True))
     assert [f.path for f in result.files] == [name]
     assert result.skipped == []
+
+
+def test_kernel_securityfs_secrets_coco_doc_is_not_a_secret(tmp_path: Path) -> None:
+    # Linux 6.1: Documentation/ABI/testing/securityfs-secrets-coco was skipped as a secret.
+    doc = "What:\t\tsecurityfs/secrets/coco\nDescription:\n\t\tExposes confidential computing secrets.\n"
+    write(tmp_path, "Documentation/ABI/testing/securityfs-secrets-coco", doc)
+    result = discover(tmp_path)
+    assert [f.path for f in result.files] == ["Documentation/ABI/testing/securityfs-secrets-coco"]
+    assert result.skipped == []
+    assert read_text(tmp_path, "Documentation/ABI/testing/securityfs-secrets-coco") == (doc, "")
+
+
+def test_pem_files_are_judged_by_content(tmp_path: Path) -> None:
+    cert = "-----BEGIN CERTIFICATE-----\n" + base64.b64encode(os.urandom(96)).decode() + "\n-----END CERTIFICATE-----\n"
+    write(tmp_path, "ca.pem", cert)
+    write(tmp_path, "server.pem", fake_key("RSA PRIVATE KEY"))
+    write(tmp_path, "both.pem", cert + fake_key("PRIVATE KEY"))
+    assert paths(tmp_path) == ["both.pem", "ca.pem", "server.pem"]
+    assert read_text(tmp_path, "ca.pem") == (cert, "")
+    assert read_text(tmp_path, "server.pem") == (None, "private key")
+    text, reason = read_text(tmp_path, "both.pem")
+    assert reason == "" and text is not None and text.startswith(cert)
+    assert "PRIVATE KEY" not in text and text.count(MARKER) == len(fake_key("PRIVATE KEY").splitlines())
 
 
 # --- size, extensions, binary names --------------------------------------------------
@@ -685,9 +714,31 @@ def test_read_text_binary_is_a_nul_in_the_first_8k(tmp_path: Path) -> None:
     "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY", "DSA PRIVATE KEY",
     "ENCRYPTED PRIVATE KEY", "PGP PRIVATE KEY BLOCK",
 ])
-def test_read_text_refuses_private_key_blocks(tmp_path: Path, label: str) -> None:
-    write(tmp_path, "config.yaml", "name: demo\nkey: |\n" + fake_key(label))
-    assert read_text(tmp_path, "config.yaml") == (None, "private key")
+def test_read_text_refuses_private_key_files(tmp_path: Path, label: str) -> None:
+    write(tmp_path, "key.txt", fake_key(label))
+    assert read_text(tmp_path, "key.txt") == (None, "private key")
+
+
+@pytest.mark.parametrize("label", ["PRIVATE KEY", "RSA PRIVATE KEY", "PGP PRIVATE KEY BLOCK"])
+def test_read_text_redacts_private_key_blocks_inside_other_text(tmp_path: Path, label: str) -> None:
+    key = fake_key(label)
+    write(tmp_path, "config.yaml", "name: demo\nkey: |\n" + key + "port: 8080\n")
+    text, reason = read_text(tmp_path, "config.yaml")
+    assert reason == "" and text is not None
+    lines = text.split("\n")
+    assert lines[:2] == ["name: demo", "key: |"] and lines[-2:] == ["port: 8080", ""]
+    assert lines[2:-2] == [MARKER] * len(key.splitlines())  # same line count: spans stay valid
+
+
+def test_a_short_private_key_block_counts(tmp_path: Path) -> None:
+    # The hostile-input probe of issue #14: a body far shorter than a real key's.
+    begin, end = "-----" + "BEGIN RSA PRIVATE KEY-----", "-----" + "END RSA PRIVATE KEY-----"
+    write(tmp_path, "short.txt", f"{begin}\nMIIBOgIBAAJBAKj34GkxFhD9\n{end}\n")
+    write(tmp_path, "shorter.txt", f"notes\n{begin}\nabc\n{end}\nmore notes\n")
+    write(tmp_path, "empty.txt", f"notes\n{begin}\n{end}\n")
+    assert read_text(tmp_path, "short.txt") == (None, "private key")
+    assert read_text(tmp_path, "shorter.txt") == (f"notes\n{MARKER}\n{MARKER}\n{MARKER}\nmore notes\n", "")
+    assert read_text(tmp_path, "empty.txt") == (f"notes\n{MARKER}\n{MARKER}\n", "")
 
 
 def test_read_text_refuses_keys_with_headers_indents_and_escapes(tmp_path: Path) -> None:
@@ -699,11 +750,19 @@ def test_read_text_refuses_keys_with_headers_indents_and_escapes(tmp_path: Path)
     indented = "key: |\n" + "".join("    " + line + "\n" for line in key.splitlines())
     as_json = '{"type": "service_account", "private_key": "' + key.replace("\n", "\\n") + '"}\n'
     as_code = "KEY = (\n" + "".join(f'    "{line}\\n"\n' for line in key.splitlines()) + ")\n"
+    as_java = "String k =\n" + "".join(f'    "{line}\\n" +\n' for line in key.splitlines()) + '    "";\n'
     ssh2 = "---- " + "BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\n" + 'Comment: "k"\n' + key.split("\n", 1)[1]
     putty = "PuTTY-User-Key-File-" + "3: ssh-ed25519\nEncryption: none\n"
-    for i, text in enumerate([encrypted, pgp, indented, as_json, as_code, ssh2, putty]):
+    truncated = "\n".join(key.splitlines()[:-1]) + "\n"  # no END marker, but a long body
+    for i, text in enumerate([encrypted, pgp, as_json, ssh2, putty, truncated]):
         write(tmp_path, f"f{i}.txt", text)
         assert read_text(tmp_path, f"f{i}.txt") == (None, "private key"), text
+    body = rest[1]
+    for i, text in enumerate([indented, as_code, as_java]):
+        write(tmp_path, f"g{i}.txt", text)
+        got, reason = read_text(tmp_path, f"g{i}.txt")
+        assert reason == "" and got is not None and body not in got and "PRIVATE" not in got, got
+        assert got.count("\n") == text.count("\n") and got.split("\n")[0] == text.split("\n")[0]
 
 
 def test_read_text_keeps_code_that_only_mentions_key_markers(tmp_path: Path) -> None:
@@ -787,7 +846,7 @@ def test_read_text_strips_bom_and_normalises_newlines(tmp_path: Path) -> None:
 
 
 def test_output_is_sorted_and_deterministic(tmp_path: Path) -> None:
-    names = ["b/z.py", "a.py", "B.py", "a/b.py", "a-b.py", "z.pem", "c.png", "a/x.key"]
+    names = ["b/z.py", "a.py", "B.py", "a/b.py", "a-b.py", "z.p12", "c.png", "a/x.key"]
     for rel in names:
         write(tmp_path, rel)
     first = discover(tmp_path)
@@ -796,7 +855,7 @@ def test_output_is_sorted_and_deterministic(tmp_path: Path) -> None:
     listed = [f.path for f in first.files]
     assert listed == sorted(listed) == ["B.py", "a-b.py", "a.py", "a/b.py", "b/z.py"]
     assert first.skipped == sorted(first.skipped)
-    assert first.skipped == [("a/x.key", "secret"), ("c.png", "binary"), ("z.pem", "secret")]
+    assert first.skipped == [("a/x.key", "secret"), ("c.png", "binary"), ("z.p12", "secret")]
 
 
 def test_entries_carry_size_and_mtime(tmp_path: Path) -> None:
@@ -827,5 +886,175 @@ def test_discovery_of_a_large_tree_is_fast(tmp_path: Path) -> None:
     start = time.perf_counter()
     result = discover(tmp_path)
     elapsed = time.perf_counter() - start
-    assert len(result.files) == 3_000 + 4
+    assert len(result.files) == 3_000  # the .gitignore files are hidden
     assert elapsed < 1.0, elapsed
+
+
+# --- why a tree looks empty: rules, counts, explain (issue #14, item 5) -------------
+
+
+def debian_like(root: Path) -> Path:
+    """The Linux sources as Debian ships them: the top .gitignore ends with ``/*``."""
+    write(root, ".gitignore", "# Debian packaging\n*.o\n/*\n!/debian/\n")
+    write(root, "Makefile", "all:\n")
+    write(root, "README", "Linux kernel\n")
+    for rel in ("kernel/fork.c", "mm/slab.c", "arch/x86/Makefile", "fs/ext4/inode.c"):
+        write(root, rel, "int x;\n")
+    return root
+
+
+def test_an_ignore_rule_is_counted_with_its_file_and_line(tmp_path: Path) -> None:
+    root = debian_like(tmp_path / "linux")
+    result = discover(root)
+    assert result.files == [] and result.mode == "walk"
+    [top] = result.excluded
+    assert top.rule == discovery.Rule("ignore", ".gitignore", 3, "/*")
+    assert (top.dirs, top.files, top.example) == (4, 3, ".gitignore")
+    assert str(top.rule) == ".gitignore:3: /*"
+    warning = result.warning("linux")
+    assert warning is not None and warning.startswith("kept no files under linux: .gitignore:3: /* passed over")
+    assert "4 directories, 3 files" in warning and "--no-ignore" in warning
+
+
+def test_no_warning_for_an_ordinary_tree(tmp_path: Path) -> None:
+    write(tmp_path, ".gitignore", "*.log\nbuild/\n")
+    for i in range(30):
+        write(tmp_path, f"src/m{i}.py")
+    write(tmp_path, "a.log")
+    write(tmp_path, "node_modules/x/index.js")
+    result = discover(tmp_path)
+    assert len(result.files) == 30 and result.warning() is None
+    counts = {str(e.rule): (e.files, e.dirs) for e in result.excluded}
+    assert counts == {
+        ".gitignore:1: *.log": (1, 0), "excluded directory (node_modules)": (0, 1),
+        "hidden (name starts with a dot)": (1, 0),
+    }
+
+
+def test_a_large_share_passed_over_is_warned_about(tmp_path: Path) -> None:
+    write(tmp_path, "keep.py")
+    write(tmp_path, "sub/.ignore", "*.gen.py\n")
+    for i in range(25):
+        write(tmp_path, f"sub/m{i}.gen.py")
+    result = discover(tmp_path)
+    warning = result.warning("r")
+    assert warning is not None and warning.startswith("kept 1 files under r and passed over 26 entries (96%)")
+    assert "sub/.ignore:1: *.gen.py passed over 25 files, e.g. sub/m0.gen.py" in warning
+    assert "1 other rule in --json" in warning
+
+
+def test_rules_name_nested_ignore_files_and_exclude_globs(tmp_path: Path) -> None:
+    write(tmp_path, "pkg/.gitignore", "# generated\n\n/out/\n")
+    write(tmp_path, "pkg/out/x.py")
+    write(tmp_path, "pkg/a_test.py")
+    write(tmp_path, "pkg/b.py")
+    result = discover(tmp_path, DiscoveryOptions(exclude_globs=("*.md", "*_test.py")))
+    rules = {str(e.rule): e.entries for e in result.excluded}
+    assert rules == {"pkg/.gitignore:3: /out/": 1, "exclude_globs[2]: *_test.py": 1, "hidden (name starts with a dot)": 1}
+
+
+@needs_git
+def test_git_mode_counts_its_own_rules(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    write(repo, "a.py")
+    write(repo, ".ignore", "*.snap\n")
+    write(repo, "t.snap")
+    write(repo, ".github/workflows/ci.yml", "on: push\n")
+    git(repo, "add", ".")
+    result = discover(repo)
+    assert result.mode == "git" and [f.path for f in result.files] == ["a.py"]
+    assert {str(e.rule): (e.files, e.dirs) for e in result.excluded} == {
+        ".ignore:1: *.snap": (1, 0), "hidden (name starts with a dot)": (1, 1),
+    }
+
+
+# --- hidden and no_ignore: ripgrep's --hidden and --no-ignore -------------------------
+
+
+def test_hidden_entries_are_skipped_unless_asked_for(tmp_path: Path) -> None:
+    write(tmp_path, "a.py")
+    write(tmp_path, ".github/workflows/ci.yml", "on: push\n")
+    write(tmp_path, ".editorconfig", "root = true\n")
+    write(tmp_path, "pkg/.hidden.py")
+    write(tmp_path, ".venv/lib.py")  # a built-in excluded directory, hidden or not
+    write(tmp_path, ".env", "A=1\n")  # a secret, hidden or not
+    assert paths(tmp_path) == ["a.py"]
+    shown = discover(tmp_path, DiscoveryOptions(hidden=True))
+    assert [f.path for f in shown.files] == [".editorconfig", ".github/workflows/ci.yml", "a.py", "pkg/.hidden.py"]
+    assert shown.skipped == [(".env", "secret")]
+
+
+def test_no_ignore_reads_no_ignore_file(tmp_path: Path) -> None:
+    root = debian_like(tmp_path / "linux")
+    write(root, "kernel/.ignore", "*.c\n")
+    write(root, "kernel/.ranklensignore", "*\n")
+    write(root, "node_modules/x.js")
+    listed = paths(root, DiscoveryOptions(no_ignore=True))
+    assert listed == ["Makefile", "README", "arch/x86/Makefile", "fs/ext4/inode.c", "kernel/fork.c", "mm/slab.c"]
+    # exclude_globs are the caller's, not an ignore file: they still apply.
+    assert "README" not in paths(root, DiscoveryOptions(no_ignore=True, exclude_globs=("README",)))
+
+
+@needs_git
+def test_no_ignore_in_git_mode_lists_what_git_ignores(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    write(repo, ".gitignore", "*.log\n")
+    write(repo, "a.py")
+    write(repo, "debug.log")
+    write(repo, "private.txt")
+    (repo / ".git" / "info" / "exclude").write_text("private.txt\n")
+    git(repo, "add", "a.py", ".gitignore")
+    assert paths(repo) == ["a.py"]
+    assert paths(repo, DiscoveryOptions(no_ignore=True)) == ["a.py", "debug.log", "private.txt"]
+
+
+# --- explain: why one path is skipped or kept ----------------------------------------
+
+
+def test_explain_names_the_ancestor_an_ignore_rule_matched(tmp_path: Path) -> None:
+    root = debian_like(tmp_path / "linux")
+    verdict = discovery.explain(root, "arch/x86/Makefile")
+    assert not verdict.kept and verdict.via == "arch" and verdict.mode == "walk"
+    assert str(verdict.rule) == ".gitignore:3: /*"
+    assert discovery.explain(root, "arch/x86/Makefile", DiscoveryOptions(no_ignore=True)).kept
+    assert discovery.explain(root, "arch").rule == verdict.rule
+    assert discovery.explain(root, "") == discovery.Verdict("", True, True, mode="walk")
+
+
+def test_explain_agrees_with_discover_on_every_rule(tmp_path: Path) -> None:
+    write(tmp_path, ".gitignore", "*.log\n")
+    files = {
+        "a.py": None, "x.log": ".gitignore:1: *.log", ".hidden.py": "hidden (name starts with a dot)",
+        "conf/.env": "secret (secret file name)", "logo.png": "binary (known binary extension)",
+        "node_modules/m/index.js": "excluded directory (node_modules)", "big.txt": "too large (over 10 bytes)",
+    }
+    for rel in files:
+        write(tmp_path, rel, "x" * (50 if rel == "big.txt" else 3))
+    opts = DiscoveryOptions(max_bytes=10)
+    assert paths(tmp_path, opts) == ["a.py"]
+    for rel, rule in files.items():
+        verdict = discovery.explain(tmp_path, rel, opts)
+        assert verdict.kept == (rule is None), rel
+        assert (str(verdict.rule) if verdict.rule else None) == rule, rel
+    assert discovery.explain(tmp_path, "node_modules/m/index.js").via == "node_modules"
+    with pytest.raises(FileNotFoundError):
+        discovery.explain(tmp_path, "missing.py")
+
+
+@needs_git
+def test_explain_asks_git_which_line_ignores_a_path(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    write(repo, "a.py")
+    write(repo, "pkg/.gitignore", "# build output\n/gen/\n")
+    write(repo, "pkg/gen/out.py")
+    write(repo, "pkg/m.py")
+    (repo / ".git" / "info" / "exclude").write_text("*.tmp\n")
+    write(repo, "pkg/x.tmp")
+    git(repo, "add", "a.py")
+    verdict = discovery.explain(repo, "pkg/gen/out.py")
+    assert verdict.mode == "git" and not verdict.kept
+    assert verdict.rule == discovery.Rule("ignore", "pkg/.gitignore", 2, "/gen/")
+    assert discovery.explain(repo, "pkg/x.tmp").rule == discovery.Rule("ignore", ".git/info/exclude", 1, "*.tmp")
+    # From a root below the work tree's top, the ignore file is named relative to that root.
+    assert discovery.explain(repo / "pkg", "gen/out.py").rule == discovery.Rule("ignore", ".gitignore", 2, "/gen/")
+    assert discovery.explain(repo, "pkg/m.py").kept

@@ -38,6 +38,7 @@ from core.engine import ArmResult, Engine, QueryError, check_query
 from core.handoff import envelope, write_json_atomic
 from core.judgments import QueryJudgments, judge, judgments_for
 from core.indexer import STAGES, IndexStats, Progress
+from core.secrets import load_detectors, redact
 from core.types import ConsolidatedHit
 from tui.messages import ArmFinished, DeepDone, DeepProgress, IndexDone, IndexOpened, IndexProgress
 from tui.screens.export import DEFAULT_PATH, ExportScreen
@@ -191,6 +192,7 @@ class RanklensApp(App[None]):
         self._deep_again = False
         self._deep_progress: tuple[int, int] | None = None  # (done, total) while building
         self._deep_stop = threading.Event()
+        self._discovery_warning: str | None = None  # the last one notified
         self._deep_recheck: int | None = None  # a query whose deep answer was in flight when built
         self._query_note = ""
         self._generation: int | None = None
@@ -602,14 +604,15 @@ class RanklensApp(App[None]):
         )
 
     def read_file(self, path: str) -> str | None:
-        """A file of the root as text, cached until its size or mtime changes."""
+        """A file of the root as text, lines holding a credential redacted as in the index
+        (:func:`core.secrets.redact`), cached until its size or mtime changes."""
         full = self.engine.root / path
         try:
             st = full.stat()
             cached = self._files.get(path)
             if cached is not None and cached[:2] == (st.st_mtime_ns, st.st_size):
                 return cached[2]
-            text = full.read_text(encoding="utf-8", errors="replace")
+            text = redact(full.read_text(encoding="utf-8", errors="replace"), path)
         except OSError:
             return None
         self._files[path] = (st.st_mtime_ns, st.st_size, text)
@@ -631,6 +634,7 @@ class RanklensApp(App[None]):
         self.post_message(IndexOpened(self.engine.ready or self.engine.open()))
         # Not the deep arm's vectors: minutes of work, done by _deep_job once this commits.
         stats = self.engine.ensure_index(lambda p: self.post_message(IndexProgress(p)), deep=False)
+        load_detectors()  # here, so the preview's first credential check does not import them
         self.post_message(IndexDone(stats))
 
     @property
@@ -708,13 +712,21 @@ class RanklensApp(App[None]):
         self._generation = generation
         self._index_refreshed = True
         self._set_index_note(describe_stats(message.stats, first_build))
+        warning = message.stats.warning
+        if warning and warning != self._discovery_warning:
+            # Said once per distinct warning, not on every refresh.
+            self.notify(warning, title="Discovery", severity="warning", timeout=15)
+        self._discovery_warning = warning
         if self._pending is not None:
             self.search(self._pending)
         elif changed and self.query_text and not first_build:
             # The rows may point at lines that moved: ask the arms again.
             self.search(self.query_text, force=True)
         elif first_build and not self.query_text:
-            self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
+            if warning and not message.stats.kept:
+                self.preview.clear(f"Nothing to search: {warning}.")
+            else:
+                self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
         if "deep" in self.arms:
             self._start_deep()
 

@@ -441,7 +441,23 @@ async def test_first_open_indexes_with_progress_then_runs_the_waiting_query(samp
     assert progress and set(progress) <= set(STAGES)
     assert any("indexing: " in n for n in notes), notes
     assert any("the query runs when the index is ready" in n for n in notes), notes
-    assert any(n.startswith("indexed 7 files") for n in notes), notes
+    assert any(n.startswith("indexed 6 files") for n in notes), notes  # .gitignore is hidden
+    eng.close()
+
+
+async def test_a_tree_that_looks_empty_says_which_rule_emptied_it(tmp_path) -> None:
+    root = tmp_path / "linux"
+    (root / "kernel").mkdir(parents=True)
+    (root / "kernel" / "fork.c").write_text("int copy_process(void);\n")
+    (root / ".gitignore").write_text("# Debian packaging\n/*\n!/debian/\n")
+    eng = Engine(root)  # never indexed
+    app = RanklensApp(eng)
+    shown = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        assert [n for n in shown if ".gitignore:2: /*" in n and "--no-ignore" in n], shown
+        message = str(app.preview.query_one("#preview-message").render())
+        assert message.startswith("Nothing to search: kept no files under") and ".gitignore:2: /*" in message
     eng.close()
 
 
