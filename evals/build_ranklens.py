@@ -74,7 +74,7 @@ Q = [
  ("r22", P, "merge results from different retrievers that point at overlapping lines of the same file",
   [("core/consolidate.py", ("from", r"^def _groups\(", r"tuple\(best\[a\] for a in sorted\(best\)\)"), "Union overlapping (and, optionally, touching) spans")]),
  ("r23", P, "how is it decided whether a result is high, medium or low confidence",
-  [("core/consolidate.py", "confidence", "def confidence("), ("tui/screens/help.py", ("from", r"^- \*\*conf\*\*", r"^  Families:"), "**conf**")]),
+  [("core/consolidate.py", "confidence", "def confidence("), ("tui/screens/help.py", ("from", r"^- \*\*conf\*\*", r"^  medium and 5 % of low"), "**conf**")]),
  ("r24", P, "skip files that look like they hold passwords or keys",
   [("core/secrets.py", ("from", r"^# --- secret files, by name", r"^_ENV_TEMPLATES"), "_SECRET_EXACT = frozenset"),
    ("core/secrets.py", "is_secret_name", "def is_secret_name(")]),
