@@ -80,7 +80,7 @@ async def test_tools_are_listed_with_schemas_and_the_first_search_builds_the_ind
 
         status = await call(session, "index_status", {})
         # the sample repository's code and docs; .gitignore is hidden (skipped without --hidden)
-        assert status["files"] == 6 and status["chunks"] >= 7 and status["generation"] == 1
+        assert status["files"] == 6 and status["chunks"] >= 6 and status["generation"] == 1
         assert status["stale"] is False and status["updating"] is False
         assert all(arm["answers"] for arm in status["arms"].values())
         assert status["skipped_files"] == {"secret": 2, "binary": 1}
