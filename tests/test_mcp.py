@@ -83,7 +83,7 @@ async def test_tools_are_listed_with_schemas_and_the_first_search_builds_the_ind
         assert status["files"] == 6 and status["chunks"] >= 6 and status["generation"] == 1
         assert status["stale"] is False and status["updating"] is False
         assert all(arm["answers"] for arm in status["arms"].values())
-        assert status["skipped_files"] == {"secret": 2, "binary": 1}
+        assert status["skipped_files"] == {"secret": 1, "private key": 1, "binary": 1}
 
 
 async def test_check_handoff_reports_changed_moved_and_gone_spans(sample_repo):
