@@ -15,16 +15,15 @@ from pathlib import Path
 import click
 
 from .arms import DEFAULT_ARMS, REGISTRY, default_arms
-from .config import ConfigError, load_config
-from .consolidate import single_arm
+from .config import ConfigError
 from .discovery import DiscoveryOptions
-from .engine import DEFAULT_RRF_K, DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
+from .engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
+from .settings import FusionSettings
 from .evaluation import SEED
 from .fusion import check_k, check_weight
 from .handoff import envelope, write_json_atomic
 from .indexer import STAGES, IndexSettings, Progress
 from .priors import RULES as PRIOR_RULES
-from .priors import apply_priors
 
 RETRIEVERS = ("all", *REGISTRY)
 #: What "all" fuses, for the help (the same text whatever is installed here).
@@ -265,7 +264,7 @@ class QueryRequest:
     text: str
     top_k: int = DEFAULT_TOP_K
     retriever: str = "all"
-    weights_text: str | None = None  # as given (None: not given), for _fusion_settings
+    weights_text: str | None = None  # as given (None: not given), for _settings_for
     weights: dict[str, float] = field(default_factory=dict)
     rrf_k: float | None = None
     path_glob: str | None = None
@@ -337,36 +336,23 @@ def answer_query(
     the files itself.
     """
     t0 = time.perf_counter()
-    arms = request.arms
-    # Sitting this query out, deep takes its shipped weights with it: the other arms' are
-    # those tuned without it.
-    with_deep = deep if "deep" in arms else None
-    ws, rrf_k = _fusion_settings(engine.root, request.weights_text, request.weights, request.rrf_k, with_deep=with_deep)
+    settings = _settings_for(engine, request, deep=deep)
     try:
         result = engine.search(
-            request.text, top_k=request.top_k, arms=arms, weights=ws, k=rrf_k, path_glob=request.path_glob,
-            language=request.language, priors=request.priors,
+            request.text, settings, top_k=request.top_k, path_glob=request.path_glob, language=request.language
         )
     except QueryError as exc:
         raise UsageProblem(str(exc)) from None
     if not result.answered:
         raise NoAnswer(result.skipped)
-    if len(arms) > 1:
-        hits = result.hits
-    else:
-        # The arm's whole pool, so a demoted hit can be replaced from below the cut.
-        arm = arms[0]
-        hits = single_arm(result.results[arm].hits, k=rrf_k, weight=ws.get(arm, 1.0))
-        if request.priors:
-            hits = apply_priors(hits, request.text)
-        hits = hits[: request.top_k]
+    hits = result.hits
     data = envelope(
         query=request.text,
         mode=request.retriever,
         retrievers=result.answered,
         skipped=result.skipped,
-        weights={a: ws.get(a, 1.0) for a in arms},
-        k=rrf_k,
+        weights=settings.fused_weights(),
+        k=settings.k,
         hits=hits,
         priors=request.priors,
         root=engine.root,
@@ -580,25 +566,26 @@ def _query_batch(
         _note(f"{failed} of {total} batch lines could not be answered")
 
 
-def _fusion_settings(
-    root: Path,
-    weights_text: str | None,
-    weights: dict[str, float],
-    rrf_k: float | None,
-    *,
-    with_deep: bool | None = None,
-) -> tuple[dict[str, float], float]:
-    """The root's saved config (``ranklens tune --save``) over the shipped defaults (those with
-    or without deep, see :func:`core.config.default_weights`), with explicit --weights (per
-    arm: the arms it does not name keep theirs) and --rrf-k on top."""
+def _settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = None) -> FusionSettings:
+    """The fusion settings of a checked request on ``engine``'s root: the root's config over
+    the shipped defaults, its --weights (per arm) and --rrf-k on top. ``deep``: whether the
+    deep arm can answer; when it cannot it takes its shipped weights with it (the other arms'
+    are those tuned without it)."""
+    arms = request.arms
     try:
-        config = load_config(root, with_deep=with_deep)
-    except ConfigError as exc:
-        if weights_text is None or rrf_k is None:
-            raise UsageProblem(str(exc)) from None
-        config = {"weights": {}, "k": rrf_k}  # everything is given: the broken file is not needed
-    merged = {**config["weights"], **(weights if weights_text is not None else {})}
-    return merged, (rrf_k if rrf_k is not None else config["k"])
+        return engine.fusion(
+            FusionSettings.resolve(
+                engine.root,
+                arms=arms,
+                weights=request.weights if request.weights_text is not None else None,
+                k=request.rrf_k,
+                priors=request.priors,
+                with_deep=deep if "deep" in arms else None,
+                cache_dir=engine.cache_dir,
+            )
+        )
+    except (ConfigError, QueryError) as exc:
+        raise UsageProblem(str(exc)) from None
 
 
 def _fused_arms(retriever: str) -> list[str]:
@@ -623,12 +610,12 @@ def _load_labeled(path: str):
         raise UsageProblem(str(exc)) from None
 
 
-def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quiet: bool, priors: bool = True):
+def _run_labeled(engine: Engine, queries, settings: FusionSettings, *, also, top_k: int, quiet: bool):
     """Index, make the gold paths relative to the root, warn about gold files missing from the
     index, and run every query once per arm."""
     from .evaluation import rebase_gold, run_queries
 
-    _run_index(engine, show_progress=sys.stderr.isatty() and not quiet, deep="deep" in (*arms, *also))
+    _run_index(engine, show_progress=sys.stderr.isatty() and not quiet, deep="deep" in (*settings.arms, *also))
     queries, rebased = rebase_gold(queries, engine.root)
     if rebased:
         _note(rebased)
@@ -639,7 +626,7 @@ def _run_labeled(engine: Engine, queries, arms, ws, k, *, also, top_k: int, quie
     if len(missing) > 10:
         _note(f"… and {len(missing) - 10} more gold files not in the index")
     try:
-        run = run_queries(engine, queries, arms=arms, weights=ws, k=k, also=also, top_k=top_k, priors=priors)
+        run = run_queries(engine, queries, settings, also=also, top_k=top_k)
     except QueryError as exc:
         raise UsageProblem(str(exc)) from None
     for name, reason in run.skipped.items():
@@ -723,22 +710,16 @@ def eval_command(
     """
     if not 1 <= top_k <= 100:
         raise UsageProblem(f"--top-k must be from 1 to 100, got {top_k}")
-    arms = _fused_arms(retriever)
-    if rrf_k is not None:
-        try:
-            check_k(rrf_k)
-        except ValueError as exc:
-            raise UsageProblem(str(exc)) from None
-    ws = parse_weights(weights)
+    request = _request("eval", retriever=retriever, weights=weights, rrf_k=rrf_k, priors=not no_priors)
     labeled = _load_labeled(queries)
     engine = _engine(root, model, _note, hidden, no_ignore)
-    ws, k = _fusion_settings(engine.root, weights, ws, rrf_k)
+    settings = _settings_for(engine, request)
     from .evaluation import report
 
     # Every other arm gets a row, deep only where it is a default arm (installed, not switched
     # off): its vectors take minutes to build, and a row that says "not installed" is noise.
-    also = [a for a in REGISTRY if a not in arms and (a != "deep" or a in default_arms())]
-    run = _run_labeled(engine, labeled, arms, ws, k, also=also, top_k=top_k, quiet=as_json, priors=not no_priors)
+    also = [a for a in REGISTRY if a not in settings.arms and (a != "deep" or a in default_arms())]
+    run = _run_labeled(engine, labeled, settings, also=also, top_k=top_k, quiet=as_json)
     data = {"root": str(engine.root), "file": queries, **report(run)}
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
@@ -859,9 +840,12 @@ def tune(
     if scored < folds:
         raise UsageProblem(f"{scored} queries with gold targets are too few for {folds} folds")
     engine = _engine(root, model, _note, hidden, no_ignore)
-    run = _run_labeled(
-        engine, labeled, arms, {}, DEFAULT_RRF_K, also=(), top_k=DEFAULT_TOP_K, quiet=as_json, priors=not no_priors
-    )
+    # Tuning starts from the shipped defaults, not the root's last tuned config.
+    try:
+        settings = engine.fusion(FusionSettings.resolve(arms=arms, priors=not no_priors))
+    except QueryError as exc:
+        raise UsageProblem(str(exc)) from None
+    run = _run_labeled(engine, labeled, settings, also=(), top_k=DEFAULT_TOP_K, quiet=as_json)
     result = tune_fusion(run, n_folds=folds, seed=seed)
     result["root"] = str(engine.root)
     result["file"] = queries

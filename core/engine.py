@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
-from .consolidate import Groups, check_ranking
-from .fusion import check_k, check_weights
-from .priors import adjuster
-from .ranking import DEFAULT_PARAMS, Params, Stage
+from .consolidate import Groups, check_ranking, single_arm
+from .priors import adjuster, apply_priors
+from .ranking import Params, Stage
+from .settings import FusionSettings
 from .store import IndexError_, IndexView, index_dir
 from .tokenize import code_tokens
 from .types import ConsolidatedHit, Hit
@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an
 MAX_QUERY_CHARS = 1000
 MAX_TOP_K = 1000
 DEFAULT_TOP_K = 10
-DEFAULT_RRF_K = 60
 #: Whether hits that only touch (``end + 1 == start``) merge. Budgeted chunks partition a
 #: file, so neighbours touching says nothing about relevance, and merging them chains
 #: adjacent chunks into wide hits: off, measured in the README (issue #5, step 2).
@@ -93,10 +92,21 @@ class SearchResult:
     arms: list[str]
     results: dict[str, ArmResult]
     hits: list[ConsolidatedHit]
-    weights: dict[str, float]
-    k: float
+    settings: FusionSettings
     elapsed_ms: float
-    priors: bool = True  # whether the code-aware priors re-scored ``hits``
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return self.settings.fused_weights()
+
+    @property
+    def k(self) -> float:
+        return self.settings.k
+
+    @property
+    def priors(self) -> bool:
+        """Whether the ranking stage re-scored ``hits``."""
+        return self.settings.priors
 
     @property
     def answered(self) -> list[str]:
@@ -134,6 +144,7 @@ class Engine:
         if not self.root.is_dir():
             raise NotADirectoryError(f"{root} is not a directory")
         self._settings = settings
+        self.cache_dir = cache_dir
         self.directory = index_dir(self.root, cache_dir)
         self.notify = notify or (lambda _msg: None)
         self._view: IndexView | None = None
@@ -303,34 +314,63 @@ class Engine:
             return ArmResult(name, elapsed_ms=_ms(t0), error=f"{type(exc).__name__}: {exc}", query=query)
         return ArmResult(name, hits=hits, elapsed_ms=_ms(t0), query=query, checked=True)
 
+    def fusion(
+        self,
+        settings: FusionSettings | None = None,
+        *,
+        arms: Sequence[str] | None = None,
+        weights: Mapping[str, float] | None = None,
+        k: float | None = None,
+        priors: bool | None = None,
+        with_deep: bool | None = None,
+    ) -> FusionSettings:
+        """The fusion settings a query runs with: ``settings`` (default: the shipped ones under
+        this root's tuned config, :meth:`FusionSettings.resolve`) with any of the others on
+        top. Raises :class:`QueryError` for an unknown arm or a bad weight or k."""
+        try:
+            if settings is None:
+                settings = FusionSettings.resolve(
+                    self.root, arms=arms, weights=weights, k=k, priors=priors, with_deep=with_deep,
+                    cache_dir=self.cache_dir,
+                )
+            elif any(v is not None for v in (arms, weights, k, priors)):
+                settings = settings.with_(arms=tuple(arms) if arms is not None else None, weights=weights, k=k,
+                                          priors=priors)
+        except ValueError as exc:  # a bad weight or k, or a broken config file
+            raise QueryError(str(exc)) from None
+        for name in settings.arms:
+            if name not in REGISTRY:
+                raise QueryError(f"unknown retriever {name!r} (choose from {', '.join(REGISTRY)})")
+        if not settings.arms:
+            raise QueryError("no retriever to run")
+        return settings
+
     def search(
         self,
         query: str,
+        settings: FusionSettings | None = None,
         *,
         top_k: int = DEFAULT_TOP_K,
         arms: Sequence[str] | None = None,
         weights: Mapping[str, float] | None = None,
-        k: float = DEFAULT_RRF_K,
+        k: float | None = None,
+        priors: bool | None = None,
         path_glob: str | None = None,
         language: str | None = None,
         on_arm: Callable[[ArmResult], None] | None = None,
-        priors: bool = True,
     ) -> SearchResult:
-        """Run the arms concurrently, each on its own thread, and fuse their rankings.
+        """Run the arms concurrently, each on its own thread, and rank their results.
 
-        ``on_arm`` is called (from the arm's thread) with each arm's result as soon as it is
-        ready, in completion order. ``priors`` applies the code-aware priors to the fused
-        list (see :mod:`core.priors`); the arms' own rankings are never re-scored.
+        The fusion settings are :meth:`fusion`'s (``settings``, else the root's, with
+        ``arms``/``weights``/``k``/``priors`` on top), so a Python caller ranks as the CLI and
+        the terminal UI do. ``on_arm`` is called (from the arm's thread) with each arm's
+        result as soon as it is ready, in completion order.
         """
         t0 = time.perf_counter()
         text = check_query(query)
         check_top_k(top_k)
-        ws = check_weights(weights)
-        check_k(k)
-        names = list(dict.fromkeys(arms or default_arms()))
-        for name in names:
-            if name not in REGISTRY:
-                raise QueryError(f"unknown retriever {name!r} (choose from {', '.join(REGISTRY)})")
+        fs = self.fusion(settings, arms=arms, weights=weights, k=k, priors=priors)
+        names = list(fs.arms)
         self.view  # fail fast, before any thread, when the index is not open
 
         def job(name: str) -> ArmResult:
@@ -341,29 +381,32 @@ class Engine:
 
         futures = {name: self._pool.submit(job, name) for name in names}
         results = {name: f.result() for name, f in futures.items()}
-        hits = self.fuse(results.values(), weights=ws, k=k, top_k=top_k, priors=priors, query=text)
-        return SearchResult(text, top_k, names, results, hits, ws, float(k), _ms(t0), priors)
+        hits = self.fuse(results.values(), fs, top_k=top_k, query=text)
+        return SearchResult(text, top_k, names, results, hits, fs, _ms(t0))
 
     def fuse(
         self,
         results: Iterable[ArmResult] | Mapping[str, Sequence[Hit]],
+        settings: FusionSettings | None = None,
         *,
         weights: Mapping[str, float] | None = None,
-        k: float = DEFAULT_RRF_K,
+        k: float | None = None,
         top_k: int | None = None,
-        priors: bool = True,
+        priors: bool | None = None,
         query: str | None = None,
         stage: Params | None = None,
     ) -> list[ConsolidatedHit]:
-        """Consolidate cached rankings with these weights and k; no arm runs again.
+        """Rank cached results with these settings; no arm runs again.
 
-        With ``priors`` (the default) the fused hits go through the ranking stage before the
-        ``top_k`` cut (:mod:`core.ranking`: its signals with the constants ``stage``, then the
-        code-aware priors of :mod:`core.priors`, then diversity): ``score`` is then the final
-        score, ``fused_score`` the RRF score, ``signals`` and ``priors`` what was applied. The
-        query the stage reads is ``query``, else the ``ArmResult``s' ``query``; with a mapping
-        of rankings and no ``query``, the stage sees an empty query (priors and diversity
-        only). ``priors=False`` gives the plain fused ranking.
+        ``settings`` default to :meth:`fusion`'s (``weights``, ``k``, ``priors``, ``stage`` on
+        top), which fuse whatever rankings are given. Settings naming one arm: its own ranking, spans not merged,
+        re-ordered by the priors (with ``priors``) before the ``top_k`` cut. Several: their
+        rankings fused with weighted RRF, overlapping spans merged, then (with ``priors``) the
+        ranking stage (:mod:`core.ranking`: its signals, the path priors of
+        :mod:`core.priors`, diversity): ``score`` is then the final score, ``fused_score`` the
+        RRF score, ``signals`` and ``priors`` what was applied. The stage reads ``query``,
+        else the ``ArmResult``s' ``query``; with a mapping of rankings and no ``query`` it
+        sees an empty query (priors and diversity only).
         """
         if isinstance(results, Mapping):
             rankings = dict(results)
@@ -374,6 +417,14 @@ class Engine:
                 query = next((r.query for r in results if r.query), None)
             rankings = {r.arm: r.hits for r in results}
             checked = all(r.checked for r in results)
+        if settings is None:  # the root's: the default arms fused (one arm only when asked for)
+            settings = self.fusion(weights=weights, k=k, priors=priors)
+        elif any(v is not None for v in (weights, k, priors)):
+            settings = settings.with_(weights=weights, k=k, priors=priors)
+        if stage is not None:
+            settings = settings.with_(stage=stage)
+        if settings.single is not None:
+            return rank_single(rankings.get(settings.single, []), settings, query, top_k)
         # The grouping of the last rankings is kept: a re-fuse of the same rankings (same
         # list objects) with new weights or k skips validation and grouping.
         key = tuple(sorted((arm, id(hits)) for arm, hits in rankings.items()))
@@ -381,13 +432,36 @@ class Engine:
         if cached is None or cached[0] != key:
             groups = Groups(rankings, MERGE_ADJACENT, check=not checked)
             cached = self._groups = (key, groups, rankings)
-        if not priors:
-            return cached[1].fuse(k, weights, limit=top_k or None)
-        ranking = Stage(query or "", adjuster(query), stage or DEFAULT_PARAMS)
-        return cached[1].fuse(k, weights, limit=top_k or None, stage=ranking)
+        return fuse_groups(cached[1], settings, query, top_k)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def fuse_groups(
+    groups: Groups, settings: FusionSettings, query: str | None, top_k: int | None = None
+) -> list[ConsolidatedHit]:
+    """Grouped rankings fused with ``settings``: RRF, then the ranking stage when
+    ``settings.priors`` (the one place a fused list is made; :meth:`Engine.fuse` and tuning
+    come here)."""
+    weights = settings.fused_weights()
+    if not settings.priors:
+        return groups.fuse(settings.k, weights, limit=top_k or None)
+    ranking = Stage(query or "", adjuster(query), settings.stage)
+    return groups.fuse(settings.k, weights, limit=top_k or None, stage=ranking)
+
+
+def rank_single(
+    hits: Sequence[Hit], settings: FusionSettings, query: str | None, top_k: int | None = None
+) -> list[ConsolidatedHit]:
+    """One arm's own ranking in the consolidated shape (spans not merged), re-ordered by the
+    priors when ``settings.priors``; its whole pool is ranked before the ``top_k`` cut, so a
+    demoted hit is replaced from below it."""
+    arm = settings.single or ""
+    out = single_arm(hits, k=settings.k, weight=settings.weight(arm))
+    if settings.priors:
+        out = apply_priors(out, query)
+    return out[:top_k] if top_k else out
 
 
 def _ms(t0: float) -> float:

@@ -34,18 +34,15 @@ Metrics (pure functions below, over the top 10 of a ranking):
   by the first result in its file, as the benchmark's own metric does (it takes a target's
   first matching rank). Ideal DCG is that of ``min(len(gold), 10)`` hits at the top.
 
-Each query is run once per arm through :meth:`core.engine.Engine.search`; every arm is scored
-on its own top 10 and the fused list on the consolidated hits. With the priors on (the
-default), both are re-ordered by the code-aware priors first (:mod:`core.priors`): an arm's
-whole candidate pool, in its ranking order, gets the same treatment as the fused list
-(``single_arm`` then ``apply_priors``) before the cut to 10; with ``priors=False`` arms are
-scored on their raw rankings. Tuning re-fuses the cached raw rankings (no arm runs again) and
-applies the priors the same way, so searching the weights and k costs only fusion.
+Each query is run once per arm through :meth:`core.engine.Engine.search` with the run's
+:class:`core.settings.FusionSettings`; every arm is scored on its own top 10 as a
+single-retriever query shows it (its pool re-ordered by the priors when the ranking stage is
+on) and the fused list on the consolidated hits. Tuning re-fuses the cached rankings through
+the engine's own fusion (no arm runs again), so it optimises the list a user sees.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -55,7 +52,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from .fusion import check_k, check_weights
+from .settings import FusionSettings
 
 TOP_K = 10
 METRICS = ("hit@1", "hit@5", "hit@10", "file_hit@5", "mrr@10", "ndcg@10")
@@ -481,93 +478,83 @@ class EvalRun:
     """Everything one evaluation ran: enough to report and to re-fuse for tuning."""
 
     queries: list[QueryRun]
-    arms: list[str]  # the fused configuration's arms
+    settings: FusionSettings  # the configuration fused (its arms, weights, k, ranking stage)
     measured: list[str]  # every arm measured alone (configuration first)
-    weights: dict[str, float]
-    k: float
     skipped: dict[str, str]  # arm -> why it could not answer (first reason seen)
     no_gold: list[str] = field(default_factory=list)  # ids of queries left out (empty gold)
     top_k: int = TOP_K  # the ranking depth every metric looks at
-    fuse: Callable[..., list] | None = None  # engine.fuse without priors: (results, weights=, k=, top_k=)
-    priors: bool = False  # whether the code-aware priors re-order the arms' and the fused lists
+
+    @property
+    def arms(self) -> list[str]:
+        return list(self.settings.arms)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return self.settings.fused_weights()
+
+    @property
+    def k(self) -> float:
+        return self.settings.k
+
+    @property
+    def priors(self) -> bool:
+        return self.settings.priors
 
 
 def run_queries(
     engine,
     queries: Sequence[LabeledQuery],
+    settings: FusionSettings,
     *,
-    arms: Sequence[str],
-    weights: Mapping[str, float] | None = None,
-    k: float = 60,
     also: Sequence[str] = (),
     top_k: int = TOP_K,
     progress: Callable[[int, int], None] | None = None,
-    priors: bool = True,
 ) -> EvalRun:
     """Run every query once per arm on an opened engine and cache the rankings.
 
-    ``arms`` is the fused configuration (one arm: that arm's own ranking is the "fused"
-    list, as ``ranklens query --retriever`` prints it); ``also`` are more arms measured alone
-    but not fused (run in a second search, so the configuration's latency is its own).
-    Arms are opened before the first query, so latencies do not include loading them.
-    ``priors`` re-orders every arm's pool and the fused list by the code-aware priors.
+    ``settings`` is the configuration measured (one arm: that arm's own ranking is the
+    "fused" list, as ``ranklens query --retriever`` prints it); ``also`` are more arms measured
+    alone but not fused (run in a second search, so the configuration's latency is its own).
+    Every arm alone is scored as a single-retriever query shows it (its pool re-ordered by the
+    priors when ``settings.priors``). Arms are opened before the first query, so latencies do
+    not include loading them.
     """
-    from .consolidate import single_arm
-    from .priors import apply_priors
+    from .engine import rank_single
 
-    ws = check_weights(weights)
-    kf = check_k(k)
-    arms = list(dict.fromkeys(arms))
-    extra = [a for a in dict.fromkeys(also) if a not in arms]
+    extra = [a for a in dict.fromkeys(also) if a not in settings.arms]
     runs: list[QueryRun] = []
     skipped: dict[str, str] = {}
     scored = [q for q in queries if q.gold]
     no_gold = [q.id for q in queries if not q.gold]
     if hasattr(engine, "warm"):
-        engine.warm(arms + extra)  # load every artifact first: latencies are steady-state ones
+        engine.warm([*settings.arms, *extra])  # load every artifact first: latencies are steady-state ones
     for i, q in enumerate(scored, start=1):
-        result = engine.search(q.query, top_k=top_k, arms=arms, weights=ws, k=kf, priors=priors)
+        result = engine.search(q.query, settings, top_k=top_k)
         results = dict(result.results)
         if extra:
-            results.update(engine.search(q.query, top_k=top_k, arms=extra).results)
+            results.update(engine.search(q.query, settings.with_(arms=tuple(extra)), top_k=top_k).results)
         for name, reason in result.skipped:
             skipped.setdefault(name, reason)
         for name in extra:
             r = results[name]
             if not r.ok:
                 skipped.setdefault(name, r.skipped or r.error or "")
-        ranked = {}
-        if priors:
-            ranked = {
-                a: apply_priors(single_arm(r.hits, k=kf, weight=ws.get(a, 1.0)), q.query)
-                for a, r in results.items()
-                if r.ok
-            }
-        if len(arms) == 1:
-            only = results[arms[0]]
-            if not only.ok:
-                fused = []
-            elif priors:
-                fused = ranked[arms[0]][:top_k]
-            else:
-                fused = single_arm(only.hits[:top_k], k=kf, weight=ws.get(arms[0], 1.0))
-        else:
-            fused = list(result.hits[:top_k])
+        ranked = {
+            a: rank_single(r.hits, settings.with_(arms=(a,)), q.query) for a, r in results.items() if r.ok
+        }
         runs.append(
             QueryRun(
                 query=q,
                 rankings={a: list(r.hits) for a, r in results.items() if r.ok},
                 arm_ms={a: r.elapsed_ms for a, r in results.items() if r.ok},
-                fused=fused,
+                fused=list(result.hits[:top_k]),
                 fused_ms=result.elapsed_ms,
                 ranked=ranked,
             )
         )
         if progress is not None:
             progress(i, len(scored))
-    fuse = getattr(engine, "fuse", None)
-    raw_fuse = None if fuse is None else functools.partial(fuse, priors=False)
-    return EvalRun(runs, arms, arms + extra, ws, kf, skipped, no_gold, top_k, raw_fuse, priors)
+    return EvalRun(runs, settings, [*settings.arms, *extra], skipped, no_gold, top_k)
 
 
 # --------------------------------------------------------------------------- reporting
@@ -698,7 +685,6 @@ WEIGHT_GRID: tuple[float, ...] = tuple(round(0.2 * i, 1) for i in range(16))
 #: k grid: where RRF's k matters (small k sharpens the top ranks), roughly geometric.
 K_GRID: tuple[float, ...] = (5, 10, 20, 30, 45, 60, 90, 120, 200)
 DEFAULT_WEIGHT = 1.0
-DEFAULT_K = 60.0
 ROUNDS = 4
 FOLDS = 5
 SEED = 20240601
@@ -720,80 +706,36 @@ class Setting:
 class _Scorer:
     """Mean fused nDCG@10 of a set of queries for a setting, from cached rankings.
 
-    ``exact`` re-fuses through the run's ``fuse`` (``Engine.fuse``) every time. The fast
-    path uses that consolidation is weight-independent up to the scores: the groups of
-    overlapping spans and each arm's best rank in a group do not change with the weights or
-    k, so they are computed once per query (one ``fuse`` with every weight 1) and a setting
-    only re-scores ``sum(w / (k + rank))`` per group and re-sorts, with the same tie-break
-    (path, start, end, docid) and the same rule that a group no arm votes for is dropped.
-    The priors depend only on a group's path and the query, so with the run's priors on each
-    group's prior factor is computed once too and multiplies its score.
-    Tuning searches with the fast path and reports figures computed exactly.
+    Each query's rankings are grouped once (grouping does not depend on the weights or k);
+    every setting is then fused from those groups by :func:`core.engine.fuse_groups`, the
+    function the engine itself ranks with (RRF, then the ranking stage when the run's
+    settings have it on), so tuning optimises exactly the list a user sees.
     """
 
-    def __init__(self, run: EvalRun, exact: bool = False) -> None:
-        if run.fuse is None:
-            raise ValueError("the run has no fuse function (run it through an engine)")
+    def __init__(self, run: EvalRun) -> None:
         self.run = run
-        self.exact = exact
         self.cache: dict[tuple[Setting, int], float] = {}
-        self._tables: dict[int, tuple] = {}
+        self._groups: dict[int, object] = {}
 
-    def _rankings(self, i: int) -> dict[str, list]:
-        qr = self.run.queries[i]
-        return {a: qr.rankings[a] for a in self.run.arms if a in qr.rankings}
-
-    def _table(self, i: int) -> tuple:
-        found = self._tables.get(i)
+    def _grouped(self, i: int):
+        found = self._groups.get(i)
         if found is None:
-            import numpy as np
+            from .consolidate import Groups
+            from .engine import MERGE_ADJACENT
 
-            rankings = self._rankings(i)
-            groups = self.run.fuse(rankings, weights={a: 1.0 for a in rankings}, k=DEFAULT_K) if rankings else []
-            arms = list(self.run.arms)
-            ranks = np.full((len(groups), len(arms)), np.inf)
-            for g, hit in enumerate(groups):
-                for c in hit.contributors:
-                    ranks[g, arms.index(c.arm)] = c.rank
-            tie = sorted(range(len(groups)), key=lambda g: (groups[g].path, groups[g].start_line, groups[g].end_line, groups[g].docid))
-            tie_pos = np.empty(len(groups), dtype=np.int64)
-            tie_pos[tie] = np.arange(len(groups))
-            spans = [Span(h.path, h.start_line, h.end_line) for h in groups]
-            factor = np.ones(len(groups))
-            if self.run.priors:
-                from .priors import applied_to, factor_of, query_words
-
-                words = query_words(self.run.queries[i].query.query)
-                factor = np.array([factor_of(applied_to(h.path, words)) for h in groups])
-            found = self._tables[i] = (ranks, tie_pos, spans, factor)
+            qr = self.run.queries[i]
+            rankings = {a: qr.rankings[a] for a in self.run.arms if a in qr.rankings}
+            found = self._groups[i] = Groups(rankings, MERGE_ADJACENT, check=False) if rankings else None
         return found
 
-    def _fast_hits(self, setting: Setting, i: int) -> list[Span]:
-        import numpy as np
-
-        ranks, tie_pos, spans, factor = self._table(i)
-        if not spans:
-            return []
-        w = np.array([setting.weight_map.get(a, DEFAULT_WEIGHT) for a in self.run.arms])
-        contrib = w / (setting.k + ranks)  # absent arms: rank inf -> 0
-        voting = (contrib > 0).any(axis=1)
-        score = contrib.sum(axis=1) * factor
-        rows = np.flatnonzero(voting)
-        order = rows[np.lexsort((tie_pos[rows], -score[rows]))][:TOP_K]
-        return [spans[g] for g in order]
-
     def hits(self, setting: Setting, i: int) -> list:
-        if self.exact:
-            rankings = self._rankings(i)
-            if not rankings:
-                return []
-            if not self.run.priors:
-                return self.run.fuse(rankings, weights=setting.weight_map, k=setting.k, top_k=TOP_K)
-            from .priors import apply_priors
+        from .engine import fuse_groups
 
-            hits = self.run.fuse(rankings, weights=setting.weight_map, k=setting.k)
-            return apply_priors(hits, self.run.queries[i].query.query)[:TOP_K]
-        return self._fast_hits(setting, i)
+        groups = self._grouped(i)
+        if groups is None:
+            return []
+        settings = self.run.settings.with_(weights=setting.weight_map, k=setting.k)
+        return fuse_groups(groups, settings, self.run.queries[i].query.query, TOP_K)
 
     def query_ndcg(self, setting: Setting, i: int) -> float:
         key = (setting, i)
@@ -871,8 +813,7 @@ def tune(run: EvalRun, *, n_folds: int = FOLDS, seed: int = SEED, rounds: int = 
         raise ValueError("tuning needs at least two fused arms")
     from .config import default_config
 
-    scorer = _Scorer(run)
-    exact = _Scorer(run, exact=True)
+    scorer = exact = _Scorer(run)
     n = len(run.queries)
     shipped = default_config()  # the baseline to beat: what query, eval and the TUI use
     default = Setting(

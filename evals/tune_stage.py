@@ -33,10 +33,11 @@ from pathlib import Path
 from core.arms import DEFAULT_ARMS
 from core.config import DEFAULT_K, DEFAULT_WEIGHTS
 from core.consolidate import Groups
-from core.engine import MERGE_ADJACENT, Engine
+from core.engine import MERGE_ADJACENT, Engine, fuse_groups
 from core.evaluation import load_queries, ndcg_at_k
 from core.priors import RULES, adjuster
 from core.ranking import DEFAULT_PARAMS, Params, Stage
+from core.settings import FusionSettings
 
 from evals import codesearch
 
@@ -124,11 +125,20 @@ def _parts(setting: dict) -> tuple[dict, float, Params, tuple]:
 
 
 def unit_scores(unit: Unit, setting: dict) -> list[float]:
+    """Every question's nDCG@10 under ``setting``. With the shipped prior factors this is the
+    engine's own fusion (:func:`core.engine.fuse_groups`); other factors need the stage built
+    here with those rules."""
     weights, k, params, rules = _parts(setting)
+    shipped = all(r.factor == s.factor for r, s in zip(rules, RULES))
+    settings = FusionSettings(tuple(weights), weights, k, True, params)
     out = []
     for i, groups in enumerate(unit.groups):
-        stage = Stage(unit.queries[i], adjuster(unit.queries[i], True, rules), params)
-        out.append(unit.scorer(groups.fuse(k, weights, limit=10, stage=stage), i))
+        if shipped:
+            hits = fuse_groups(groups, settings, unit.queries[i], 10)
+        else:
+            stage = Stage(unit.queries[i], adjuster(unit.queries[i], True, rules), params)
+            hits = groups.fuse(k, weights, limit=10, stage=stage)
+        out.append(unit.scorer(hits, i))
     return out
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from core.config import default_config
 from core.consolidate import consolidate
+from core.settings import FusionSettings
 from core.evaluation import (
     FUSED,
     K_GRID,
@@ -363,7 +364,7 @@ def test_calibration_counts_each_level_and_how_often_it_is_right():
         _conf_hit("x.py", 1, 1, "shaky"),  # a level some other rule invented
     ]
     runs = [QueryRun(q1, {}, {}, fused1, 1.0), QueryRun(q2, {}, {}, fused2, 1.0)]
-    cal = calibration(EvalRun(runs, ["bm25"], ["bm25"], {}, 60.0, {}))
+    cal = calibration(EvalRun(runs, FusionSettings(("bm25",), k=60.0), ["bm25"], {}))
     assert cal["top_k"] == 10 and cal["hits"] == 7
     assert list(cal["levels"]) == ["high", "medium", "low", "shaky"]
     assert cal["levels"]["high"] == {"hits": 3, "share": pytest.approx(3 / 7), "relevant": 2, "relevant_share": pytest.approx(2 / 3)}
@@ -371,7 +372,7 @@ def test_calibration_counts_each_level_and_how_often_it_is_right():
     assert cal["levels"]["low"] == {"hits": 1, "share": pytest.approx(1 / 7), "relevant": 0, "relevant_share": 0.0}
     assert cal["levels"]["shaky"]["hits"] == 1
     # Only the top K count; a level nobody has shows 0 hits and no share relevant.
-    cut = calibration(EvalRun(runs, ["bm25"], ["bm25"], {}, 60.0, {}, top_k=1))
+    cut = calibration(EvalRun(runs, FusionSettings(("bm25",), k=60.0), ["bm25"], {}, top_k=1))
     assert cut["hits"] == 2 and cut["levels"]["high"]["relevant"] == 2
     assert cut["levels"]["low"] == {"hits": 0, "share": 0.0, "relevant": 0, "relevant_share": None}
 
@@ -402,7 +403,7 @@ def _run(rankings_per_query, golds, arms=("good", "noisy")):
         lq = LabeledQuery(f"q{i}", f"query {i}", tuple(gold))
         fused = _fuse(rankings, top_k=10)
         queries.append(QueryRun(lq, rankings, {a: 1.0 for a in rankings}, fused, 1.0))
-    return EvalRun(queries, list(arms), list(arms), {}, 60.0, {}, fuse=_fuse)
+    return EvalRun(queries, FusionSettings(tuple(arms), k=60.0, priors=False), list(arms), {})
 
 
 def _synthetic(n=10):
@@ -440,7 +441,7 @@ def test_tune_reports_default_tuned_and_cross_validation():
 
 def test_tuning_needs_two_arms():
     run = _synthetic(3)
-    run.arms = ["good"]
+    run.settings = run.settings.with_(arms=("good",))
     with pytest.raises(ValueError, match="two"):
         tune(run)
 
@@ -463,7 +464,12 @@ _spans = st.tuples(st.sampled_from(["a.py", "b.py", "c.py"]), st.integers(1, 60)
     st.lists(st.sampled_from(WEIGHT_GRID), min_size=3, max_size=3),
     st.sampled_from(K_GRID),
 )
-def test_fast_refusion_equals_engine_fuse(arm_spans, weights, k):
+def test_tuning_scores_the_list_the_engine_ranks(arm_spans, weights, k):
+    """The tuner re-fuses through the engine's own fusion: without the ranking stage its list
+    is plain consolidation's, with it the stage's (one implementation, nothing to drift)."""
+    from core.consolidate import Groups
+    from core.engine import fuse_groups
+
     arms = ["bm25", "dense", "symbols"][: len(arm_spans)]
     rankings = {
         arm: [_hit(arm, p, s, s + n, r) for r, (p, s, n) in enumerate(spans, start=1)]
@@ -471,9 +477,13 @@ def test_fast_refusion_equals_engine_fuse(arm_spans, weights, k):
     }
     run = _run([rankings], [[S("a.py", 1, 10)]], arms=arms)
     setting = Setting(tuple(zip(arms, weights)), float(k))
-    fast = [(h.path, h.start_line, h.end_line) for h in _Scorer(run).hits(setting, 0)]
-    exact = [(h.path, h.start_line, h.end_line) for h in _Scorer(run, exact=True).hits(setting, 0)]
-    assert fast == exact
+    tuned = [h.docid for h in _Scorer(run).hits(setting, 0)]
+    plain = consolidate(rankings, k=float(k), weights=setting.weight_map, merge_adjacent=False)[:10]
+    assert tuned == [h.docid for h in plain]
+    staged = run.settings.with_(weights=setting.weight_map, k=float(k), priors=True)
+    run.settings = staged
+    expected = fuse_groups(Groups(rankings, False), staged, run.queries[0].query.query, 10)
+    assert [h.docid for h in _Scorer(run).hits(setting, 0)] == [h.docid for h in expected]
 
 
 # ----------------------------------------------------------------------------- real engine
@@ -520,7 +530,7 @@ def test_run_and_report_over_a_real_index(sample_repo, sample_queries):
     engine.ensure_index()
     try:
         queries = load_queries(sample_queries)
-        run = run_queries(engine, queries, arms=["bm25", "fts5", "dense", "symbols"], also=list(REGISTRY))
+        run = run_queries(engine, queries, FusionSettings.resolve(arms=["bm25", "fts5", "dense", "symbols"]), also=list(REGISTRY))
         data = report(run)
         tuned = tune(run, n_folds=2)
     finally:

@@ -267,24 +267,17 @@ def test_engine_fuse_applies_priors_by_default_with_the_arms_query(tmp_path):
         engine.close()
 
 
-def test_fast_refusion_applies_the_priors_like_the_exact_one():
+def test_tuning_refuses_with_the_priors_lifted_or_not_by_the_query():
+    from core.settings import FusionSettings
+
     rankings = {
         "bm25": [_h("bm25", "tests/test_a.py", 1, 5, 1), _h("bm25", "a.py", 1, 5, 2), _h("bm25", "README.md", 1, 9, 3)],
         "dense": [_h("dense", "README.md", 1, 9, 1), _h("dense", "tests/test_a.py", 3, 4, 2), _h("dense", "a.py", 4, 8, 3)],
     }
-
-    def fuse(results, *, weights=None, k=60, top_k=None):
-        out = consolidate(dict(results), k=k, weights=weights)
-        return out[:top_k] if top_k else out
-
     for text in ("where is parse", "test parse"):
         q = LabeledQuery("q", text, (Span("a.py", 1, 5),))
-        run = EvalRun([QueryRun(q, rankings, {}, [], 0.0)], ["bm25", "dense"], ["bm25", "dense"], {}, 60.0, {}, fuse=fuse, priors=True)
-        for setting in (Setting((("bm25", 1.0), ("dense", 1.0)), 60.0), Setting((("bm25", 0.2), ("dense", 2.0)), 5.0)):
-            fast = [(h.path, h.start_line) for h in _Scorer(run).hits(setting, 0)]
-            exact = [(h.path, h.start_line) for h in _Scorer(run, exact=True).hits(setting, 0)]
-            assert fast == exact
-        top = _Scorer(run, exact=True).hits(Setting((("bm25", 1.0), ("dense", 1.0)), 60.0), 0)[0]
+        run = EvalRun([QueryRun(q, rankings, {}, [], 0.0)], FusionSettings(("bm25", "dense"), k=60.0), ["bm25", "dense"], {})
+        top = _Scorer(run).hits(Setting((("bm25", 1.0), ("dense", 1.0)), 60.0), 0)[0]
         assert top.path == ("tests/test_a.py" if text.startswith("test") else "a.py")
 
 

@@ -39,6 +39,7 @@ from core.handoff import envelope, write_json_atomic
 from core.judgments import QueryJudgments, judge, judgments_for
 from core.indexer import STAGES, IndexStats, Progress
 from core.secrets import load_detectors, redact
+from core.settings import FusionSettings
 from core.types import ConsolidatedHit
 from tui.messages import ArmFinished, DeepDone, DeepProgress, IndexDone, IndexOpened, IndexProgress
 from tui.screens.export import DEFAULT_PATH, ExportScreen
@@ -46,7 +47,7 @@ from tui.screens.help import HelpScreen
 from tui.widgets.arm_status import ArmStatus
 from tui.widgets.preview import Preview
 from tui.widgets.results_table import ResultsTable, arm_letters, rank_shifts
-from tui.widgets.tuning import WEIGHT_DEFAULT, TuningPanel
+from tui.widgets.tuning import TuningPanel
 
 #: Rows in the table; each arm is asked for ``pool_size(ROW_LIMIT)`` candidates.
 ROW_LIMIT = 50
@@ -166,9 +167,11 @@ class RanklensApp(App[None]):
         self.initial_query = query
         # The root's tuned config (`ranklens tune --save`) over the shipped defaults; `r` in
         # the tuning panel comes back to these.
-        fusion, self._config_error = _fusion_defaults(engine.root)
-        self.weights: dict[str, float] = {arm: fusion["weights"].get(arm, WEIGHT_DEFAULT) for arm in self.arms}
-        self.k: float = float(fusion["k"])
+        fusion, self._config_error = _fusion_defaults(engine, self.arms)
+        #: The arms fused, their weights and k, resolved as every front end does (core.settings).
+        self.fusion: FusionSettings = fusion
+        self.weights: dict[str, float] = fusion.fused_weights()
+        self.k: float = fusion.k
         #: Whether the code-aware priors re-score the fused list (``p`` toggles).
         self.priors: bool = True
         # The current query and what has come back for it.
@@ -409,7 +412,7 @@ class RanklensApp(App[None]):
         same_query = self._shown_query_id == self.query_id
         try:
             hits = self.engine.fuse(
-                list(self.results.values()), weights=self.weights, k=self.k, priors=self.priors
+                list(self.results.values()), self.fusion.with_(weights=self.weights, k=self.k, priors=self.priors)
             )
         except ValueError as error:
             # Two arms answered from different index generations (a refresh landed
@@ -939,14 +942,14 @@ class RanklensApp(App[None]):
         subprocess.run(argv, check=False)
 
 
-def _fusion_defaults(root) -> tuple[dict, str | None]:
-    """The weights and k to start from, and why the root's config was not usable (if not)."""
-    from core.config import ConfigError, default_config, load_config
+def _fusion_defaults(engine: Engine, arms: list[str]) -> tuple[FusionSettings, str | None]:
+    """The settings to start from, and why the root's config was not usable (if not)."""
+    from core.config import ConfigError
 
     try:
-        return load_config(root), None
+        return FusionSettings.resolve(engine.root, arms=arms, cache_dir=engine.cache_dir), None
     except ConfigError as exc:
-        return default_config(), str(exc)
+        return FusionSettings.resolve(None, arms=arms), str(exc)
 
 
 def _one_line(error: BaseException | None) -> str:
