@@ -525,6 +525,13 @@ def _join_names(scope: str, defs: list[Chunk]) -> str:
         return defs[0].context
     if not defs:
         return scope
+    # Definitions sharing a scope the packing does not know of (a C# namespace, a Go
+    # receiver) keep it: `path > Geometry > A, B`, not `path > A, B`.
+    parents = {c.context[: -len(c.symbol) - 3] if c.context.endswith(" > " + c.symbol) else scope for c in defs}
+    if len(parents) == 1:
+        parent = parents.pop()
+        if parent.startswith(scope):
+            scope = parent
     return _capped(scope + " > " + ", ".join(c.symbol for c in defs), MAX_SIGNATURE)
 
 

@@ -36,7 +36,8 @@ from .types import Hit, make_docid
 #: 6: BM25 matrices store term-major frequencies and statistics, no precomputed impacts.
 #: 7: the dense int8 companion is a row-aligned ``.npy`` matrix on one scale (simsimd dot
 #:    product), not a usearch index.
-FORMAT_VERSION = 7
+#: 8: a chunk packing definitions that share a scope keeps it in its breadcrumb.
+FORMAT_VERSION = 8
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -747,6 +747,14 @@ def test_small_definitions_are_packed_up_to_the_budget():
     assert (only.context, only.symbol, only.piece_of) == ("one.py > g", "g", None)
 
 
+def test_packed_definitions_keep_the_scope_they_share():
+    methods = "".join(f"func (p *Point) M{i}() int {{\n\treturn {i}\n}}\n\n" for i in range(3))
+    chunks = chunk_file("geo/p.go", "package geo\n\n" + methods)
+    assert [c.context for c in chunks] == ["geo/p.go > Point > M0, M1, M2"]
+    mixed = chunk_file("geo/q.go", "package geo\n\nfunc F() {}\n\nfunc (p *Point) M() {}\n")
+    assert [c.context for c in mixed] == ["geo/q.go > F, M"]
+
+
 def test_a_long_function_is_split_into_even_pieces_that_name_it():
     body = "".join(f"    x{i} = {i}\n" for i in range(98))
     code = 'def big():\n    """Big."""\n' + body + "\n\ndef small():\n    return 2\n"
