@@ -9,6 +9,12 @@ comments of the definitions it holds, and a breadcrumb ``path > Class > method``
 other text file gets overlapping line windows. :func:`definitions` is the raw tree-sitter
 reading, one chunk per definition whatever its size.
 
+What counts as a definition is declared per language in ``_SPECS``; what a grammar's fields
+do not say (Kotlin's and Zig's names, Elixir's ``def`` calls and ``@doc`` strings, Haskell's
+signatures beside their equations, Lua's table-qualified names) is read by
+:mod:`core.syntax_readers`. A C# or PHP namespace only scopes the breadcrumb; a Haskell type
+signature and its equations, or the clauses of an Elixir function, are one definition.
+
 Defaults (window 40, overlap 10). Windows were measured first on the CPython 3.11 stdlib
 top level, whose 7 808 definitions have a median of 8 lines (p75 19, p90 42): 40/10 gives
 4 436 windows for 132k lines (1.32x the text) and 80% of definitions lie whole inside some
@@ -34,9 +40,11 @@ from __future__ import annotations
 import inspect
 import re
 import threading
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from core import syntax_readers as readers
 from core.languages import TREE_SITTER_LANGUAGES, language_for
 from core.types import Chunk
 
@@ -76,8 +84,35 @@ class _Spec:
     attributes: frozenset[str] = frozenset()
     #: Line-comment markers for the comment block above a definition.
     line_comments: tuple[str, ...] = ("//",)
-    block_comments: bool = True
+    #: Opening and closing marker of block comments, None when the language has none.
+    block_comment: tuple[str, str] | None = ("/*", "*/")
     kind: str = DEFINITION
+    #: The ``tree_sitter_language_pack`` grammar, when its name is not the language's.
+    grammar: str = ""
+    #: Node types that only scope the breadcrumb (a C# namespace): no chunk of their own.
+    scopes: frozenset[str] = frozenset()
+    #: Node type -> the parent types it must have to count (Kotlin members, not locals).
+    parents: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    #: Child types that are the body when the grammar has no ``body`` field.
+    bodies: frozenset[str] = frozenset()
+    #: Anonymous tokens just before a definition that belong to its signature (Zig ``pub``).
+    modifiers: frozenset[str] = frozenset()
+    #: Sibling node types just below a definition that belong to its span (a Kotlin
+    #: property's ``get() = …`` on the next line is the property's sibling, not its child).
+    trailers: frozenset[str] = frozenset()
+    #: Lines that start and end so are passed over when reading the comment above a
+    #: definition, and belong to its span (Haskell's ``{-# INLINE f #-}``).
+    passed_over: tuple[str, str] | None = None
+    #: Consecutive same-name definitions are one (Haskell equations, Elixir clauses).
+    clauses: bool = False
+    #: Characters trimmed from the end of a one-line signature.
+    signature_trim: str = "{"
+    #: Readers for what fields alone do not say (see :mod:`core.syntax_readers`).
+    name: Callable[[Node, bytes], tuple[str, tuple[str, ...]]] | None = None
+    header: Callable[[Node, bytes], int | None] | None = None  # where the signature ends
+    docstring: Callable[[Node, bytes], str] | None = None
+    clean_doc: Callable[[str], str] | None = None
+    is_attribute: Callable[[Node, bytes], bool] | None = None
 
 
 _JS_DEFS = (
@@ -104,12 +139,29 @@ _TS_DEFS = _JS_DEFS + (
 _TS_WRAPPERS = _JS_WRAPPERS | {"ambient_declaration", "expression_statement"}
 _C_DEFS = ("function_definition", "struct_specifier", "union_specifier", "enum_specifier")
 
+# Member-level only: a Kotlin/Swift property or Scala val inside a function body is a local.
+_KOTLIN_MEMBERS = frozenset({"source_file", "class_body"})
+_SCALA_MEMBERS = frozenset({"compilation_unit", "template_body", "with_template_body"})
+_SWIFT_MEMBERS = frozenset({"source_file", "class_body", "protocol_body"})
+_ZIG_CONTAINER = "(Decl (VarDecl (ErrorUnionExpr (SuffixExpr [(ContainerDecl) (ErrorSetDecl)])))) @def"
+_ELIXIR_PATTERNS = (
+    "(call target: (identifier) @_kind (#any-of? @_kind {})) @def".format(
+        " ".join(f'"{k}"' for k in readers.ELIXIR_DEFINERS)
+    ),
+    "(call target: (identifier) @_kind (#any-of? @_kind {}) (do_block)) @def".format(
+        " ".join(f'"{k}"' for k in readers.ELIXIR_TESTS)
+    ),
+)
+_LUA_FUNCTION = "(function_definition)"
+
 _SPECS: dict[str, _Spec] = {
     "python": _Spec(
         defs=("function_definition", "class_definition"),
         wrappers=frozenset({"decorated_definition"}),
         line_comments=("#",),
-        block_comments=False,
+        block_comment=None,
+        signature_trim=":",
+        docstring=lambda node, source: _python_docstring(node, source),  # defined below
     ),
     "javascript": _Spec(defs=_JS_DEFS, patterns=_JS_PATTERNS, wrappers=_JS_WRAPPERS),
     "typescript": _Spec(defs=_TS_DEFS, patterns=_JS_PATTERNS, wrappers=_TS_WRAPPERS),
@@ -151,9 +203,174 @@ _SPECS: dict[str, _Spec] = {
     "ruby": _Spec(
         defs=("class", "module", "method", "singleton_method"),
         line_comments=("#",),
-        block_comments=False,
+        block_comment=None,
     ),
-    "markdown": _Spec(defs=("section",), line_comments=(), block_comments=False, kind=SECTION),
+    "markdown": _Spec(defs=("section",), line_comments=(), block_comment=None, kind=SECTION),
+    "csharp": _Spec(
+        defs=(
+            "class_declaration",
+            "struct_declaration",
+            "interface_declaration",
+            "record_declaration",
+            "record_struct_declaration",
+            "enum_declaration",
+            "delegate_declaration",
+            "method_declaration",
+            "constructor_declaration",
+            "destructor_declaration",
+            "property_declaration",
+            "indexer_declaration",
+            "event_declaration",
+            "operator_declaration",
+            "conversion_operator_declaration",
+            "local_function_statement",
+            "namespace_declaration",
+            "file_scoped_namespace_declaration",
+        ),
+        scopes=frozenset({"namespace_declaration", "file_scoped_namespace_declaration"}),
+        bodies=frozenset({"accessor_list"}),
+        signature_trim="{;",
+        name=readers.csharp_name,
+        clean_doc=readers.csharp_clean_doc,
+    ),
+    "kotlin": _Spec(
+        defs=(
+            "class_declaration",
+            "object_declaration",
+            "companion_object",
+            "function_declaration",
+            "secondary_constructor",
+            "type_alias",
+            "property_declaration",
+        ),
+        parents={"property_declaration": _KOTLIN_MEMBERS},
+        bodies=frozenset({"class_body", "enum_class_body", "function_body"}),
+        trailers=frozenset({"getter", "setter"}),
+        signature_trim="{=",
+        name=readers.kotlin_name,
+    ),
+    "scala": _Spec(
+        defs=(
+            "class_definition",
+            "object_definition",
+            "trait_definition",
+            "enum_definition",
+            "package_object",
+            "function_definition",
+            "function_declaration",
+            "val_definition",
+            "var_definition",
+            "val_declaration",
+            "type_definition",
+            "given_definition",
+            "extension_definition",
+        ),
+        parents={
+            "val_definition": _SCALA_MEMBERS,
+            "var_definition": _SCALA_MEMBERS,
+            "val_declaration": _SCALA_MEMBERS,
+        },
+        bodies=frozenset({"template_body"}),
+        signature_trim="{=:",
+        name=readers.scala_name,
+    ),
+    "swift": _Spec(
+        defs=(
+            "class_declaration",  # class, struct, enum, extension, actor
+            "protocol_declaration",
+            "function_declaration",
+            "protocol_function_declaration",
+            "init_declaration",
+            "deinit_declaration",
+            "subscript_declaration",
+            "typealias_declaration",
+            "property_declaration",
+            "protocol_property_declaration",
+        ),
+        parents={"property_declaration": _SWIFT_MEMBERS},
+        bodies=frozenset(
+            {"computed_property", "function_body", "class_body", "protocol_body", "enum_class_body",
+             "protocol_property_requirements"}
+        ),
+        name=readers.swift_name,
+    ),
+    "php": _Spec(
+        defs=(
+            "class_declaration",
+            "interface_declaration",
+            "trait_declaration",
+            "enum_declaration",
+            "function_definition",
+            "method_declaration",
+            "namespace_definition",
+        ),
+        scopes=frozenset({"namespace_definition"}),
+        line_comments=("//", "#"),
+        signature_trim="{;",
+    ),
+    "haskell": _Spec(
+        defs=(
+            "signature",
+            "function",
+            "bind",
+            "data_type",
+            "newtype",
+            "type_synomym",  # sic: the grammar's spelling
+            "type_family",
+            "data_family",
+            "class",
+            "instance",
+            "pattern_synonym",
+        ),
+        parents={t: readers.HASKELL_DECLARATIONS for t in ("signature", "function", "bind")},
+        line_comments=("--",),
+        block_comment=("{-", "-}"),
+        passed_over=("{-#", "#-}"),
+        clauses=True,
+        signature_trim="{=",
+        name=readers.haskell_name,
+        header=readers.haskell_header,
+        clean_doc=readers.haskell_clean_doc,
+    ),
+    "elixir": _Spec(
+        defs=(),
+        patterns=_ELIXIR_PATTERNS,
+        attributes=frozenset({"unary_operator"}),
+        line_comments=("#",),
+        block_comment=None,
+        clauses=True,
+        name=readers.elixir_name,
+        header=readers.elixir_header,
+        docstring=readers.elixir_docstring,
+        is_attribute=readers.elixir_is_attribute,
+    ),
+    "lua": _Spec(
+        defs=("function_declaration",),
+        patterns=(
+            f"(assignment_statement (variable_list . name: (_)) (expression_list . value: {_LUA_FUNCTION})) @def",
+            f"(field name: (identifier) value: {_LUA_FUNCTION}) @def",
+        ),
+        wrappers=frozenset({"variable_declaration"}),  # local f = function … end
+        line_comments=("--",),
+        block_comment=("--[[", "]]"),
+        name=readers.lua_name,
+        header=readers.lua_header,
+    ),
+    "zig": _Spec(
+        defs=("TestDecl",),
+        patterns=("(Decl (FnProto)) @def", _ZIG_CONTAINER),
+        modifiers=frozenset({"pub", "export", "extern", "inline", "noinline"}),
+        block_comment=None,
+        signature_trim="{;",
+        name=readers.zig_name,
+        header=readers.zig_header,
+    ),
+    "shell": _Spec(
+        defs=("function_definition",),
+        grammar="bash",
+        line_comments=("#",),
+        block_comment=None,
+    ),
 }
 
 # Wrappers whose first line is not the definition's header (Python decorators).
@@ -189,7 +406,7 @@ class _Grammar:
 
         self.name = name
         self.spec = spec
-        self.language = get_language(name)  # type: ignore[arg-type]
+        self.language = get_language(spec.grammar or name)  # type: ignore[arg-type]
         patterns = [f"({t}) @def" for t in spec.defs] + list(spec.patterns)
         valid = []
         for p in patterns:  # drop patterns a grammar version does not know, keep the rest
@@ -525,6 +742,13 @@ def _join_names(scope: str, defs: list[Chunk]) -> str:
         return defs[0].context
     if not defs:
         return scope
+    # Definitions sharing a scope the packing does not know of (a C# namespace, a Go
+    # receiver) keep it: `path > Geometry > A, B`, not `path > A, B`.
+    parents = {c.context[: -len(c.symbol) - 3] if c.context.endswith(" > " + c.symbol) else scope for c in defs}
+    if len(parents) == 1:
+        parent = parents.pop()
+        if parent.startswith(scope):
+            scope = parent
     return _capped(scope + " > " + ", ".join(c.symbol for c in defs), MAX_SIGNATURE)
 
 
@@ -601,11 +825,14 @@ def _split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def _end_row(node: Node) -> int:
-    """0-based last row a node really occupies (a node ending at column 0 ends above)."""
+def _end_row(node: Node, lines: list[str] | None = None) -> int:
+    """0-based last row a node really occupies: a node ending at column 0, or (given the
+    file's ``lines``) on the indentation of its last row, ends above (tree-sitter-scala
+    ends an indented block at the next statement's indentation)."""
     row, col = node.end_point
-    if col == 0 and row > node.start_point[0]:
-        return row - 1
+    if row > node.start_point[0]:
+        if col == 0 or (lines is not None and row < len(lines) and not lines[row][:col].strip()):
+            return row - 1
     return row
 
 
@@ -623,6 +850,7 @@ class _Def:
     attribute_rows: frozenset[int]  # rows of attributes, skipped when reading the comment
     name: str
     scope: tuple[str, ...]  # extra breadcrumb before the name (Go receiver, C++ K::)
+    sig_start: int  # byte where the signature starts: sig_node's, or a modifier's before it
 
 
 def _definitions(
@@ -637,7 +865,7 @@ def _definitions(
 
     defs: list[_Def] = []
     for node in captured:
-        d = _read_definition(node, source, spec, language)
+        d = _read_definition(node, source, lines, spec, language)
         if d is not None:
             defs.append(d)
     # Outer before inner, so a stack of open definitions gives each its ancestors.
@@ -646,29 +874,50 @@ def _definitions(
     chunks: list[Chunk] = []
     seen: set[tuple[int, int]] = set()
     stack: list[tuple[int, int, tuple[str, ...]]] = []  # (start_byte, end_byte, crumbs)
+    prefix: tuple[str, ...] = ()  # `namespace A.B;` (C#, PHP) scopes every definition after it
+    last_at: dict[str, int] = {}  # breadcrumb -> index of its latest chunk (clauses join it)
     for d in defs:
         start_b, end_b = d.node.start_byte, d.node.end_byte
         while stack and not (stack[-1][0] <= start_b and end_b <= stack[-1][1]):
             stack.pop()
-        crumbs = (stack[-1][2] if stack else ()) + d.scope + (d.name,)
+        crumbs = (stack[-1][2] if stack else prefix) + d.scope + (d.name,)
+        if d.node.type in spec.scopes and d.node.child_by_field_name("body") is None:
+            prefix = (stack[-1][2] if stack else ()) + d.scope + (d.name,)
+            continue
         stack.append((start_b, end_b, crumbs))
+        if d.node.type in spec.scopes:
+            continue  # a breadcrumb, not a chunk: its definitions are chunked on their own
 
         start_line = d.start_row + 1
         end_line = min(d.end_row + 1, len(lines))
         while end_line > start_line and not lines[end_line - 1].strip():
             end_line -= 1  # a Markdown section's trailing blank lines add nothing
+        context = " > ".join((path,) + crumbs)
+        if spec.clauses:
+            i = last_at.get(context)
+            if i is not None and _next_clause(chunks[i], d.name, start_line, lines, spec):
+                # One more equation (Haskell) or clause (Elixir) of the definition before it.
+                last = chunks[i]
+                end_line = max(end_line, last.end_line)
+                seen.add((last.start_line, end_line))
+                text_ = "\n".join(lines[last.start_line - 1 : end_line]) if with_text else ""
+                chunks[i] = replace(last, end_line=end_line, text=text_)
+                continue
         if start_line > end_line or (start_line, end_line) in seen:
             continue  # same span as an enclosing definition: the outer one says more
         seen.add((start_line, end_line))
+        last_at[context] = len(chunks)
 
         if spec.kind == SECTION:
             signature, docstring = lines[start_line - 1].strip()[:MAX_SIGNATURE], ""
         else:
-            signature = _signature(d, source, language)
-            docstring = _python_docstring(d.node, source) if language == "python" else ""
+            signature = _signature(d, source, spec, language)
+            docstring = spec.docstring(d.node, source) if spec.docstring is not None else ""
             if not docstring:
                 top = d.span_node.start_point[0]
                 docstring = _comment_above(lines, top, spec, d.attribute_rows)
+            if docstring and spec.clean_doc is not None:
+                docstring = spec.clean_doc(docstring)
         chunks.append(
             Chunk(
                 path=path,
@@ -677,7 +926,7 @@ def _definitions(
                 # Without text for the budget: joining every class's lines cost ~0.5 s a 50k-chunk build.
                 text="\n".join(lines[start_line - 1 : end_line]) if with_text else "",
                 language=language,
-                context=" > ".join((path,) + crumbs),
+                context=context,
                 kind=spec.kind,
                 symbol=d.name,
                 signature=signature,
@@ -685,6 +934,18 @@ def _definitions(
             )
         )
     return chunks
+
+
+def _next_clause(last: Chunk, name: str, start_line: int, lines: list[str], spec: _Spec) -> bool:
+    """Whether a definition starting at ``start_line`` continues ``last`` (of the same breadcrumb):
+    the same name, with only blank or comment lines between them."""
+    if last.symbol != name or start_line <= last.end_line:
+        return False
+    for i in range(last.end_line, start_line - 1):  # the lines between, 0-based
+        s = lines[i].strip()
+        if s and not s.startswith(spec.line_comments):
+            return False
+    return True
 
 
 def _captures(root: Node, grammar: _Grammar, cursor_type: type[QueryCursor]) -> list[Node]:
@@ -708,12 +969,20 @@ def _captures(root: Node, grammar: _Grammar, cursor_type: type[QueryCursor]) -> 
     return found
 
 
-def _read_definition(node: Node, source: bytes, spec: _Spec, language: str) -> _Def | None:
+def _read_definition(node: Node, source: bytes, lines: list[str], spec: _Spec, language: str) -> _Def | None:
     """Name, span and signature anchor of one captured node; None when not worth a chunk."""
     if node.type in _NEEDS_BODY and node.child_by_field_name("body") is None:
         return None  # `struct S;`, `mod m;`, a struct used as a type in a declaration
+    if spec.parents:
+        allowed = spec.parents.get(node.type)
+        if allowed is not None and (node.parent is None or node.parent.type not in allowed):
+            return None  # a local (a property inside a function body), not a member
     scope: tuple[str, ...] = ()
-    name = _name(node, source, language)
+    if spec.name is not None:
+        name, scope = spec.name(node, source)
+        name = _clean_name(name)
+    else:
+        name = _name(node, source, language)
     if language in ("c", "cpp") and node.type == "function_definition" and "::" in name:
         *outer, name = name.split("::")  # `int K::n()` reads as `K > n`
         scope = tuple(p for p in outer if p)
@@ -744,16 +1013,30 @@ def _read_definition(node: Node, source: bytes, spec: _Spec, language: str) -> _
     start_row = span_node.start_point[0]
     attribute_rows: frozenset[int] = frozenset()
     if spec.attributes:
-        start_row, attribute_rows = _attributes_above(span_node, spec)
+        start_row, attribute_rows = _attributes_above(span_node, spec, source)
+    end_row = _end_row(span_node, lines)
+    if spec.trailers:
+        nxt = span_node.next_sibling
+        while nxt is not None and nxt.type in spec.trailers:
+            end_row = _end_row(nxt)
+            nxt = nxt.next_sibling
+    sig_start = sig_node.start_byte
+    if spec.modifiers:  # Zig's `pub` is a token beside the declaration, not inside it
+        prev = span_node.prev_sibling
+        while prev is not None and prev.type in spec.modifiers:
+            sig_start = prev.start_byte
+            start_row = min(start_row, prev.start_point[0])
+            prev = prev.prev_sibling
     return _Def(
         node=node,
         span_node=span_node,
         sig_node=sig_node,
         start_row=start_row,
-        end_row=_end_row(span_node),
+        end_row=end_row,
         attribute_rows=attribute_rows,
         name=name,
         scope=scope,
+        sig_start=sig_start,
     )
 
 
@@ -820,7 +1103,7 @@ def _go_receiver(node: Node, source: bytes) -> str:
     return ""
 
 
-def _attributes_above(node: Node, spec: _Spec) -> tuple[int, frozenset[int]]:
+def _attributes_above(node: Node, spec: _Spec, source: bytes) -> tuple[int, frozenset[int]]:
     """Extend a span upward over adjacent attribute siblings (``#[derive(…)]``).
 
     Returns the new 0-based start row and the rows the attributes occupy (doc comments
@@ -829,7 +1112,7 @@ def _attributes_above(node: Node, spec: _Spec) -> tuple[int, frozenset[int]]:
     start_row = top = node.start_point[0]
     rows: set[int] = set()
     prev = node.prev_named_sibling
-    while prev is not None and (prev.type in spec.attributes or _is_comment(prev)):
+    while prev is not None and (_is_attribute(prev, spec, source) or _is_comment(prev)):
         if _end_row(prev) < top - 1:
             break  # a blank line: the attribute belongs to something else
         if prev.type in spec.attributes:
@@ -840,24 +1123,34 @@ def _attributes_above(node: Node, spec: _Spec) -> tuple[int, frozenset[int]]:
     return start_row, frozenset(rows)
 
 
+def _is_attribute(node: Node, spec: _Spec, source: bytes) -> bool:
+    return node.type in spec.attributes and (spec.is_attribute is None or spec.is_attribute(node, source))
+
+
 def _is_comment(node: Node) -> bool:
-    return "comment" in node.type
+    return "comment" in node.type or node.type == "haddock"
 
 
-def _signature(d: _Def, source: bytes, language: str) -> str:
+def _signature(d: _Def, source: bytes, spec: _Spec, language: str) -> str:
     """Header of a definition up to its body, on one line, without a trailing ``{``/``:``."""
-    body = d.node.child_by_field_name("body")
-    if body is None and d.node.type in _FUNCTION_HOLDERS:  # `const f = () => …`
-        value = d.node.child_by_field_name("value")
-        body = value.child_by_field_name("body") if value is not None else None
-    start = d.sig_node.start_byte
-    if body is not None and body.start_byte > start:
-        header_bytes = source[start : body.start_byte]
-        if b"#" in header_bytes or b"//" in header_bytes or b"/*" in header_bytes:
-            header_bytes = _without_comments(d.sig_node, source, start, body.start_byte)
+    end = spec.header(d.node, source) if spec.header is not None else None
+    if end is None:
+        body = d.node.child_by_field_name("body")
+        if body is None and d.node.type in _FUNCTION_HOLDERS:  # `const f = () => …`
+            value = d.node.child_by_field_name("value")
+            body = value.child_by_field_name("body") if value is not None else None
+        if body is None and spec.bodies:  # grammars without a `body` field (Kotlin)
+            body = next((c for c in d.node.children if c.type in spec.bodies), None)
+        end = body.start_byte if body is not None else None
+    start = d.sig_start
+    if end is not None and end > start:
+        header_bytes = source[start:end]
+        if any(marker in header_bytes for marker in _COMMENT_MARKERS):
+            header_bytes = _without_comments(d.sig_node, source, start, end)
         header = header_bytes.decode("utf-8", errors="replace")
-    else:
-        header = _text(source, start, d.node.end_byte).split("\n", 1)[0]
+    else:  # no body: the first line, past annotations on lines of their own
+        line_end = source.find(b"\n", max(start, _after_annotations(d.node)))
+        header = _text(source, start, d.node.end_byte if line_end < 0 else min(line_end, d.node.end_byte))
     header = " ".join(header.split())
     # Whitespace is now single spaces, so dropping the space inside brackets is plain
     # replacing (what ``([(\[{])\s+`` and ``\s+([)\]}])`` did, at a fifth of the cost).
@@ -865,13 +1158,30 @@ def _signature(d: _Def, source: bytes, language: str) -> str:
         header = header.replace("( ", "(").replace("[ ", "[").replace("{ ", "{")
     if " )" in header or " ]" in header or " }" in header:
         header = header.replace(" )", ")").replace(" ]", "]").replace(" }", "}")
-    if language == "python":
-        header = header.rstrip(":").rstrip()
-    else:
-        header = header.rstrip("{").rstrip()
+    header = header.rstrip(spec.signature_trim).rstrip()
     if len(header) > MAX_SIGNATURE:
         header = header[: MAX_SIGNATURE - 1] + "…"
     return header
+
+
+def _after_annotations(node: Node) -> int:
+    """Where a definition's first token past its annotations starts (``@Deprecated(…)``,
+    ``[Obsolete]``, Kotlin's and Java's inside their ``modifiers``)."""
+    children = node.children
+    i = 0
+    while i < len(children):
+        child = children[i]
+        if child.type == "modifiers":
+            children, i = child.children, 0
+        elif "annotation" in child.type or "attribute" in child.type:
+            i += 1
+        else:
+            return child.start_byte
+    return node.start_byte
+
+
+# Comment openers that may sit inside a header (`class A # note`, Haskell `-- ^ arg`).
+_COMMENT_MARKERS = (b"#", b"//", b"/*", b"--", b"{-")
 
 
 def _without_comments(node: Node, source: bytes, start: int, end: int) -> bytes:
@@ -939,33 +1249,45 @@ def _comment_block(
     collected: list[str] = []  # bottom-up
     top = start_row
     i = start_row - 1
+    block_comment = spec.block_comment
     while i >= 0:
         if i in skip:
             i -= 1
             continue
         s = lines[i].strip()
-        if spec.block_comments and s.endswith("*/"):
+        if spec.passed_over and s.startswith(spec.passed_over[0]) and s.endswith(spec.passed_over[1]):
+            top = i  # part of the definition (`{-# INLINE f #-}`), not of its documentation
+            i -= 1
+            continue
+        if block_comment is not None and s.endswith(block_comment[1]):
+            opener, closer = block_comment
             j = i
-            while j >= 0 and i - j < _MAX_COMMENT_LINES and "/*" not in lines[j]:
+            while j >= 0 and i - j < _MAX_COMMENT_LINES and opener not in lines[j]:
                 j -= 1
             if j < 0 or i - j >= _MAX_COMMENT_LINES:
                 break
-            if not lines[j].strip().startswith("/*") or lines[j].strip().startswith("/*!"):
+            if not lines[j].strip().startswith(opener) or lines[j].strip().startswith(_INNER_DOCS):
                 break  # code before the comment on its first line, or an inner doc
             block = [ln.strip() for ln in lines[j : i + 1]]
-            block[0] = re.sub(r"^/\*+", "", block[0])
-            block[-1] = re.sub(r"\*+/$", "", block[-1])
-            block = [re.sub(r"^\*(?!/)\s?", "", ln) for ln in block]
+            block[0] = block[0][len(opener) :].lstrip(opener[-1])  # /** or {-: every opening mark
+            if block[-1].endswith(closer):  # not when the opener already took it (`/**/`)
+                block[-1] = block[-1][: len(block[-1]) - len(closer)].rstrip(closer[0])
+            if opener == "/*":
+                block = [re.sub(r"^\*(?!/)\s?", "", ln) for ln in block]
             collected.extend(reversed(block))
             top = j
             i = j - 1
             continue
         if not s.startswith(spec.line_comments) or s.startswith(("//!", "#!")):
             break
-        collected.append(re.sub(r"^(//+|#+)\s?", "", s))
+        collected.append(re.sub(r"^(//+|#+|--+)\s?", "", s))
         top = i
         i -= 1
     return top, _cap("\n".join(reversed(collected)).strip())
+
+
+# Block comments that document what encloses them (Rust `/*!`) or are no comment (Haskell pragmas).
+_INNER_DOCS = ("/*!", "{-#")
 
 
 def _cap(text: str) -> str:

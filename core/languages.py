@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 
 #: Languages for which chunking extracts tree-sitter definitions (the names are also the
-#: grammar names of ``tree_sitter_language_pack``).
+#: grammar names of ``tree_sitter_language_pack``, except ``shell``: its grammar is ``bash``).
 TREE_SITTER_LANGUAGES: frozenset[str] = frozenset(
     {
         "python",
@@ -25,6 +25,16 @@ TREE_SITTER_LANGUAGES: frozenset[str] = frozenset(
         "cpp",
         "ruby",
         "markdown",
+        "csharp",
+        "kotlin",
+        "scala",
+        "swift",
+        "php",
+        "haskell",
+        "elixir",
+        "lua",
+        "zig",
+        "shell",
     }
 )
 
@@ -72,6 +82,7 @@ EXTENSIONS: dict[str, str] = {
     "cfg": "ini",
     "sh": "shell",
     "bash": "shell",
+    "bats": "shell",  # Bats test files: Bash with @test blocks
     "zsh": "shell",
     "fish": "fish",
     "ps1": "powershell",

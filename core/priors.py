@@ -82,12 +82,22 @@ TEST_FILES: dict[str, re.Pattern[str]] = {
         # *_test.c, *_unittest.cc, *_tests.cpp, test_*.c, foo-test.c
         "c": r".*[_-](?:unit)?tests?\.[ch]|test_.*\.[ch]",
         "cpp": r".*[_-](?:unit)?tests?\.(?:cc|cpp|cxx|c\+\+|hpp|hh|h)|test_.*\.(?:cc|cpp|cxx)",
-        # the JVM/.NET/Swift/PHP neighbours, not chunked but indexed
+        # JUnit/Kotest, ScalaTest/MUnit, xUnit/NUnit, XCTest, PHPUnit
         "kotlin": r".*(?:Test|Tests|Spec|IT)\.kts?|Test[A-Z0-9_].*\.kts?",
         "scala": r".*(?:Test|Tests|Spec|Suite)\.scala",
         "csharp": r".*(?:Test|Tests)\.cs",
         "swift": r".*(?:Test|Tests)\.swift",
         "php": r".*Test\.php",
+        # Hspec *Spec.hs, tasty/HUnit *Test.hs and *Tests.hs
+        "haskell": r".*(?:Spec|Test|Tests)\.hs",
+        # ExUnit *_test.exs
+        "elixir": r".*_test\.exs",
+        # busted *_spec.lua, *_test.lua, test_*.lua
+        "lua": r".*_(?:spec|test)\.lua|test_.*\.lua",
+        # Zig keeps its tests inline (test blocks); files of tests only: tests.zig, *_test.zig
+        "zig": r"tests?\.zig|.*_tests?\.zig|test_.*\.zig",
+        # Bats *.bats and *_test.sh (not test_*.sh: bats-core's own library is test_functions.bash)
+        "shell": r".*\.bats|.*_test\.(?:sh|bash)",
     }.items()
 }
 

@@ -37,7 +37,10 @@ from .types import Hit, make_docid
 #: 7: the dense int8 companion is a row-aligned ``.npy`` matrix on one scale (simsimd dot
 #:    product), not a usearch index.
 #: 8: the chunk table carries each chunk's defined names (the ranking stage's definition signal).
-FORMAT_VERSION = 8
+#: 9: a chunk packing definitions that share a scope keeps it in its breadcrumb.
+#: 10: C#, Kotlin, Scala, Swift, PHP, Haskell, Elixir, Lua, Zig and shell files are cut along
+#:    their definitions (they were windows).
+FORMAT_VERSION = 10
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -54,7 +54,7 @@ Q = [
  ("r01", I, "reciprocal_rank_fusion", [("core/fusion.py", "reciprocal_rank_fusion", "def reciprocal_rank_fusion(")]),
  ("r02", I, "line_windows step overlap", [("core/chunking.py", "line_windows", "def line_windows(")]),
  ("r03", I, "TREE_SITTER_LANGUAGES", [("core/languages.py", ("from", r"^#: Languages for which", r"^\)$"), "TREE_SITTER_LANGUAGES: frozenset")]),
- ("r04", I, "_comment_block block_comments", [("core/chunking.py", "_comment_block", "def _comment_block(")]),
+ ("r04", I, "_comment_block block_comment", [("core/chunking.py", "_comment_block", "def _comment_block(")]),
  ("r05", I, "check_weight", [("core/fusion.py", "check_weight", "def check_weight(")]),
  ("r06", I, "make_docid", [("core/types.py", "make_docid", "def make_docid(")]),
  ("r07", I, "ARM_FAMILIES", [("core/consolidate.py", ("from", r"^#: The family of each", r"^}$"), "ARM_FAMILIES: dict")]),

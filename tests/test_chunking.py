@@ -87,6 +87,7 @@ def test_language_for(path, language):
 
 def test_tree_sitter_languages_cover_the_required_set():
     required = set("python javascript typescript tsx go rust java c cpp ruby markdown".split())
+    required |= set("csharp kotlin scala swift php haskell elixir lua zig shell".split())
     assert required <= TREE_SITTER_LANGUAGES
 
 
@@ -747,6 +748,14 @@ def test_small_definitions_are_packed_up_to_the_budget():
     assert (only.context, only.symbol, only.piece_of) == ("one.py > g", "g", None)
 
 
+def test_packed_definitions_keep_the_scope_they_share():
+    methods = "".join(f"func (p *Point) M{i}() int {{\n\treturn {i}\n}}\n\n" for i in range(3))
+    chunks = chunk_file("geo/p.go", "package geo\n\n" + methods)
+    assert [c.context for c in chunks] == ["geo/p.go > Point > M0, M1, M2"]
+    mixed = chunk_file("geo/q.go", "package geo\n\nfunc F() {}\n\nfunc (p *Point) M() {}\n")
+    assert [c.context for c in mixed] == ["geo/q.go > F, M"]
+
+
 def test_a_long_function_is_split_into_even_pieces_that_name_it():
     body = "".join(f"    x{i} = {i}\n" for i in range(98))
     code = 'def big():\n    """Big."""\n' + body + "\n\ndef small():\n    return 2\n"
@@ -915,8 +924,8 @@ def test_crlf_lines_lose_their_carriage_return():
 
 
 def test_unknown_language_gets_windows_only():
-    chunks = chunk_file("x.kt", "fun main() {\n}\n")
-    assert [(c.kind, c.language) for c in chunks] == [("window", "kotlin")]
+    chunks = chunk_file("x.dart", "void main() {\n}\n")
+    assert [(c.kind, c.language) for c in chunks] == [("window", "dart")]
 
 
 def test_threads_share_no_parser():
