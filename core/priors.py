@@ -182,16 +182,6 @@ _GENERATED = re.compile(
 )
 
 
-def is_documentation(path: str, language: str) -> bool:
-    """A documentation page (Markdown, reStructuredText, AsciiDoc, a ``.txt`` file) that is not
-    a README/CHANGELOG-style project file (those have their own rule)."""
-    if language in ("markdown", "rst"):
-        prose = True
-    else:  # unknown extensions are "text" too, and not necessarily prose
-        prose = language == "text" and path.lower().endswith((".txt", ".adoc", ".asciidoc"))
-    return prose and not is_project_doc(path, language) and not is_non_code(path, language)
-
-
 def is_vendored(path: str, language: str) -> bool:
     """Another project's code copied in (``vendor/``, ``third_party/``, ``single_include/`` …)."""
     dirs, _ = _parts(path)
@@ -269,14 +259,6 @@ RULES: tuple[PriorRule, ...] = (
         0.5,
         is_non_code,
         NON_CODE_WORDS,
-    ),
-    PriorRule(
-        "docs",
-        "a documentation page (Markdown, reStructuredText, AsciiDoc, .txt): it explains code in "
-        "the question's own words without being the code; lifted when the query mentions docs",
-        0.5,
-        is_documentation,
-        DOC_WORDS,
     ),
     PriorRule(
         "vendored",

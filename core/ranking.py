@@ -189,7 +189,7 @@ class Params:
     #: Multiplies the definition boost when the file's stem is the name (``Router.php``).
     stem_bonus: float = 1.5
     #: Boost per share of the question's keywords that the file's stem or folder holds.
-    path: float = 2.0
+    path: float = 3.0
     #: Boost for each file's best hit, times its file's total score over the best file's.
     file_evidence: float = 1.0
     #: A file's n-th further hit is multiplied by ``diversity ** n``.

@@ -128,8 +128,9 @@ class Run:
     index_s: float
 
 
-def collect(repo: Repo, *, arms: Sequence[str] | None = None, pool_top_k: int = 30, cache_dir: Path | None = None) -> Run:
-    """Index ``repo`` (incrementally, in ``cache_dir``) and run every arm on its questions."""
+def collect(repo: Repo, *, arms: Sequence[str] | None = None, pool_top_k: int = 10, cache_dir: Path | None = None) -> Run:
+    """Index ``repo`` (incrementally, in ``cache_dir``) and run every arm on its questions,
+    each drawing the candidates a top-``pool_top_k`` query draws (the product asks for 10)."""
     from core.arms import default_arms
     from core.engine import Engine
 

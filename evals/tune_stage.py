@@ -62,7 +62,6 @@ GRID: dict[str, tuple] = {
     "f:examples": (1.0, 0.5, 0.25),
     "f:project-docs": (1.0, 0.5, 0.25),
     "f:non-code": (1.0, 0.5, 0.25),
-    "f:docs": (1.0, 0.5, 0.25),
 }
 
 

@@ -110,15 +110,15 @@ def test_readme_changelog_and_license_files_are_demoted(path):
     assert names(path) == ["project-docs"]
 
 
-def test_doc_pages_are_demoted_but_not_code_in_a_doc_folder():
-    # Documentation is prose (by its language), not a folder name: Go's doc package and a
-    # Sphinx conf.py are code.
+def test_the_go_doc_package_and_doc_pages_are_not_demoted():
+    # A naive "doc" rule would demote Go's doc package; documentation pages answer
+    # operational questions (a `docs` prior was measured on the public benchmark and tuned to
+    # x1.0: it did not help), so only README/CHANGELOG-style files are demoted.
     assert names("src/go/doc/comment.go") == []
     assert names("doc/doc.go") == []
     assert names("docs/conf.py") == []
-    assert names("docs/DEPLOY.md") == ["docs"]
-    assert names("guide/install.rst") == ["docs"]
-    assert names("notes/design.txt") == ["docs"]
+    assert names("docs/DEPLOY.md") == []
+    assert names("guide/install.rst") == []
     assert names("src/history.py") == [] and names("pkg/license.go") == []
     # a README is a project doc, requirements.txt is non-code: one rule each, not two
     assert names("README.md") == ["project-docs"] and names("requirements.txt") == ["non-code"]
@@ -162,7 +162,7 @@ def test_rules_compose_and_describe_themselves():
     assert names("tests/fixtures/config.yaml") == ["tests", "non-code"]
     table = describe()
     assert [r["name"] for r in table] == [r.name for r in RULES] == [
-        "tests", "examples", "project-docs", "non-code", "docs", "vendored", "generated"
+        "tests", "examples", "project-docs", "non-code", "vendored", "generated"
     ]
     for row in table:
         assert 0 < row["factor"] < 1 and row["reason"] and row["lifted_by"]
