@@ -211,10 +211,9 @@ async def refuse_times(root: Path, repeats: int) -> dict[str, list[float] | int]
         results = synthetic_rankings(engine.root, app.arms)
         app.search("synthetic candidates")
         await wait_for(pilot, lambda: app.query_complete)
-        app.query_id += 1  # drop the real answers; install the synthetic ones
-        app.results = {}
+        qid = app.session.start(app.query_text)  # drop the real answers; install the synthetic ones
         for result in results.values():
-            app._record(result)
+            app._record(qid, result)
         candidates = len(app.hits)
         app.table.focus()
         await pilot.press("down", "down")

@@ -1,5 +1,9 @@
 """The ranklens terminal UI: type a query, watch every arm answer, read the fused ranking.
 
+The app is a view of a :class:`core.session.Session`, which holds the query, the arms'
+results, the fusion settings, the judgments and the worker bodies; the app runs those bodies
+in its workers and wires what they return to widgets.
+
 Data flow. Every arm runs in its own thread worker (its own group, so a new query for one
 arm does not cancel the others) and posts :class:`~tui.messages.ArmFinished` tagged with
 the query id; results of an older query are dropped. Each landing arm re-consolidates the
@@ -17,7 +21,6 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from functools import partial, wraps
@@ -33,13 +36,11 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input
 from textual.worker import Worker, WorkerState
 
-from core.arms import default_arms
-from core.engine import ArmResult, Engine, QueryError, check_query
-from core.handoff import envelope, write_json_atomic
-from core.judgments import QueryJudgments, judge, judgments_for
+from core.engine import ArmResult, Engine, QueryError
+from core.handoff import write_json_atomic
+from core.judgments import QueryJudgments
 from core.indexer import STAGES, IndexStats, Progress
-from core.secrets import load_detectors, redact
-from core.settings import FusionSettings
+from core.session import Session
 from core.types import ConsolidatedHit
 from tui.messages import ArmFinished, DeepDone, DeepProgress, IndexDone, IndexOpened, IndexProgress
 from tui.screens.export import DEFAULT_PATH, ExportScreen
@@ -160,25 +161,17 @@ class RanklensApp(App[None]):
     #: Show arm timings in the status line (snapshot tests turn it off: timings vary).
     show_timings: bool = True
 
-    def __init__(self, engine: Engine, *, query: str = "") -> None:
+    def __init__(self, engine: Engine | None = None, *, query: str = "", session: Session | None = None) -> None:
         super().__init__()
-        self.engine = engine
-        self.arms: list[str] = list(default_arms())
+        if session is None:
+            if engine is None:
+                raise TypeError("RanklensApp needs an engine or a session")
+            session = Session(engine)
+        #: Everything but the widgets: the query and its results, the fusion settings (the
+        #: root's tuned config over the shipped defaults; `r` in the tuning panel comes back
+        #: to these), the judgments, the worker bodies.
+        self.session = session
         self.initial_query = query
-        # The root's tuned config (`ranklens tune --save`) over the shipped defaults; `r` in
-        # the tuning panel comes back to these.
-        fusion, self._config_error = _fusion_defaults(engine, self.arms)
-        #: The arms fused, their weights and k, resolved as every front end does (core.settings).
-        self.fusion: FusionSettings = fusion
-        self.weights: dict[str, float] = fusion.fused_weights()
-        self.k: float = fusion.k
-        #: Whether the code-aware priors re-score the fused list (``p`` toggles).
-        self.priors: bool = True
-        # The current query and what has come back for it.
-        self.query_id = 0
-        self.query_text = ""
-        self.results: dict[str, ArmResult] = {}
-        self.hits: list[ConsolidatedHit] = []
         # Figures for the status line and the benchmark.
         self.last_query_ms: float | None = None
         self.last_refuse_ms: float | None = None
@@ -194,7 +187,6 @@ class RanklensApp(App[None]):
         self._deep_worker: Worker | None = None
         self._deep_again = False
         self._deep_progress: tuple[int, int] | None = None  # (done, total) while building
-        self._deep_stop = threading.Event()
         self._discovery_warning: str | None = None  # the last one notified
         self._deep_recheck: int | None = None  # a query whose deep answer was in flight when built
         self._query_note = ""
@@ -204,12 +196,47 @@ class RanklensApp(App[None]):
         self._preview_code: tuple[str, str] | None = None  # (docid, query) highlighted
         self._preview_timer: Timer | None = None
         self._fuse_version = 0
-        self._files: dict[str, tuple[int, int, str]] = {}  # path -> (mtime_ns, size, text)
-        # The judgments of the query in ``_judged_query`` (None: that query has none).
-        self._judgments: QueryJudgments | None = None
-        self._judged_query: str | None = None
         self._judgments_error: str | None = None  # the last load error notified
         self._metrics_note = ""
+
+    # -- the session's state, read by the handlers and the tests ----------------------------
+
+    @property
+    def engine(self) -> Engine:
+        return self.session.engine
+
+    @property
+    def arms(self) -> list[str]:
+        return self.session.arms
+
+    @property
+    def query_id(self) -> int:
+        return self.session.query_id
+
+    @property
+    def query_text(self) -> str:
+        return self.session.query_text
+
+    @property
+    def results(self) -> dict[str, ArmResult]:
+        return self.session.results
+
+    @property
+    def hits(self) -> list[ConsolidatedHit]:
+        return self.session.hits
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return self.session.weights
+
+    @property
+    def k(self) -> float:
+        return self.session.k
+
+    @property
+    def priors(self) -> bool:
+        """Whether the ranking stage re-scores the fused list (``p`` toggles)."""
+        return self.session.priors
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -254,8 +281,8 @@ class RanklensApp(App[None]):
         self.preview.border_title = "preview"
         self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
         self.query_input.focus()
-        if self._config_error:
-            self.notify(f"{self._config_error}; using the default weights", severity="warning")
+        if self.session.config_error:
+            self.notify(f"{self.session.config_error}; using the default weights", severity="warning")
         self._start_index()
         if self.initial_query:
             self.search(self.initial_query)
@@ -283,7 +310,7 @@ class RanklensApp(App[None]):
             self._debounce.stop()
             self._debounce = None
         try:
-            checked = check_query(text)
+            checked = self.session.check(text)
         except QueryError as error:
             self._abandon_query()
             blank = not text.strip()
@@ -302,10 +329,7 @@ class RanklensApp(App[None]):
         return True
 
     def _start_query(self, text: str) -> None:
-        self.query_id += 1
-        qid = self.query_id
-        self.query_text = text
-        self.results = {}
+        qid = self.session.start(text)
         self.last_query_ms = None
         self._preview_code = None  # re-read the file: it may have changed since
         self._query_started = time.perf_counter()
@@ -329,17 +353,13 @@ class RanklensApp(App[None]):
 
     def _run_arm(self, arm: str, qid: int, text: str) -> None:
         """Worker body (in a thread): one arm, one query, one message."""
-        if qid != self.query_id:
-            return  # superseded while waiting for a thread
-        result = self.engine.run_arm(arm, text, top_k=ROW_LIMIT)
-        self.post_message(ArmFinished(qid, result))
+        result = self.session.run_arm(arm, qid, text, ROW_LIMIT)
+        if result is not None:  # None: superseded while waiting for a thread
+            self.post_message(ArmFinished(qid, result))
 
     def _abandon_query(self) -> None:
         """Forget the current query (its late results will be dropped)."""
-        self.query_id += 1
-        self.query_text = ""
-        self.results = {}
-        self.hits = []
+        self.session.abandon()
         self._pending = None
         self._shown_query_id = -1
         self.table.clear_hits()
@@ -350,16 +370,11 @@ class RanklensApp(App[None]):
     @on(ArmFinished)
     @_while_open
     def _arm_finished(self, message: ArmFinished) -> None:
-        if message.query_id != self.query_id:
-            return
-        result = message.result
-        self._record(result)
+        self._record(message.query_id, message.result)
 
-    def _record(self, result: ArmResult) -> None:
-        old = self.results.get(result.arm)
-        if old is not None and old.ok and not result.ok:
-            return  # deep's "not built yet", overtaken by its answer once built (_deep_done)
-        self.results[result.arm] = result
+    def _record(self, query_id: int, result: ArmResult) -> None:
+        if not self.session.accept(query_id, result):
+            return  # an older query's, or deep's "not built yet" overtaken by its answer
         status = self.status
         if result.skipped is not None and result.arm == "deep" and self.deep_building:
             status.set_indexing("deep", *(self._deep_progress or (None, None)))
@@ -384,7 +399,7 @@ class RanklensApp(App[None]):
     @property
     def query_complete(self) -> bool:
         """Every arm has answered (or was skipped / failed) for the current query."""
-        return bool(self.query_text) and len(self.results) == len(self.arms)
+        return self.session.complete
 
     @property
     def preview_pending(self) -> bool:
@@ -398,7 +413,7 @@ class RanklensApp(App[None]):
 
     def answered(self) -> list[str]:
         """The arms that answered the current query so far, in arm order."""
-        return [arm for arm in self.arms if arm in self.results and self.results[arm].ok]
+        return self.session.answered()
 
     # -- fusion ---------------------------------------------------------------------------
 
@@ -410,17 +425,15 @@ class RanklensApp(App[None]):
         """
         t0 = time.perf_counter()
         same_query = self._shown_query_id == self.query_id
+        old = self.hits
         try:
-            hits = self.engine.fuse(
-                list(self.results.values()), self.fusion.with_(weights=self.weights, k=self.k, priors=self.priors)
-            )
+            hits = self.session.refuse()
         except ValueError as error:
             # Two arms answered from different index generations (a refresh landed
             # mid-query): their spans disagree. Run the query again on the new index.
             self._set_query_note(f"re-running: {error}")
             self._start_query(self.query_text)
             return
-        old, self.hits = self.hits, hits
         shown = hits[:ROW_LIMIT]
         moved = rank_shifts(old, shown) if shifts and same_query else None
         table = self.table
@@ -436,49 +449,28 @@ class RanklensApp(App[None]):
 
     @on(TuningPanel.Changed)
     def _tuning_changed(self, event: TuningPanel.Changed) -> None:
-        self.weights = dict(event.weights)
-        self.k = float(event.k)
+        self.session.tune(dict(event.weights), float(event.k))
         if self.results:
             self.refuse(cursor="keep", shifts=True)
 
     # -- judgments ------------------------------------------------------------------------
-
-    @property
-    def cache_dir(self) -> Path:
-        """The folder holding the root's index folder (where the judgments are kept)."""
-        return self.engine.directory.parent
 
     def current_judgments(self) -> QueryJudgments | None:
         """The judgments of the current query (read once per query; None when it has none).
 
         A file that cannot be read is reported once (a notification) and treated as empty.
         """
-        if not self.query_text:
-            return None
-        if self._judged_query != self.query_text:
-            self._judged_query = self.query_text
-            try:
-                self._judgments = judgments_for(self.engine.root, self.query_text, self.cache_dir)
-                self._judgments_error = None
-            except (OSError, ValueError) as error:
-                self._judgments = None
-                reason = str(error) or type(error).__name__
-                if reason != self._judgments_error:
-                    self._judgments_error = reason
-                    self.notify(f"Cannot read the judgments: {reason}", title="Judgments", severity="error")
-        return self._judgments
+        judgments = self.session.judgments()
+        error = self.session.judgments_error
+        if error is not None and error != self._judgments_error:
+            self.notify(f"Cannot read the judgments: {error}", title="Judgments", severity="error")
+        self._judgments_error = error
+        return judgments
 
     def _update_metrics(self) -> None:
         """The status line's MRR@10 / nDCG@10 of the fused list against the query's judgments."""
-        judgments = self.current_judgments()
-        note = ""
-        if judgments is not None:
-            judged = len(judgments.relevant) + len(judgments.not_relevant)
-            metrics = judgments.metrics(self.hits)
-            if metrics is None:
-                note = f"{judged} judged, none relevant"
-            else:
-                note = f"MRR@10 {metrics['mrr@10']:.2f} · nDCG@10 {metrics['ndcg@10']:.2f} ({judged} judged)"
+        self.current_judgments()  # reports an unreadable file once
+        note = self.session.metrics_note()
         if note != self._metrics_note:
             self._metrics_note = note
             self._redraw_note()
@@ -489,40 +481,9 @@ class RanklensApp(App[None]):
         if hit is None or not self.query_text:
             self.notify("Nothing to judge yet: run a query first.", severity="warning")
             return
-        judgments = self.current_judgments()
-        current = None if judgments is None else judgments.verdict(hit)
-        verdict = None if current is relevant else relevant
-        # Spans grow as arms land: what was judged may be another extent of this hit.
-        # A new verdict (or a clear) replaces every judgment overlapping the hit.
-        older = []
-        if judgments is not None:
-            older = [
-                span
-                for span in (*judgments.relevant, *judgments.not_relevant)
-                if span.path == hit.path
-                and span.start_line <= hit.end_line
-                and hit.start_line <= span.end_line
-                and (span.start_line, span.end_line) != (hit.start_line, hit.end_line)
-            ]
-        try:
-            for span in older:
-                judge(
-                    self.engine.root, self.query_text, span.path, span.start_line, span.end_line, None,
-                    cache_dir=self.cache_dir,
-                )
-            found = judge(
-                self.engine.root, self.query_text, hit.path, hit.start_line, hit.end_line, verdict,
-                cache_dir=self.cache_dir,
-            )
-        except (OSError, ValueError, ImportError) as error:
-            reason = str(error) or type(error).__name__
-            self.notify(f"Cannot save the judgment: {reason}", title="Judgments", severity="error")
-            self._judged_query = None  # read the file again: part of the change may have landed
-            self._refresh_verdicts()
-            return
-        self._judged_query = self.query_text
-        self._judgments = found if (found.relevant or found.not_relevant) else None
-        self._judgments_error = None
+        judged = self.session.judge(hit, relevant)
+        if judged.error is not None:
+            self.notify(f"Cannot save the judgment: {judged.error}", title="Judgments", severity="error")
         self._refresh_verdicts()
 
     def _refresh_verdicts(self) -> None:
@@ -531,8 +492,8 @@ class RanklensApp(App[None]):
         self._update_metrics()
 
     def action_toggle_priors(self) -> None:
-        """Priors on / off: re-fuse the cached rankings (no arm runs again)."""
-        self.priors = not self.priors
+        """The ranking stage on / off: re-fuse the cached rankings (no arm runs again)."""
+        self.session.toggle_priors()
         self._redraw_note()
         if self.results:
             self.refuse(cursor="keep", shifts=True)
@@ -607,19 +568,8 @@ class RanklensApp(App[None]):
         )
 
     def read_file(self, path: str) -> str | None:
-        """A file of the root as text, lines holding a credential redacted as in the index
-        (:func:`core.secrets.redact`), cached until its size or mtime changes."""
-        full = self.engine.root / path
-        try:
-            st = full.stat()
-            cached = self._files.get(path)
-            if cached is not None and cached[:2] == (st.st_mtime_ns, st.st_size):
-                return cached[2]
-            text = redact(full.read_text(encoding="utf-8", errors="replace"), path)
-        except OSError:
-            return None
-        self._files[path] = (st.st_mtime_ns, st.st_size, text)
-        return text
+        """A file of the root as the preview shows it (see :meth:`core.session.Session.read_file`)."""
+        return self.session.read_file(path)
 
     # -- index ----------------------------------------------------------------------------
 
@@ -634,10 +584,9 @@ class RanklensApp(App[None]):
 
     def _index_job(self) -> None:
         """Worker body: open what is there (fast), then bring it up to date."""
-        self.post_message(IndexOpened(self.engine.ready or self.engine.open()))
+        self.post_message(IndexOpened(self.session.open_index()))
         # Not the deep arm's vectors: minutes of work, done by _deep_job once this commits.
-        stats = self.engine.ensure_index(lambda p: self.post_message(IndexProgress(p)), deep=False)
-        load_detectors()  # here, so the preview's first credential check does not import them
+        stats = self.session.update_index(lambda p: self.post_message(IndexProgress(p)))
         self.post_message(IndexDone(stats))
 
     @property
@@ -656,9 +605,7 @@ class RanklensApp(App[None]):
 
     def _deep_job(self) -> None:
         """Worker body: embed what the committed index lacks for the deep arm (stoppable)."""
-        build = self.engine.build_deep(
-            lambda done, total: self.post_message(DeepProgress(done, total)), stop=self._deep_stop
-        )
+        build = self.session.build_deep(lambda done, total: self.post_message(DeepProgress(done, total)))
         self.post_message(DeepDone(build.complete))
 
     @on(DeepProgress)
@@ -683,7 +630,7 @@ class RanklensApp(App[None]):
             self._start_arm("deep", self.query_id, self.query_text)
 
     def on_unmount(self) -> None:
-        self._deep_stop.set()  # a build in flight stops after its batch (the cache keeps it)
+        self.session.deep_stop.set()  # a build in flight stops after its batch (the cache keeps it)
 
     @on(IndexOpened)
     @_while_open
@@ -734,10 +681,7 @@ class RanklensApp(App[None]):
             self._start_deep()
 
     def _current_generation(self) -> int | None:
-        try:
-            return self.engine.view.generation
-        except Exception:  # not open
-            return None
+        return self.session.generation()
 
     # -- workers ----------------------------------------------------------------------------
 
@@ -760,7 +704,7 @@ class RanklensApp(App[None]):
                 if "deep" in self.results and not self.results["deep"].ok:
                     self.status.set_skipped("deep", reason)
                 self.notify(f"deep arm: {reason}", severity="error")
-            if finished and self._deep_again and not self._deep_stop.is_set():
+            if finished and self._deep_again and not self.session.deep_stop.is_set():
                 self._start_deep()
             return
         meta = self._arm_workers.get(worker)
@@ -770,7 +714,7 @@ class RanklensApp(App[None]):
             del self._arm_workers[worker]
         arm, qid = meta
         if event.state == WorkerState.ERROR and qid == self.query_id and arm not in self.results:
-            self._record(ArmResult(arm, error=_one_line(worker.error)))
+            self._record(qid, ArmResult(arm, error=_one_line(worker.error)))
 
     # -- status ---------------------------------------------------------------------------
 
@@ -856,14 +800,9 @@ class RanklensApp(App[None]):
             return
         selected = table.selected_hits
         hits = selected or list(table.hits)
-        writer = partial(
-            self.write_handoff,
-            hits=hits,
-            query=self.query_text,
-            weights=dict(self.weights),
-            k=self.k,
-            results=dict(self.results),
-        )
+        # What is exported is what is shown now, whatever lands or moves before the dialog closes.
+        data = self.session.handoff(hits)
+        writer = partial(self.write_handoff, data=data)
 
         def done(path: Path | None) -> None:
             if path is not None:
@@ -874,35 +813,8 @@ class RanklensApp(App[None]):
             ExportScreen(writer, count=len(hits), selected=bool(selected), default_path=DEFAULT_PATH), done
         )
 
-    def write_handoff(
-        self,
-        path: Path,
-        *,
-        hits: list[ConsolidatedHit],
-        query: str,
-        weights: dict[str, float],
-        k: float,
-        results: dict[str, ArmResult],
-    ) -> None:
-        """Write the hand-off envelope (as ``ranklens query --json``, with span hashes)."""
-        skipped = []
-        for arm in self.arms:
-            result = results.get(arm)
-            if result is None:
-                skipped.append((arm, "still running when exported"))
-            elif not result.ok:
-                skipped.append((arm, result.skipped or result.error or ""))
-        data = envelope(
-            query=query,
-            mode="all",
-            retrievers=[a for a in self.arms if a in results and results[a].ok],
-            skipped=skipped,
-            weights={arm: weights.get(arm, 1.0) for arm in self.arms},
-            k=k,
-            hits=hits,
-            root=self.engine.root,
-            with_hashes=True,
-        )
+    def write_handoff(self, path: Path, *, data: dict) -> None:
+        """Write a handoff envelope (as ``ranklens query --json``, with span hashes) atomically."""
         try:
             write_json_atomic(path, data)
         except OSError as error:
@@ -940,16 +852,6 @@ class RanklensApp(App[None]):
     def run_editor(self, argv: list[str]) -> None:
         """Run the editor in the terminal the app handed over (blocks until it exits)."""
         subprocess.run(argv, check=False)
-
-
-def _fusion_defaults(engine: Engine, arms: list[str]) -> tuple[FusionSettings, str | None]:
-    """The settings to start from, and why the root's config was not usable (if not)."""
-    from core.config import ConfigError
-
-    try:
-        return FusionSettings.resolve(engine.root, arms=arms, cache_dir=engine.cache_dir), None
-    except ConfigError as exc:
-        return FusionSettings.resolve(None, arms=arms), str(exc)
 
 
 def _one_line(error: BaseException | None) -> str:

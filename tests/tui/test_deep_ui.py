@@ -53,7 +53,7 @@ async def test_quitting_stops_a_deep_build(fake_deep, sample_repo) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.deep_building)
         worker = app._deep_worker
-    assert app._deep_stop.is_set()
+    assert app.session.deep_stop.is_set()
     fake_deep.gate.set()  # the batch in flight ends; the build sees the stop flag
     time.sleep(1.0)  # unstopped, the rest of the ~20 texts would be embedded well within this
     assert worker.is_finished

@@ -121,7 +121,7 @@ async def test_metrics_follow_a_re_fuse(engine) -> None:
         assert "MRR@10 0.50" in app.status.note
         # Re-fuse with only the arms that ranked the judged hit first-ish; recompute what the
         # status must say from the engine rather than assuming a scoring detail.
-        app.weights = {arm: (1.0 if arm == "bm25" else 0.0) for arm in DEFAULT_ARMS}
+        app.session.tune({arm: (1.0 if arm == "bm25" else 0.0) for arm in DEFAULT_ARMS})
         app.refuse(shifts=True)
         await settled(pilot, app)
         rank = next((i for i, h in enumerate(app.hits[:10], start=1) if span(h) == span(judged)), None)
