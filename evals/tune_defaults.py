@@ -3,7 +3,8 @@
     python evals/tune_defaults.py [--folds 5] [--seed N] [--json]
 
 Runs every question of ``evals/polyglot.jsonl`` (over ``tests/fixtures/polyglot``) and
-``evals/ranklens.jsonl`` (over this repository) once per arm (``--arms``, default the default
+``evals/ranklens.jsonl`` (over the snapshot of ranklens's sources in
+``tests/fixtures/ranklens_snapshot``) once per arm (``--arms``, default the default
 arms: ``deep`` too where its extra is installed), pools the 78 cached
 rankings into one run and tunes it as ``ranklens tune`` does (coordinate ascent, priors on),
 with k-fold cross-validation for the held-out figures. Prints, for the pooled set and each
@@ -41,7 +42,7 @@ from core.evaluation import (  # noqa: E402
 
 SETS = {
     "polyglot": (ROOT / "evals" / "polyglot.jsonl", ROOT / "tests" / "fixtures" / "polyglot"),
-    "ranklens": (ROOT / "evals" / "ranklens.jsonl", ROOT),
+    "ranklens": (ROOT / "evals" / "ranklens.jsonl", ROOT / "tests" / "fixtures" / "ranklens_snapshot" / "src"),
 }
 
 

@@ -10,6 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# Data, not tests: fixtures/ranklens_snapshot is a frozen copy of ranklens's own sources
+# (tests included) that the labeled set evals/ranklens.jsonl is asked of.
+collect_ignore = ["fixtures"]
+
 FILES = {
     "app/auth.py": '''
         """User authentication helpers."""
