@@ -207,11 +207,11 @@ class FakeDeepEncoder:
 def fake_deep(monkeypatch) -> FakeDeepEncoder:
     """The deep arm "installed" and fused by default, with :class:`FakeDeepEncoder` for a model
     (its build and the TUI's handling of it run everywhere, extra or not)."""
-    from core.arms import deep
+    from core.arms.deep import model
 
     encoder = FakeDeepEncoder()
-    monkeypatch.setattr(deep, "unavailable", lambda: None)
-    monkeypatch.setattr(deep, "model_id", lambda: FakeDeepEncoder.name)
-    monkeypatch.setattr(deep, "_ENCODER", encoder)
+    monkeypatch.setattr(model, "unavailable", lambda: None)
+    monkeypatch.setattr(model, "model_id", lambda: FakeDeepEncoder.name)
+    monkeypatch.setattr(model, "_ENCODER", encoder)
     monkeypatch.delenv("RANKLENS_DEEP", raising=False)
     return encoder
