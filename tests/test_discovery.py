@@ -342,6 +342,7 @@ _pattern_lists = st.lists(st.one_of(st.sampled_from(_PATTERNS), _built_pattern),
 
 
 @needs_git
+@pytest.mark.slow  # ~9 s: 80 random trees, each listed by git and walked
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(root_rules=_pattern_lists, src_rules=_pattern_lists, lib_rules=_pattern_lists,
        deep_rules=_pattern_lists)
