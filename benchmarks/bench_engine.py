@@ -264,7 +264,7 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
         # Seed the cache: the sample's vectors, repeated over every other chunk's text.
         sample = np.asarray(out["vecs"], dtype=np.float32)
         keys = np.array([deep.text_key(t) for _, t in rows], dtype=np.int64)
-        cache = deep._Cache(engine.directory, deep.model_id())
+        cache = deep.build._Cache(engine.directory, deep.model_id())
         uniq, first = np.unique(keys, return_index=True)
         cache.add(uniq, sample[first % len(sample)])
         cache.save()

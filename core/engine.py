@@ -184,7 +184,7 @@ class Engine:
         if deep if deep is not None else "deep" in default_arms():
             self._deep_stage(stats, progress, deep_limit)
         elif deep is None:
-            from .arms.deep import ENV_SWITCH, unavailable
+            from .arms.deep.model import ENV_SWITCH, unavailable
 
             stats.deep = unavailable() or f"switched off ({ENV_SWITCH}=0)"
         return stats

@@ -34,8 +34,8 @@ from .types import Hit, make_docid
 #: 4: dense vectors embed each chunk's breadcrumb before its text.
 #: 5: the lexical vocabulary lives in the ``vocab`` table, not in each generation's JSON.
 #: 6: BM25 matrices store term-major frequencies and statistics, no precomputed impacts.
-#: 7: the dense int8 companion is a row-aligned ``.npy`` matrix on one scale (simsimd dot
-#:    product), not a usearch index.
+#: 7: the dense int8 companion is a row-aligned ``.npy`` matrix on one scale (scanned by int8
+#:    dot product), not a usearch index.
 #: 8: the chunk table carries each chunk's defined names (the ranking stage's definition signal).
 #: 9: a chunk packing definitions that share a scope keeps it in its breadcrumb.
 #: 10: C#, Kotlin, Scala, Swift, PHP, Haskell, Elixir, Lua, Zig and shell files are cut along

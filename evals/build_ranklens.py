@@ -1,13 +1,23 @@
-"""Build ``evals/ranklens.jsonl``: the labeled questions over this repository.
+"""Build ``evals/ranklens.jsonl``: the labeled questions over ranklens's own sources.
+
+The questions are asked of a frozen copy of the sources, ``tests/fixtures/ranklens_snapshot/src``
+(``core/`` without its models, ``tui/``, ``tests/`` without their fixtures and snapshots, and
+``README.md``), not of the live tree: a refactor then leaves the gold spans where they are
+and ``tests/test_eval_guard.py`` keeps measuring retrieval, not where code went.
 
 Each gold span is given by what it is (a definition's breadcrumb, a run of lines from one
 regex to another, or explicit lines) plus an *anchor*: text the span was chosen for, checked
 to lie inside it and written into the query's ``note`` (``tests/test_eval_guard.py`` checks
-it again, so code that moves out of its span fails CI instead of silently lowering scores).
+it again, so a snapshot refreshed under the gold fails CI instead of silently lowering scores).
 
-When code moves, re-run ``python evals/build_ranklens.py`` from the repository root, then
-read every changed span (``python evals/build_ranklens.py --show r27``) before committing:
-a question's answer may have changed, not only its lines.
+    python evals/build_ranklens.py                     # re-resolve the spans in the snapshot
+    python evals/build_ranklens.py --show r27          # print spans, to read them
+    python evals/build_ranklens.py --refresh-snapshot  # copy today's sources in, then re-resolve
+
+Refresh the snapshot deliberately (a new retriever to measure on newer code, a question whose
+answer moved), then read every changed span (``--show``) before committing: a question's answer
+may have changed, not only its lines, and the floors in ``tests/test_eval_guard.py`` were set
+on the old snapshot.
 
 A third of the questions use the code's own words (``identifier``); two thirds are phrased
 the way a newcomer would ask without knowing the identifiers (``paraphrase``).
@@ -17,11 +27,18 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+#: The frozen sources the questions are asked of (the ``--root`` of the set).
+ROOT = REPO / "tests" / "fixtures" / "ranklens_snapshot" / "src"
+#: What the snapshot copies from the live tree, and what it leaves out of those folders:
+#: the models are large and not source; test fixtures and SVG snapshots are data.
+SNAPSHOT_PARTS = ("core", "tui", "tests", "README.md")
+SNAPSHOT_SKIP = ("core/models", "tests/fixtures", "tests/tui/__snapshots__", "__pycache__")
 
 from core.chunking import definitions  # noqa: E402
 
@@ -139,7 +156,29 @@ def build() -> list[dict]:
     return out
 
 
+def refresh_snapshot() -> None:
+    """Replace the snapshot with a copy of the live sources (git-tracked or not)."""
+    if ROOT.exists():
+        shutil.rmtree(ROOT)
+
+    def skip(folder: str, names: list[str]) -> set[str]:
+        rel = Path(folder).relative_to(REPO).as_posix()
+        return {n for n in names if n == "__pycache__" or f"{rel}/{n}" in SNAPSHOT_SKIP}
+
+    for part in SNAPSHOT_PARTS:
+        src = REPO / part
+        if src.is_dir():
+            shutil.copytree(src, ROOT / part, ignore=skip)
+        else:
+            ROOT.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, ROOT / part)
+    print(f"snapshot refreshed: {sum(1 for p in ROOT.rglob('*') if p.is_file())} files in {ROOT}")
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--refresh-snapshot"]:
+        refresh_snapshot()
+        argv = argv[1:]
     queries = build()
     if argv[:1] == ["--show"]:
         wanted = set(argv[1].split(",")) if len(argv) > 1 else None
@@ -153,7 +192,7 @@ def main(argv: list[str]) -> None:
                 for n in range(g["start_line"], g["end_line"] + 1):
                     print(f"{n:5} {lines[n - 1]}")
         return
-    target = ROOT / "evals" / "ranklens.jsonl"
+    target = REPO / "evals" / "ranklens.jsonl"
     with open(target, "w", encoding="utf-8") as fh:
         for q in queries:
             fh.write(json.dumps(q, ensure_ascii=False) + "\n")

@@ -10,6 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# Data, not tests: fixtures/ranklens_snapshot is a frozen copy of ranklens's own sources
+# (tests included) that the labeled set evals/ranklens.jsonl is asked of.
+collect_ignore = ["fixtures"]
+
 FILES = {
     "app/auth.py": '''
         """User authentication helpers."""
@@ -203,11 +207,11 @@ class FakeDeepEncoder:
 def fake_deep(monkeypatch) -> FakeDeepEncoder:
     """The deep arm "installed" and fused by default, with :class:`FakeDeepEncoder` for a model
     (its build and the TUI's handling of it run everywhere, extra or not)."""
-    from core.arms import deep
+    from core.arms.deep import model
 
     encoder = FakeDeepEncoder()
-    monkeypatch.setattr(deep, "unavailable", lambda: None)
-    monkeypatch.setattr(deep, "model_id", lambda: FakeDeepEncoder.name)
-    monkeypatch.setattr(deep, "_ENCODER", encoder)
+    monkeypatch.setattr(model, "unavailable", lambda: None)
+    monkeypatch.setattr(model, "model_id", lambda: FakeDeepEncoder.name)
+    monkeypatch.setattr(model, "_ENCODER", encoder)
     monkeypatch.delenv("RANKLENS_DEEP", raising=False)
     return encoder

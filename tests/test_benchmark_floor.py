@@ -62,6 +62,7 @@ def _fused_ndcg(name: str, root: Path, cache: Path) -> float:
     return json.loads(out.stdout)["groups"]["all"]["rows"]["fused"]["ndcg@10"]
 
 
+@pytest.mark.slow  # ~6.5 s: indexes and evaluates the benchmark slice
 def test_the_benchmark_slice_stays_above_its_floors(slice_roots, tmp_path):
     scores = {name: _fused_ndcg(name, root, tmp_path / "cache") for name, root in slice_roots.items()}
     report = ", ".join(f"{n} {v:.3f} (floor {FLOORS[n]})" for n, v in scores.items())

@@ -16,6 +16,8 @@ import pytest
 
 from core.arms import DEFAULT_ARMS, ArmUnavailable, default_arms
 from core.arms import deep
+from core.arms.deep import build as deep_build
+from core.arms.deep import model as deep_model
 from core.engine import Engine
 from core.indexer import Indexer, IndexSettings
 
@@ -30,7 +32,7 @@ REFERENCE = REPO / "tests" / "fixtures" / "deep_reference.json"
 def no_extra(monkeypatch):
     """As if onnxruntime were not installed (a None entry makes imports and find_spec fail)."""
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    monkeypatch.setattr(deep, "_ENCODER", None)
+    monkeypatch.setattr(deep_model, "_ENCODER", None)
     monkeypatch.delenv("RANKLENS_DEEP", raising=False)
 
 
@@ -97,7 +99,7 @@ def test_cli_without_the_extra(sample_repo, tmp_path):
 
 
 def test_switched_off_it_leaves_the_defaults(monkeypatch):
-    monkeypatch.setattr(deep, "unavailable", lambda: None)
+    monkeypatch.setattr(deep_model, "unavailable", lambda: None)
     monkeypatch.setenv("RANKLENS_DEEP", "1")
     assert default_arms() == (*DEFAULT_ARMS, "deep")
     for off in ("0", "off", "no", "false"):
@@ -208,8 +210,8 @@ def test_a_deep_build_never_delays_the_index_commit(fake, sample_repo):
 
 
 def test_a_stopped_build_keeps_its_vectors_and_resumes(fake, sample_repo, monkeypatch):
-    monkeypatch.setattr(deep, "CHECKPOINT", 4)
-    monkeypatch.setattr(deep, "BATCH", 2)
+    monkeypatch.setattr(deep_build, "CHECKPOINT", 4)
+    monkeypatch.setattr(deep_model, "BATCH", 2)
     engine = Engine(sample_repo)
     engine.ensure_index(deep=False)
     stop = threading.Event()

@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import core.discovery as discovery
+import core.discovery.git as discovery_git
+import core.discovery.listing as discovery_listing
 from core.discovery import (
     BUILTIN_EXCLUDED_DIRS,
     DiscoveryOptions,
@@ -73,7 +75,7 @@ def paths(root: Path | str, options: DiscoveryOptions | None = None) -> list[str
 
 def walk_only():
     """Force walk mode (used where git must not answer)."""
-    return mock.patch.object(discovery, "_git_list", return_value=None)
+    return mock.patch.object(discovery_listing, "_git_list", return_value=None)
 
 
 def fake_key(label: str, lines: int = 4) -> str:
@@ -162,7 +164,7 @@ def test_git_failure_falls_back_to_walk(tmp_path: Path, monkeypatch: pytest.Monk
     def failing_run(cmd, **kwargs):  # e.g. "detected dubious ownership"
         return subprocess.CompletedProcess(cmd, 128, b"", b"fatal: unsafe repository")
 
-    monkeypatch.setattr(discovery.subprocess, "run", failing_run)
+    monkeypatch.setattr(discovery_git.subprocess, "run", failing_run)
     assert paths(repo) == ["a.py"]
 
 
@@ -210,7 +212,7 @@ def test_git_mode_does_not_list_untracked_excluded_dirs(tmp_path: Path) -> None:
     assert paths(repo, opts) == ["a.py"]
     assert paths(repo) == ["a.py", "src/!odd#/y.py", "we ird[1]/x.py"]
     # git itself was asked not to descend there (and accepted the escaped names).
-    listed = discovery._git_list(str(repo), BUILTIN_EXCLUDED_DIRS | opts.exclude_dirs)
+    listed = discovery_git._git_list(str(repo), BUILTIN_EXCLUDED_DIRS | opts.exclude_dirs)
     assert listed == ["a.py"]
 
 
@@ -340,6 +342,7 @@ _pattern_lists = st.lists(st.one_of(st.sampled_from(_PATTERNS), _built_pattern),
 
 
 @needs_git
+@pytest.mark.slow  # ~9 s: 80 random trees, each listed by git and walked
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(root_rules=_pattern_lists, src_rules=_pattern_lists, lib_rules=_pattern_lists,
        deep_rules=_pattern_lists)
@@ -780,7 +783,7 @@ def test_read_text_keeps_code_that_only_mentions_key_markers(tmp_path: Path) -> 
 
 def test_read_text_can_read_this_projects_own_key_handling_code() -> None:
     repo = Path(__file__).resolve().parents[1]
-    for rel in ("core/discovery.py", "tests/test_discovery.py"):
+    for rel in ("core/discovery/read.py", "tests/test_discovery.py"):
         text, reason = read_text(repo, rel)
         assert reason == "" and text, rel
 

@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -209,13 +208,20 @@ def test_second_indexer_waits_for_the_lock(sample_repo):
     eng = Engine(sample_repo)
     eng.directory.mkdir(parents=True, exist_ok=True)
     notes = []
+    waiting = threading.Event()
+
+    def notify(note: str) -> None:
+        notes.append(note)
+        if "waiting" in note:
+            waiting.set()
+
     lock = FileLock(str(eng.directory / "index.lock"))
     lock.acquire()
     done = []
-    t = threading.Thread(target=lambda: done.append(Engine(sample_repo, notify=notes.append).ensure_index()))
+    t = threading.Thread(target=lambda: done.append(Engine(sample_repo, notify=notify).ensure_index()))
     t.start()
-    time.sleep(1.0)
-    assert not done and any("waiting" in n for n in notes)
+    assert waiting.wait(60), notes  # it said so, and is still blocked on the lock:
+    assert not done and t.is_alive()
     lock.release()
     t.join(60)
     assert done and done[0].chunks > 0

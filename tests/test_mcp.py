@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,14 +15,26 @@ from mcp.client.stdio import stdio_client
 from core.agent import _find_moved
 from core.handoff import span_text, text_sha256, validate_handoff
 
+REPO = Path(__file__).resolve().parent.parent
 TOOLS = {"search", "read_span", "check_handoff", "index_status"}
 
 
 @contextlib.asynccontextmanager
-async def server(root: Path):
-    """An initialized client session with ``ranklens mcp ROOT`` (its own index cache, deep off)."""
+async def server(root: Path, probe_every_s: float | None = None):
+    """An initialized client session with ``ranklens mcp ROOT`` (its own index cache, deep off).
+
+    ``probe_every_s`` replaces the server's once-a-second limit on looking for changes (a
+    sitecustomize in the child sets :data:`core.agent.PROBE_EVERY_S`), so a test need not wait
+    it out; the limit itself is tested in-process with a fake clock.
+    """
+    env = dict(os.environ)
+    if probe_every_s is not None:
+        shim = root.parent / "mcp-shim"
+        shim.mkdir(exist_ok=True)
+        (shim / "sitecustomize.py").write_text(f"import core.agent\ncore.agent.PROBE_EVERY_S = {probe_every_s!r}\n")
+        env["PYTHONPATH"] = os.pathsep.join([str(shim), str(REPO), env.get("PYTHONPATH", "")])
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "core.cli", "mcp", str(root)], env=dict(os.environ), cwd=str(root)
+        command=sys.executable, args=["-m", "core.cli", "mcp", str(root)], env=env, cwd=str(root)
     )
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
@@ -162,15 +173,51 @@ async def test_a_malformed_call_gets_an_error_and_the_next_call_succeeds(sample_
 
 
 async def test_a_change_on_disk_is_indexed_before_the_next_answer(sample_repo):
-    async with server(sample_repo) as session:
+    async with server(sample_repo, probe_every_s=0.0) as session:
         await call(session, "search", {"query": "LRUCache"})
         (sample_repo / "app" / "quota.py").write_text("def enforce_storage_quota(user):\n    return user.used < user.limit\n")
-        time.sleep(1.1)  # a burst of calls checks the tree at most once a second
         data = await call(session, "search", {"query": "enforce_storage_quota", "top_k": 1})
         assert data["results"][0]["path"] == "app/quota.py" and data["generation"] == 2
         assert "enforce_storage_quota" in data["results"][0]["text"] and data["notes"] == []
         span = await call(session, "read_span", {"path": "app/quota.py", "start_line": 1, "end_line": 9})
         assert span["end_line"] == 2 and span["lines_in_file"] == 2
+
+
+class _Clock:
+    """Stands in for :mod:`time` inside core.agent: time moves only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_a_burst_of_calls_looks_for_changes_at_most_once_a_second(sample_repo, monkeypatch):
+    from core import agent
+
+    clock = _Clock()
+    monkeypatch.setattr(agent, "time", clock)
+    service = agent.AgentService(sample_repo)
+    try:
+        first = service.prepare()  # the first call indexes
+        assert first is not None and first.done.wait(120) and first.error is None
+        probes = []
+        stale = service._stale
+        monkeypatch.setattr(service, "_stale", lambda snapshot: probes.append(clock.now) or stale(snapshot))
+        (sample_repo / "app" / "quota.py").write_text("def enforce_storage_quota(user):\n    return True\n")
+        clock.now += agent.PROBE_EVERY_S * 0.99
+        assert service.prepare() is None and probes == []  # within the second: not even looked at
+        clock.now += agent.PROBE_EVERY_S * 0.02
+        job = service.prepare()
+        assert probes == [clock.now] and job is not None
+        assert job.done.wait(120) and job.error is None and service.stats.generation == 2
+        assert service.prepare() is None and len(probes) == 1  # the update restarted the second
+    finally:
+        service.engine.close()
 
 
 def test_a_moved_span_is_found_nearest_to_where_it_was():

@@ -236,6 +236,7 @@ def test_the_preview_reads_redacted_text(corpus_engine):
         assert text is not None and cred not in text and MARKER in text, rel
 
 
+@pytest.mark.slow  # ~4.5 s: the CLI run twice for each of five credentials
 def test_query_output_holds_no_credential(corpus_engine):
     engine, _stats = corpus_engine
     for rel, _t, cred in CORPUS[:5]:

@@ -5,9 +5,10 @@ from cli_helpers import assert_python_prints_ok
 
 def test_every_module_uses_the_one_binding():
     from core import _sqlite, bm25, indexer, store
-    from core.arms import deep, fts5
+    from core.arms import fts5
+    from core.arms.deep import build as deep_build
 
-    for module in (bm25, indexer, store, deep, fts5):
+    for module in (bm25, indexer, store, deep_build, fts5):
         assert module.sqlite3 is _sqlite.sqlite3, module.__name__
 
 

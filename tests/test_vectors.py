@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import core.vectors as vectors_mod
+import core.vectors.index as vectors_mod
+from core.vectors import scan, storage
 from core.vectors import VectorIndex
 
 from cli_helpers import assert_python_prints_ok
@@ -218,7 +219,7 @@ def test_empty_index_round_trip(tmp_path: Path):
 
 
 def test_save_is_atomic_and_leaves_no_temp_files(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(vectors_mod._Coarse, "MIN_VECTORS", 10)  # with its int8 companion
+    monkeypatch.setattr(scan.Int8Scan, "MIN_VECTORS", 10)  # with its int8 companion
     keys, vecs = _data(60)
     path = tmp_path / "sub" / "v.idx"
     _index(keys, vecs).save(path)
@@ -231,7 +232,7 @@ def test_save_is_atomic_and_leaves_no_temp_files(tmp_path: Path, monkeypatch):
     def boom(src, dst):
         raise OSError("disk on fire")
 
-    monkeypatch.setattr(vectors_mod.os, "replace", boom)
+    monkeypatch.setattr(storage.os, "replace", boom)
     with pytest.raises(OSError, match="disk on fire"):
         _index(keys, vecs).save(path)
     assert sorted(p.name for p in path.parent.iterdir()) == names
@@ -291,7 +292,7 @@ def _live(index: VectorIndex, keys: np.ndarray, vecs: np.ndarray):
 
 
 def test_fsync_dir_tolerates_unopenable_directories(tmp_path: Path):
-    vectors_mod._fsync_dir(tmp_path / "does-not-exist")
+    storage.fsync_dir(tmp_path / "does-not-exist")
     assert os.path.isdir(tmp_path)
 
 
@@ -328,15 +329,15 @@ def test_float32_copy_follows_modifications():
 
 
 def _coarse_scan_count(monkeypatch) -> list[int]:
-    monkeypatch.setattr(vectors_mod._Coarse, "MIN_VECTORS", 100)
+    monkeypatch.setattr(scan.Int8Scan, "MIN_VECTORS", 100)
     calls: list[int] = []
-    real = vectors_mod._Coarse.candidates
+    real = scan.Int8Scan.candidates
 
     def counting(self, query, pool):
         calls.append(pool)
         return real(self, query, pool)
 
-    monkeypatch.setattr(vectors_mod._Coarse, "candidates", counting)
+    monkeypatch.setattr(scan.Int8Scan, "candidates", counting)
     return calls
 
 
@@ -352,7 +353,7 @@ def test_a_loaded_view_picks_candidates_by_its_int8_companion_and_rescores_them_
         got, want = viewed.search(q, 30), index.search(q, 30)  # the latter scans every vector
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])  # the same bits, not just close
-    assert calls == [vectors_mod._Coarse.MIN_POOL] * 20
+    assert calls == [scan.Int8Scan.MIN_POOL] * 20
     # A filter, or a pool as big as the index, scans the vectors themselves.
     viewed.search(vecs[0], 30, allowed=keys[:500])
     viewed.search(vecs[0], 1000)
@@ -408,46 +409,63 @@ def test_small_indexes_get_no_companion(tmp_path: Path):
 
 
 def test_onnxruntime_still_loads_after_usearch_scanned_a_big_index():
-    """usearch imported before onnxruntime's extension crashes the interpreter at the latter's
-    import; the vector index imports usearch only after it, so the deep arm can follow."""
+    """usearch initialised before the system libstdc++'s locale breaks onnxruntime's import
+    (core/vectors/_usearch.py); the vector index imports usearch only after that, so the
+    deep arm can follow."""
     pytest.importorskip("onnxruntime")
     code = (
         "import sys, numpy as np\n"
-        "import core.vectors as v\n"
+        "import core.vectors.index as v\n"
         "v._F32_MAX_BYTES = 0\n"  # scanned by usearch, as an index too big for the copy is
         "rng = np.random.default_rng(0)\n"
         "x = v.VectorIndex(16); x.add(np.arange(300), rng.normal(size=(300, 16)))\n"
         "assert x.search(rng.normal(size=16), 5)[0].size == 5\n"
-        "assert 'usearch.index' in sys.modules\n"
+        "assert 'usearch.index' in sys.modules and 'onnxruntime' not in sys.modules\n"
         "import onnxruntime\n"
         "print('ok')\n"
     )
     assert_python_prints_ok(code)
 
 
-@pytest.mark.parametrize(
-    "prelude",
-    [
-        "import usearch.index\n",  # simsimd loaded after usearch refuses every input
-        "sys.modules['simsimd'] = None\n",  # simsimd missing: importing it fails
-    ],
-    ids=["usearch-imported-first", "no-simsimd"],
-)
-def test_without_a_working_simsimd_a_view_scans_every_vector_with_the_same_results(tmp_path: Path, prelude):
-    """The companion is scanned by simsimd; where it cannot be used the index still answers."""
+def test_the_companion_is_scanned_whatever_was_imported_before(tmp_path: Path):
+    """numkong scans the companion even after usearch and onnxruntime are loaded (simsimd,
+    used before, refused every input once usearch was imported)."""
+    pytest.importorskip("onnxruntime")
     path = tmp_path / "v.idx"
     assert_python_prints_ok(
         "import sys, numpy as np\n"
-        + prelude
-        + "import core.vectors as v\n"
-        "v._Coarse.MIN_VECTORS = 100\n"
+        "from core.vectors import _usearch\n"
+        "_usearch.index()\n"
+        "import onnxruntime\n"
+        "from core.vectors import VectorIndex, scan\n"
+        "scan.Int8Scan.MIN_VECTORS = 100\n"
         "rng = np.random.default_rng(0)\n"
-        "x = v.VectorIndex(16); x.add(np.arange(3000), rng.normal(size=(3000, 16)))\n"
-        f"x.save(v.Path({str(path)!r}))\n"
+        "x = VectorIndex(16); x.add(np.arange(3000), rng.normal(size=(3000, 16)))\n"
+        f"x.save(scan.Path({str(path)!r}))\n"
         "q = rng.normal(size=16)\n"
-        f"got = v.VectorIndex.load(v.Path({str(path)!r})).search(q, 30)\n"
+        f"view = VectorIndex.load(scan.Path({str(path)!r}))\n"
+        "got, want = view.search(q, 30), x.search(q, 30)\n"
+        "assert scan.numkong() is not None and view._coarse is not None\n"
+        "assert (got[0] == want[0]).all() and (got[1] == want[1]).all()\n"
+        "print('ok')\n"
+    )
+
+
+def test_without_numkong_a_view_scans_every_vector_with_the_same_results(tmp_path: Path):
+    """The companion is scanned by numkong; where it cannot be used the index still answers."""
+    path = tmp_path / "v.idx"
+    assert_python_prints_ok(
+        "import sys, numpy as np\n"
+        "sys.modules['numkong'] = None\n"  # numkong missing: importing it fails
+        "from core.vectors import VectorIndex, scan\n"
+        "scan.Int8Scan.MIN_VECTORS = 100\n"
+        "rng = np.random.default_rng(0)\n"
+        "x = VectorIndex(16); x.add(np.arange(3000), rng.normal(size=(3000, 16)))\n"
+        f"x.save(scan.Path({str(path)!r}))\n"
+        "q = rng.normal(size=16)\n"
+        f"got = VectorIndex.load(scan.Path({str(path)!r})).search(q, 30)\n"
         "want = x.search(q, 30)\n"
-        "assert v._simsimd() is None\n"
+        "assert scan.numkong() is None\n"
         "assert (got[0] == want[0]).all() and (got[1] == want[1]).all()\n"
         "print('ok')\n"
     )

@@ -94,6 +94,6 @@ DEFAULT_ARMS: tuple[str, ...] = ("bm25", "fts5", "dense", "symbols")
 def default_arms() -> tuple[str, ...]:
     """The arms fused when none are named: :data:`DEFAULT_ARMS`, plus ``deep`` when its
     extra is installed (``pip install 'ranklens[deep]'``) and ``RANKLENS_DEEP`` is not 0."""
-    from .deep import enabled_by_default
+    from .deep.model import enabled_by_default
 
     return (*DEFAULT_ARMS, "deep") if enabled_by_default() else DEFAULT_ARMS

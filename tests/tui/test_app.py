@@ -76,9 +76,8 @@ async def test_each_arm_landing_grows_agree(engine) -> None:
         await ready(pilot, app)
         app.query_input.value = "parse configuration"
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: {s.state for s in app.status.states.values()} == {"running"})
         assert app.table.row_count == 0
-        assert {s.state for s in app.status.states.values()} == {"running"}
         best_agreement = []
         for landed, arm in enumerate(("symbols", "bm25", "dense", "fts5"), start=1):
             gates[arm].set()

