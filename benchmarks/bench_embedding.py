@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.embedding import load_model  # noqa: E402
-from core.vectors import VectorIndex  # noqa: E402
+from ranklens.core.embedding import load_model
+from ranklens.core.vectors import VectorIndex
 
 HNSW_GRID = [  # (connectivity, expansion_add, expansion_search)
     (16, 40, 64),

@@ -34,7 +34,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 QUERIES = [
     "parse command line arguments",
@@ -109,14 +108,14 @@ def main() -> None:
         root = work / "corpus"
         _copy_corpus(root)
 
-    from core.embedding import load_model
-    from core.engine import Engine
+    from ranklens.core.embedding import load_model
+    from ranklens.core.engine import Engine
 
     print(f"corpus: {root}")
     # Cold index in a fresh process, so its peak RSS is the indexer's alone.
     code = (
         "import json, resource, time\n"
-        "from core.engine import Engine\n"
+        "from ranklens.core.engine import Engine\n"
         f"e = Engine({str(root)!r}); t0 = time.perf_counter(); s = e.ensure_index()\n"
         "print(json.dumps({'wall': time.perf_counter() - t0, 'seconds': s.seconds, 'files': s.files,"
         " 'chunks': s.chunks, 'rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
@@ -134,8 +133,8 @@ def main() -> None:
 
     # The embedding step alone: the same texts through the same model, nothing else.
     conn = engine.view.connection()
-    from core.arms.dense import document_text
-    from core.types import Chunk
+    from ranklens.core.arms.dense import document_text
+    from ranklens.core.types import Chunk
 
     texts = [
         document_text(Chunk("", 0, 0, t, "", c))
@@ -152,7 +151,7 @@ def main() -> None:
     # Warm start in a fresh process: open the committed index and load every arm.
     code = (
         "import time; t0=time.perf_counter()\n"
-        "from core.engine import Engine\n"
+        "from ranklens.core.engine import Engine\n"
         f"e=Engine({str(root)!r}); assert e.open(); e.warm()\n"
         "t1=time.perf_counter(); e.search('parse command line arguments')\n"
         "print(f'{t1-t0:.3f} {time.perf_counter()-t1:.3f}')\n"
@@ -219,8 +218,8 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
     """The deep arm beside the others: index chunks/s, open cost, query latency, 1-file update."""
     import numpy as np
 
-    from core.arms import DEFAULT_ARMS
-    from core.arms import deep
+    from ranklens.core.arms import DEFAULT_ARMS
+    from ranklens.core.arms import deep
 
     reason = deep.unavailable()
     if reason:
@@ -241,7 +240,7 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
         ids = [rows[int(i * step)][0] for i in range(args.deep_sample)]
         code = (
             "import json, resource, sqlite3, sys, time\n"
-            "from core.arms import deep\n"
+            "from ranklens.core.arms import deep\n"
             "ids = json.loads(sys.argv[2]); conn = sqlite3.connect(sys.argv[1])\n"
             "texts = [deep.document_text(*conn.execute('SELECT text, context FROM chunks WHERE id = ?', (i,)).fetchone()) for i in ids]\n"
             "t0 = time.perf_counter(); enc = deep.encoder(); t1 = time.perf_counter()\n"

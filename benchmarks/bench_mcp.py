@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from bench_engine import QUERIES, _copy_corpus, pct  # noqa: E402  (the same corpus and questions)
+from bench_engine import QUERIES, _copy_corpus, pct  # the same corpus and questions (a sibling script)
 
 
 def ms_row(name: str, values: list[float]) -> str:
@@ -46,7 +45,7 @@ async def run(root: Path, cache: Path, repeat: int, edit: bool) -> None:
         "RANKLENS_DEEP": "0",
         "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     }
-    params = StdioServerParameters(command=sys.executable, args=["-m", "core.cli", "mcp", str(root)], env=env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "ranklens", "mcp", str(root)], env=env)
     t_start = time.perf_counter()
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=1800) as session:

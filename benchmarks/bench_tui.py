@@ -34,11 +34,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from core.engine import ArmResult, Engine  # noqa: E402
-from core.types import Hit, make_docid  # noqa: E402
-from tui.app import RanklensApp  # noqa: E402
+from ranklens.core.engine import ArmResult, Engine
+from ranklens.core.types import Hit, make_docid
+from ranklens.tui.app import RanklensApp
 
 SIZE = (140, 40)
 CANDIDATES = 500
@@ -60,16 +59,15 @@ QUERIES = [
 
 CHILD = r"""
 import sys, time
-sys.path.insert(0, sys.argv[1])
-from core.engine import Engine
-from tui.app import RanklensApp
+from ranklens.core.engine import Engine
+from ranklens.tui.app import RanklensApp
 
 class Timed(RanklensApp):
     def on_ready(self):
         print("READY", flush=True)
         self.exit()
 
-Timed(Engine(sys.argv[2])).run(headless=True, size=(140, 40))
+Timed(Engine(sys.argv[1])).run(headless=True, size=(140, 40))
 """
 
 
@@ -119,7 +117,7 @@ async def first_paint_once(root: Path) -> tuple[float, float]:
 def first_paint_process(root: Path) -> float:
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(ROOT), str(root)],
+        [sys.executable, "-c", CHILD, str(root)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -98,9 +98,9 @@ class AgentService:
     """
 
     def __init__(self, root: Path | str, model: str | None = None, notify: Callable[[str], None] | None = None):
-        from .cli import _engine  # the CLI's engine set-up: same settings, same index folder
+        from .service import open_engine  # every front end's engine set-up: same settings, same index
 
-        self.engine = _engine(str(root), model, notify or (lambda _msg: None))
+        self.engine = open_engine(root, model, notify or (lambda _msg: None))
         self.root = self.engine.root
         self._root_real = os.path.realpath(self.root)
         self._lock = threading.Lock()
@@ -143,7 +143,7 @@ class AgentService:
         return job
 
     def _update(self, job: _Job, dirs_before: dict[str, int]) -> None:
-        from .cli import QUERY_DEEP_LIMIT
+        from .service import QUERY_DEEP_LIMIT
 
         try:
             # As `ranklens query` does: deep embeds a few new chunks, a first build is left to
@@ -290,7 +290,7 @@ class AgentService:
         max_chars: int = DEFAULT_TEXT_BUDGET,
     ) -> dict:
         """The handoff envelope of a query, each hit with its text until ``max_chars`` is spent."""
-        from .cli import NoAnswer, UsageProblem, _request, answer_query, deep_ready
+        from .service import NoAnswer, RequestError, answer_query, check_request, deep_ready
 
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 0 <= max_chars <= MAX_TEXT_BUDGET:
             raise AgentError(f"max_chars must be from 0 to {MAX_TEXT_BUDGET}, got {max_chars!r}")
@@ -306,7 +306,7 @@ class AgentService:
                 raise AgentError('weights must map retriever names to numbers, e.g. {"dense": 1.5}')
             weights_text = ",".join(f"{arm}:{w!r}" for arm, w in weights.items())
         try:
-            request = _request(
+            request = check_request(
                 query, top_k=top_k, retriever=",".join(retrievers) if retrievers else "all", weights=weights_text,
                 rrf_k=k, path_glob=path, language=language, priors=priors,
             )
@@ -315,7 +315,7 @@ class AgentService:
             data, _hits, _skipped = answer_query(
                 self.engine, request, deep=deep_ready(stats) if stats is not None else False, hashes=False
             )
-        except UsageProblem as exc:
+        except RequestError as exc:
             raise AgentError(str(exc)) from None
         except NoAnswer as exc:
             raise AgentError(exc.detail()) from None

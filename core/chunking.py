@@ -44,9 +44,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from core import syntax_readers as readers
-from core.languages import TREE_SITTER_LANGUAGES, language_for
-from core.types import Chunk
+from ranklens.core import syntax_readers as readers
+from ranklens.core.languages import TREE_SITTER_LANGUAGES, language_for
+from ranklens.core.types import Chunk
 
 if TYPE_CHECKING:  # tree_sitter is imported lazily: a broken install still gets windows
     from tree_sitter import Node, Parser, QueryCursor

@@ -10,7 +10,6 @@ through its stdin and answering through its stdout, has neither problem.
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import signal
@@ -21,7 +20,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
-_CHILD = "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); from {module} import _serve; _serve()"
+_CHILD = "from {module} import _serve; _serve()"
 
 
 class WorkerError(RuntimeError):
@@ -50,7 +49,7 @@ def ordered_map(fn: Callable[..., Any], jobs: list[tuple], processes: int = 1) -
     try:
         for k in range(processes):
             proc = subprocess.Popen(
-                [sys.executable, "-c", code, json.dumps(sys.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+                [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
             )
             procs.append(proc)
             writer = threading.Thread(

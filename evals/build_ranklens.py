@@ -32,7 +32,6 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 #: The frozen sources the questions are asked of (the ``--root`` of the set).
 ROOT = REPO / "tests" / "fixtures" / "ranklens_snapshot" / "src"
 #: What the snapshot copies from the live tree, and what it leaves out of those folders:
@@ -40,7 +39,7 @@ ROOT = REPO / "tests" / "fixtures" / "ranklens_snapshot" / "src"
 SNAPSHOT_PARTS = ("core", "tui", "tests", "README.md")
 SNAPSHOT_SKIP = ("core/models", "tests/fixtures", "tests/tui/__snapshots__", "__pycache__")
 
-from core.chunking import definitions  # noqa: E402
+from ranklens.core.chunking import definitions
 
 I, P = "identifier", "paraphrase"
 

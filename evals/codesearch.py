@@ -131,8 +131,8 @@ class Run:
 def collect(repo: Repo, *, arms: Sequence[str] | None = None, pool_top_k: int = 10, cache_dir: Path | None = None) -> Run:
     """Index ``repo`` (incrementally, in ``cache_dir``) and run every arm on its questions,
     each drawing the candidates a top-``pool_top_k`` query draws (the product asks for 10)."""
-    from core.arms import default_arms
-    from core.engine import Engine
+    from ranklens.core.arms import default_arms
+    from ranklens.core.engine import Engine
 
     t0 = time.perf_counter()
     engine = Engine(repo.root, cache_dir=cache_dir)
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--misses", action="store_true", help="print the questions whose first target is not first")
     ap.add_argument("--json", default=None, help="write per-question rows here")
     args = ap.parse_args(argv)
-    from core.config import load_config
+    from ranklens.core.config import load_config
 
     repos = load(bench_dir(args.bench), args.repo, args.language)
     arms = args.arms.split(",") if args.arms else None

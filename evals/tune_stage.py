@@ -30,14 +30,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.arms import DEFAULT_ARMS
-from core.config import DEFAULT_K, DEFAULT_WEIGHTS
-from core.consolidate import Groups
-from core.engine import MERGE_ADJACENT, Engine, fuse_groups
-from core.evaluation import load_queries, ndcg_at_k
-from core.priors import RULES, adjuster
-from core.ranking import DEFAULT_PARAMS, Params, Stage
-from core.settings import FusionSettings
+from ranklens.core.arms import DEFAULT_ARMS
+from ranklens.core.config import DEFAULT_K, DEFAULT_WEIGHTS
+from ranklens.core.consolidate import Groups
+from ranklens.core.engine import MERGE_ADJACENT, Engine, fuse_groups
+from ranklens.core.evaluation import load_queries, ndcg_at_k
+from ranklens.core.priors import RULES, adjuster
+from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage
+from ranklens.core.settings import FusionSettings
 
 from evals import codesearch
 

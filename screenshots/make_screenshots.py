@@ -18,10 +18,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from core.engine import Engine  # noqa: E402
-from tui.app import RanklensApp  # noqa: E402
+from ranklens.core.engine import Engine
+from ranklens.tui.app import RanklensApp
 
 SIZE = (140, 40)
 QUERY = "reciprocal rank fusion"

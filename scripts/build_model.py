@@ -59,7 +59,6 @@ from importlib import metadata, util
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))  # the chunker is ranklens's own
 
 DEFAULT_OUT = REPO_ROOT / "core" / "models" / "minilm-l6-static"
 DEFAULT_WORK = Path(tempfile.gettempdir()) / "ranklens-model-work"
@@ -214,7 +213,7 @@ def corpus_sources() -> list[tuple[str, str, Path]]:
 
 
 def _source_files(folder: Path) -> list[Path]:
-    from core.languages import TREE_SITTER_LANGUAGES, language_for
+    from ranklens.core.languages import TREE_SITTER_LANGUAGES, language_for
 
     files = []
     for dirpath, dirnames, filenames in os.walk(folder):
@@ -253,8 +252,8 @@ def build_corpus(work: Path, seed: int) -> dict:
     if path.is_file():
         _log(f"corpus: cached in {path}")
         return json.loads(path.read_text(encoding="utf-8"))
-    from core.arms.dense import document_text
-    from core.chunking import chunk_file
+    from ranklens.core.arms.dense import document_text
+    from ranklens.core.chunking import chunk_file
 
     started = time.perf_counter()
     seen: set[str] = set()

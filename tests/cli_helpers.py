@@ -11,7 +11,7 @@ def run(*args, cwd=None, env=None):
     """``python -m core.cli ARGS`` with a wide terminal (tables are not wrapped); ``env`` adds
     to the environment."""
     return subprocess.run(
-        [sys.executable, "-m", "core.cli", *args],
+        [sys.executable, "-m", "ranklens", *args],
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -187,7 +187,7 @@ class FakeDeepEncoder:
         self.seen: list[str] = []
 
     def encode(self, texts, batch_size=16):
-        from core.tokenize import code_tokens
+        from ranklens.core.tokenize import code_tokens
 
         texts = list(texts)
         self.started.set()
@@ -207,7 +207,7 @@ class FakeDeepEncoder:
 def fake_deep(monkeypatch) -> FakeDeepEncoder:
     """The deep arm "installed" and fused by default, with :class:`FakeDeepEncoder` for a model
     (its build and the TUI's handling of it run everywhere, extra or not)."""
-    from core.arms.deep import model
+    from ranklens.core.arms.deep import model
 
     encoder = FakeDeepEncoder()
     monkeypatch.setattr(model, "unavailable", lambda: None)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from core.bm25 import BM25Matrix, TokenCounter, Vocabulary, widen
-from core.tokenize import code_tokens
+from ranklens.core.bm25 import BM25Matrix, TokenCounter, Vocabulary, widen
+from ranklens.core.tokenize import code_tokens
 
 
 def stdlib_texts(limit_files=60, window=40):
@@ -136,9 +136,9 @@ def test_incremental_update_equals_a_fresh_build(texts, corpus):
 
 
 def _vocab_db(tmp_path):
-    from core._sqlite import sqlite3
+    from ranklens.core._sqlite import sqlite3
 
-    from core.store import SCHEMA
+    from ranklens.core.store import SCHEMA
 
     conn = sqlite3.connect(tmp_path / "index.sqlite", check_same_thread=False)
     conn.executescript(SCHEMA)
@@ -146,7 +146,7 @@ def _vocab_db(tmp_path):
 
 
 def test_save_and_load_round_trip_including_a_later_update(tmp_path, texts):
-    from core.bm25 import StoredVocabulary
+    from ranklens.core.bm25 import StoredVocabulary
 
     conn = _vocab_db(tmp_path)
     vocab = Vocabulary()
@@ -168,7 +168,7 @@ def test_save_and_load_round_trip_including_a_later_update(tmp_path, texts):
 
 
 def test_stored_vocabulary_looks_up_only_the_query_tokens_and_ignores_later_columns(tmp_path):
-    from core.bm25 import StoredVocabulary
+    from ranklens.core.bm25 import StoredVocabulary
 
     conn = _vocab_db(tmp_path)
     vocab = Vocabulary(["open", "file", "read"])
@@ -211,7 +211,7 @@ def test_vocabulary_reads_are_shared_by_stamp_and_copies_grow_alone(tmp_path):
 def test_batches_merged_equal_one_counting_pass(texts):
     """TokenMerger numbers tokens and counts them as one TokenCounter pass over every
     document, field after field, would (the indexer counts batches in a worker process)."""
-    from core.bm25 import TokenMerger, count_batch, widen
+    from ranklens.core.bm25 import TokenMerger, count_batch, widen
 
     docs = texts[:400]
     fields = {"text": docs, "head": [t.split("\n", 1)[0] for t in docs]}

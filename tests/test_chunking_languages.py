@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
-from core.arms import symbols as symbols_arm
-from core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file, definitions
-from core.languages import TREE_SITTER_LANGUAGES, language_for
+from ranklens.core.arms import symbols as symbols_arm
+from ranklens.core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file, definitions
+from ranklens.core.languages import TREE_SITTER_LANGUAGES, language_for
 
 
 def src(text: str) -> str:
@@ -1190,7 +1190,7 @@ def test_the_new_languages_give_the_symbols_arm_its_documents(path):
 
 
 def test_a_bare_identifier_finds_its_definition_through_the_symbols_arm(tmp_path):
-    from core.engine import Engine
+    from ranklens.core.engine import Engine
 
     for rel, text in SAMPLES.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)

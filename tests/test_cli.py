@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from core.config import default_config
+from ranklens.core.config import default_config
 from cli_helpers import run
 
 LINE = re.compile(

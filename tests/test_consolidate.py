@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.consolidate import confidence, consolidate
-from core.types import Hit, make_docid
+from ranklens.core.consolidate import confidence, consolidate
+from ranklens.core.types import Hit, make_docid
 
 
 def hit(arm, path, start, end, rank, score=1.0, context="", text=None):
@@ -60,7 +60,7 @@ def test_pieces_of_one_definition_collapse_into_one_hit():
 def test_a_hit_stays_the_size_of_an_answer():
     """Far pieces of a long definition, or a chain of overlapping windows, stop merging once
     the hit would span more than MAX_GROUP_LINES lines."""
-    from core.consolidate import MAX_GROUP_LINES
+    from ranklens.core.consolidate import MAX_GROUP_LINES
 
     long_def = consolidate(
         {"bm25": [piece("bm25", 1, 40, 1, of=(1, 500)), piece("bm25", 461, 500, 2, of=(1, 500))]},
@@ -155,7 +155,7 @@ def test_confidence_rule(share, votes, defines, expected):
 
 
 def test_an_arm_votes_only_for_its_own_top_few():
-    from core.consolidate import AGREEMENT_DEPTH
+    from ranklens.core.consolidate import AGREEMENT_DEPTH
 
     deep = AGREEMENT_DEPTH + 1
     out = consolidate({
@@ -175,7 +175,7 @@ spans = st.tuples(st.sampled_from(["a.py", "b.py"]), st.integers(1, 60), st.inte
 def test_groups_never_overlap_and_cover_every_hit(raw):
     """Groups of one file stay apart unless joining them would pass the size cap; every hit
     lies inside one group, and no group grows past the cap (or its widest hit)."""
-    from core.consolidate import MAX_GROUP_LINES
+    from ranklens.core.consolidate import MAX_GROUP_LINES
 
     ranking = [hit("bm25", p, s, s + n, i + 1) for i, (p, s, n) in enumerate(raw)]
     out = consolidate({"bm25": ranking})
@@ -192,7 +192,7 @@ def test_groups_never_overlap_and_cover_every_hit(raw):
 
 
 def test_single_arm_keeps_the_arms_own_ranking_unmerged():
-    from core.consolidate import single_arm
+    from ranklens.core.consolidate import single_arm
 
     ranking = [hit("dense", "a.py", 1, 40, 1, score=0.9), hit("dense", "a.py", 31, 70, 2, score=0.8)]
     out = single_arm(ranking, k=60)
@@ -225,8 +225,8 @@ arm_hits = st.lists(
 def test_fusing_with_a_cut_and_priors_equals_priors_over_the_whole_fused_list_then_the_cut(raw, limit, query, weights, k):
     """The query path scores every group but builds hits only for the kept ones: it must
     give exactly what fusing everything, applying the priors and cutting gives."""
-    from core.consolidate import Groups
-    from core.priors import adjuster, apply_priors
+    from ranklens.core.consolidate import Groups
+    from ranklens.core.priors import adjuster, apply_priors
 
     rankings: dict[str, list[Hit]] = {}
     for arm, path, start, n in raw:

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.arms import DEFAULT_ARMS, ArmUnavailable, default_arms
-from core.arms import deep
-from core.arms.deep import build as deep_build
-from core.arms.deep import model as deep_model
-from core.engine import Engine
-from core.indexer import Indexer, IndexSettings
+from ranklens.core.arms import DEFAULT_ARMS, ArmUnavailable, default_arms
+from ranklens.core.arms import deep
+from ranklens.core.arms.deep import build as deep_build
+from ranklens.core.arms.deep import model as deep_model
+from ranklens.core.engine import Engine
+from ranklens.core.indexer import Indexer, IndexSettings
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "tests" / "fixtures" / "deep_reference.json"
@@ -65,7 +65,7 @@ def _cli(*args, env_extra=None, block_onnxruntime=False, tmp_path=None):
         (shim / "sitecustomize.py").write_text("import sys\nsys.modules['onnxruntime'] = None\n")
         env["PYTHONPATH"] = os.pathsep.join([str(shim), str(REPO), env.get("PYTHONPATH", "")])
     return subprocess.run(
-        [sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, env=env, timeout=300, cwd=REPO
+        [sys.executable, "-m", "ranklens", *args], capture_output=True, text=True, env=env, timeout=300, cwd=REPO
     )
 
 
@@ -148,7 +148,7 @@ def test_a_query_does_not_wait_for_a_first_build_over_its_limit(fake, sample_rep
 def test_cli_query_leaves_a_first_deep_build_to_index(fake, sample_repo, monkeypatch, capsys):
     from click.testing import CliRunner
 
-    from core import cli
+    from ranklens import cli
 
     monkeypatch.setattr(cli, "QUERY_DEEP_LIMIT", 1)
     out = CliRunner().invoke(cli.cli, ["query", "hash a password", "--root", str(sample_repo)])
@@ -156,7 +156,7 @@ def test_cli_query_leaves_a_first_deep_build_to_index(fake, sample_repo, monkeyp
     assert "deep:" in out.output and "`ranklens index` builds them" in out.output
     assert fake.seen == []
     # Sitting the query out, deep leaves the other arms the weights tuned without it.
-    from core.config import DEFAULT_WEIGHTS
+    from ranklens.core.config import DEFAULT_WEIGHTS
 
     out = CliRunner().invoke(cli.cli, ["query", "hash a password", "--root", str(sample_repo), "--json"])
     data = json.loads(out.stdout)

@@ -15,17 +15,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import core.discovery as discovery
-import core.discovery.git as discovery_git
-import core.discovery.listing as discovery_listing
-from core.discovery import (
+import ranklens.core.discovery as discovery
+import ranklens.core.discovery.git as discovery_git
+import ranklens.core.discovery.listing as discovery_listing
+from ranklens.core.discovery import (
     BUILTIN_EXCLUDED_DIRS,
     DiscoveryOptions,
     FileEntry,
     discover,
     read_text,
 )
-from core.secrets import MARKER
+from ranklens.core.secrets import MARKER
 
 HAS_GIT = shutil.which("git") is not None
 needs_git = pytest.mark.skipif(not HAS_GIT, reason="git is not installed")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.embedding import DEFAULT_MODEL_DIR, EmbeddingModel, ModelUnavailable, load_model
+from ranklens.core.embedding import DEFAULT_MODEL_DIR, EmbeddingModel, ModelUnavailable, load_model
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -91,7 +91,7 @@ socket.socket.connect = refuse
 socket.socket.connect_ex = refuse
 socket.getaddrinfo = refuse
 socket.create_connection = refuse
-import core.embedding as emb
+import ranklens.core.embedding as emb
 assert "model2vec" not in sys.modules, "model2vec must be imported lazily"
 model = emb.load_model()
 vec = model.encode(["def main(): pass"])
@@ -231,7 +231,7 @@ def test_fast_encoding_matches_model2vec_pooling():
     """The sparse mean-pooling path gives model2vec's own vectors (after normalising)."""
     import numpy as np
 
-    from core.embedding import load_model
+    from ranklens.core.embedding import load_model
 
     model = load_model(None)
     texts = [
@@ -242,7 +242,7 @@ def test_fast_encoding_matches_model2vec_pooling():
     ]
     from model2vec import StaticModel
 
-    from core.embedding import DEFAULT_MODEL_DIR
+    from ranklens.core.embedding import DEFAULT_MODEL_DIR
 
     reference = StaticModel.from_pretrained(str(DEFAULT_MODEL_DIR))
     assert "model2vec" not in type(model._model).__module__  # the fast loader served it
@@ -324,7 +324,7 @@ def test_safetensors_are_memory_mapped_or_left_to_safetensors(tmp_path: Path):
 
     from safetensors.numpy import save_file
 
-    from core.embedding import _mapped_tensors
+    from ranklens.core.embedding import _mapped_tensors
 
     arrays = {"embeddings": np.arange(12, dtype=np.float16).reshape(4, 3), "mapping": np.arange(4, dtype=np.int64)}
     save_file(arrays, str(tmp_path / "m.safetensors"))

@@ -9,10 +9,10 @@ import threading
 
 import pytest
 
-from core._sqlite import sqlite3
-from core.engine import Engine, QueryError, check_query, pool_size
-from core.indexer import IndexSettings
-from core.store import index_dir
+from ranklens.core._sqlite import sqlite3
+from ranklens.core.engine import Engine, QueryError, check_query, pool_size
+from ranklens.core.indexer import IndexSettings
+from ranklens.core.store import index_dir
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_refuse_reorders_without_rerunning_arms(engine):
 
 
 def test_engine_fuse_keeps_touching_chunks_apart_and_collapses_pieces(engine):
-    from core.types import Hit
+    from ranklens.core.types import Hit
 
     def h(arm, start, end, rank, of=None):
         return Hit(arm, f"a.py:{start}-{end}", "a.py", start, end, rank, 1.0, "a.py", None, of)
@@ -94,7 +94,7 @@ def test_bad_queries_are_refused(bad):
 def test_unknown_arm_is_refused_and_a_broken_arm_is_skipped(engine, monkeypatch):
     with pytest.raises(QueryError):
         engine.search("x", arms=["nope"])
-    from core import arms
+    from ranklens.core import arms
 
     def broken(view):
         raise ImportError("No module named 'usearch'")
@@ -187,7 +187,7 @@ def test_tables_of_an_older_version_without_meta_are_rebuilt(sample_repo):
 def test_a_failed_update_keeps_the_previous_generation(engine, sample_repo, monkeypatch):
     gen = engine.view.generation
     (sample_repo / "app/extra.py").write_text("def extra_function():\n    pass\n")
-    from core import indexer
+    from ranklens.core import indexer
 
     def boom(*a, **kw):
         raise OSError("disk full")
@@ -233,12 +233,15 @@ def test_index_lives_under_the_cache_dir_per_root(sample_repo, tmp_path):
     assert str(eng.directory).startswith(os.environ["RANKLENS_CACHE_DIR"])
 
 
-def test_core_never_imports_textual():
+def test_core_never_imports_textual_the_cli_or_the_ui():
+    """The engine sits below every front end: importing each of its modules loads neither
+    Textual, nor ranklens.tui, nor the command line, nor the MCP server."""
     code = (
-        "import importlib, pkgutil, sys, core\n"
-        "for m in pkgutil.walk_packages(core.__path__, 'core.'):\n"
+        "import importlib, pkgutil, sys, ranklens.core as core\n"
+        "for m in pkgutil.walk_packages(core.__path__, 'ranklens.core.'):\n"
         "    importlib.import_module(m.name)\n"
-        "assert 'textual' not in sys.modules, 'core imported textual'\n"
+        "bad = {'textual', 'ranklens.tui', 'ranklens.cli', 'ranklens.mcp_server', 'click', 'mcp'} & set(sys.modules)\n"
+        "assert not bad, f'ranklens.core imported {sorted(bad)}'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -248,17 +251,17 @@ def test_querying_an_open_index_loads_neither_scipy_nor_the_indexer(engine):
     # chunking and discovery, and usearch (for small indexes) must stay unloaded.
     code = (
         "import sys\n"
-        "from core.engine import Engine\n"
+        "from ranklens.core.engine import Engine\n"
         f"e = Engine({str(engine.root)!r}); assert e.open(); e.warm()\n"
         "assert e.search('login user session').hits\n"
-        "loaded = {'scipy', 'core.indexer', 'core.chunking', 'usearch'} & set(sys.modules)\n"
+        "loaded = {'scipy', 'ranklens.core.indexer', 'ranklens.core.chunking', 'usearch'} & set(sys.modules)\n"
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
 
 
 def test_fts5_leaves_out_terms_in_over_a_tenth_of_the_chunks_but_keeps_the_rarest():
-    from core.arms.fts5 import match_expression
+    from ranklens.core.arms.fts5 import match_expression
 
     common = {"n": 100, "df": {"a": 80, "the": 90, "file": 40, "read": 11, "line": 10, "parse": 6}}
     assert match_expression("parse a file", common) == '"parse"'
@@ -268,7 +271,7 @@ def test_fts5_leaves_out_terms_in_over_a_tenth_of_the_chunks_but_keeps_the_rares
 
 
 def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_repo):
-    from core.store import ChunkTable, connect
+    from ranklens.core.store import ChunkTable, connect
 
     (sample_repo / "app/cache.py").write_text("def evict():\n    return 1\n")
     (sample_repo / "app/more.py").write_text("class More:\n    pass\n")
@@ -282,8 +285,8 @@ def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_rep
 
 
 def test_bm25_documents_hold_path_and_symbol_tokens(engine):
-    from core.arms.bm25 import FIELDS
-    from core.indexer import MATRICES
+    from ranklens.core.arms.bm25 import FIELDS
+    from ranklens.core.indexer import MATRICES
 
     assert FIELDS == {"text": 1, "path": 1, "symbol": 1} and MATRICES["bm25"][0] is FIELDS
     # "auth" is only in the path app/auth.py, never a token of its text.
@@ -312,7 +315,7 @@ def test_fts5_index_matches_its_content_after_updates(engine, sample_repo):
 
 
 def test_an_index_of_the_previous_format_is_rebuilt(sample_repo):
-    from core.store import FORMAT_VERSION
+    from ranklens.core.store import FORMAT_VERSION
 
     eng = Engine(sample_repo)
     eng.ensure_index()
@@ -339,8 +342,8 @@ def test_an_arm_filters_with_the_rows_of_its_own_generation(engine, sample_repo)
 
 
 def test_dense_documents_lead_with_the_breadcrumb():
-    from core.arms.dense import document_text
-    from core.types import Chunk
+    from ranklens.core.arms.dense import document_text
+    from ranklens.core.types import Chunk
 
     chunk = Chunk("tui/widgets/slider.py", 3, 9, "def nudge(self):\n    pass", "python", "tui/widgets/slider.py > Slider > nudge")
     assert document_text(chunk) == "tui/widgets/slider.py > Slider > nudge\ndef nudge(self):\n    pass"
@@ -350,7 +353,7 @@ def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_p
     """Large updates chunk and count tokens in a child process: same chunks, ids and matrices."""
     import numpy as np
 
-    from core import indexer
+    from ranklens.core import indexer
 
     def build(cache):
         eng = Engine(sample_repo, cache_dir=tmp_path / cache)
@@ -381,8 +384,8 @@ def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_p
 def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on(tmp_path):
     """The engine checks each arm's ranking on the arm's thread (a chunk twice here): that arm
     fails with the reason, the others still answer and are fused."""
-    from core import arms as arms_mod
-    from core.types import Hit
+    from ranklens.core import arms as arms_mod
+    from ranklens.core.types import Hit
 
     root = tmp_path / "repo"
     root.mkdir()

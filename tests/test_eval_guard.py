@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core.evaluation import load_queries
+from ranklens.core.evaluation import load_queries
 
 REPO = Path(__file__).resolve().parent.parent
 SETS = {
@@ -60,7 +60,7 @@ def test_the_sets_are_big_enough_and_mostly_paraphrased():
 def test_fused_ndcg_stays_above_its_floor(name):
     path, root, floor = SETS[name]
     out = subprocess.run(
-        [sys.executable, "-m", "core.cli", "eval", str(path), "--root", str(root), "--json"],
+        [sys.executable, "-m", "ranklens", "eval", str(path), "--root", str(root), "--json"],
         capture_output=True,
         text=True,
         cwd=REPO,

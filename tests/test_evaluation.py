@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.config import default_config
-from core.consolidate import consolidate
-from core.settings import FusionSettings
-from core.evaluation import (
+from ranklens.core.config import default_config
+from ranklens.core.consolidate import consolidate
+from ranklens.core.settings import FusionSettings
+from ranklens.core.evaluation import (
     FUSED,
     K_GRID,
     WEIGHT_GRID,
@@ -45,7 +45,7 @@ from core.evaluation import (
     run_queries,
     tune,
 )
-from core.types import ConsolidatedHit, Hit, make_docid
+from ranklens.core.types import ConsolidatedHit, Hit, make_docid
 from cli_helpers import run
 
 
@@ -313,7 +313,7 @@ def test_a_json_array_file_is_read_as_benchmark_annotations(tmp_path):
 
 
 def _labeled(*golds):
-    from core.evaluation import LabeledQuery
+    from ranklens.core.evaluation import LabeledQuery
 
     return [LabeledQuery(str(i), "x", tuple(g)) for i, g in enumerate(golds, start=1)]
 
@@ -348,7 +348,7 @@ def _conf_hit(path, start, end, confidence):
 
 
 def test_calibration_counts_each_level_and_how_often_it_is_right():
-    from core.evaluation import LabeledQuery
+    from ranklens.core.evaluation import LabeledQuery
 
     q1 = LabeledQuery("q1", "x", (S("a.py", 1, 10),))
     q2 = LabeledQuery("q2", "y", (Span("d.py"),))
@@ -396,7 +396,7 @@ def _fuse(results, *, weights=None, k=60, top_k=None):
 
 
 def _run(rankings_per_query, golds, arms=("good", "noisy")):
-    from core.evaluation import LabeledQuery
+    from ranklens.core.evaluation import LabeledQuery
 
     queries = []
     for i, (rankings, gold) in enumerate(zip(rankings_per_query, golds)):
@@ -467,8 +467,8 @@ _spans = st.tuples(st.sampled_from(["a.py", "b.py", "c.py"]), st.integers(1, 60)
 def test_tuning_scores_the_list_the_engine_ranks(arm_spans, weights, k):
     """The tuner re-fuses through the engine's own fusion: without the ranking stage its list
     is plain consolidation's, with it the stage's (one implementation, nothing to drift)."""
-    from core.consolidate import Groups
-    from core.engine import fuse_groups
+    from ranklens.core.consolidate import Groups
+    from ranklens.core.engine import fuse_groups
 
     arms = ["bm25", "dense", "symbols"][: len(arm_spans)]
     rankings = {
@@ -523,8 +523,8 @@ def test_sample_gold_spans_are_what_they_claim(sample_repo):
 
 
 def test_run_and_report_over_a_real_index(sample_repo, sample_queries):
-    from core.arms import REGISTRY
-    from core.engine import Engine
+    from ranklens.core.arms import REGISTRY
+    from ranklens.core.engine import Engine
 
     engine = Engine(sample_repo)
     engine.ensure_index()
@@ -708,7 +708,7 @@ def test_eval_and_tune_usage_errors(sample_repo, sample_queries, args, message):
 
 
 def test_tune_save_then_query_and_eval_start_from_it(sample_repo, sample_queries):
-    from core.config import config_path, load_config
+    from ranklens.core.config import config_path, load_config
 
     out = run("tune", str(sample_queries), "--root", str(sample_repo), "--folds", "2", "--json")
     assert out.returncode == 0, out.stderr
@@ -753,13 +753,13 @@ def test_tune_save_refuses_a_result_that_does_not_generalise(sample_repo, tmp_pa
     out = run("tune", str(path), "--root", str(sample_repo), "--folds", "2", "--save")
     assert out.returncode == 0, out.stderr
     assert "not saved" in out.stderr
-    from core.config import config_path
+    from ranklens.core.config import config_path
 
     assert not config_path(sample_repo).exists()
 
 
 def test_a_broken_config_is_a_clean_error(sample_repo):
-    from core.config import config_path
+    from ranklens.core.config import config_path
 
     path = config_path(sample_repo)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.fusion import reciprocal_rank_fusion
+from ranklens.core.fusion import reciprocal_rank_fusion
 
 
 def test_rrf_formula_with_weights():

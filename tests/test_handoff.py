@@ -10,7 +10,7 @@ import sys
 import pytest
 from jsonschema import Draft202012Validator
 
-from core.handoff import (
+from ranklens.core.handoff import (
     SCHEMA_FILE,
     HandoffError,
     handoff_schema,
@@ -62,7 +62,7 @@ def test_span_hash_is_of_the_lines_as_the_index_numbers_them(tmp_path):
 def batch(lines, *args):
     stdin = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
     return subprocess.run(
-        [sys.executable, "-m", "core.cli", "query", "--batch", *args],
+        [sys.executable, "-m", "ranklens", "query", "--batch", *args],
         input=stdin, capture_output=True, text=True, timeout=300,
     )
 

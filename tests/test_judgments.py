@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from core.config import ConfigError, config_path, default_config, load_config, save_config
-from core.evaluation import Span, load_queries
-from core.judgments import judge, judgments_for, judgments_path, load_judgments, query_metrics
+from ranklens.core.config import ConfigError, config_path, default_config, load_config, save_config
+from ranklens.core.evaluation import Span, load_queries
+from ranklens.core.judgments import judge, judgments_for, judgments_path, load_judgments, query_metrics
 
 
 def test_judge_records_relevant_and_not_relevant_spans(tmp_path):
@@ -89,7 +89,7 @@ def test_eval_reads_the_judgments_file(sample_repo):
     judge(sample_repo, "how are passwords hashed", "app/auth.py", 9, 11, True)
     judge(sample_repo, "evict the oldest cache entry", "app/cache.py", 14, 19, True)
     out = subprocess.run(
-        [sys.executable, "-m", "core.cli", "eval", str(judgments_path(sample_repo)), "--root", str(sample_repo), "--json"],
+        [sys.executable, "-m", "ranklens", "eval", str(judgments_path(sample_repo)), "--root", str(sample_repo), "--json"],
         capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300,
     )
     assert out.returncode == 0, out.stderr
@@ -116,7 +116,7 @@ def test_config_defaults_save_and_validation(tmp_path):
 
 
 def test_the_shipped_defaults_follow_the_arms_installed(monkeypatch):
-    from core import arms, config
+    from ranklens.core import arms, config
 
     monkeypatch.setattr(arms, "default_arms", lambda: ("bm25", "fts5", "dense", "symbols"))
     assert config.default_config() == {"weights": config.DEFAULT_WEIGHTS, "k": config.DEFAULT_K}
@@ -126,8 +126,8 @@ def test_the_shipped_defaults_follow_the_arms_installed(monkeypatch):
 
 
 def test_an_index_rebuild_keeps_config_and_judgments(sample_repo):
-    from core.engine import Engine
-    from core.indexer import IndexSettings
+    from ranklens.core.engine import Engine
+    from ranklens.core.indexer import IndexSettings
 
     engine = Engine(sample_repo)
     engine.ensure_index()

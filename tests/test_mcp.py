@@ -12,10 +12,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from core.agent import _find_moved
-from core.handoff import span_text, text_sha256, validate_handoff
+from ranklens.core.agent import _find_moved
+from ranklens.core.handoff import span_text, text_sha256, validate_handoff
 
-REPO = Path(__file__).resolve().parent.parent
 TOOLS = {"search", "read_span", "check_handoff", "index_status"}
 
 
@@ -24,17 +23,17 @@ async def server(root: Path, probe_every_s: float | None = None):
     """An initialized client session with ``ranklens mcp ROOT`` (its own index cache, deep off).
 
     ``probe_every_s`` replaces the server's once-a-second limit on looking for changes (a
-    sitecustomize in the child sets :data:`core.agent.PROBE_EVERY_S`), so a test need not wait
+    sitecustomize in the child sets :data:`ranklens.core.agent.PROBE_EVERY_S`), so a test need not wait
     it out; the limit itself is tested in-process with a fake clock.
     """
     env = dict(os.environ)
     if probe_every_s is not None:
         shim = root.parent / "mcp-shim"
         shim.mkdir(exist_ok=True)
-        (shim / "sitecustomize.py").write_text(f"import core.agent\ncore.agent.PROBE_EVERY_S = {probe_every_s!r}\n")
-        env["PYTHONPATH"] = os.pathsep.join([str(shim), str(REPO), env.get("PYTHONPATH", "")])
+        (shim / "sitecustomize.py").write_text(f"import ranklens.core.agent\nranklens.core.agent.PROBE_EVERY_S = {probe_every_s!r}\n")
+        env["PYTHONPATH"] = os.pathsep.join([str(shim), env.get("PYTHONPATH", "")])
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "core.cli", "mcp", str(root)], env=env, cwd=str(root)
+        command=sys.executable, args=["-m", "ranklens", "mcp", str(root)], env=env, cwd=str(root)
     )
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
@@ -197,7 +196,7 @@ class _Clock:
 
 
 def test_a_burst_of_calls_looks_for_changes_at_most_once_a_second(sample_repo, monkeypatch):
-    from core import agent
+    from ranklens.core import agent
 
     clock = _Clock()
     monkeypatch.setattr(agent, "time", clock)

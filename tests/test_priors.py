@@ -11,11 +11,11 @@ import textwrap
 
 import pytest
 
-from core.consolidate import consolidate
-from core.evaluation import EvalRun, LabeledQuery, QueryRun, Setting, Span, _Scorer
-from core.languages import language_for
-from core.priors import RULES, apply_priors, describe, matching_rules
-from core.types import ConsolidatedHit, Hit, make_docid
+from ranklens.core.consolidate import consolidate
+from ranklens.core.evaluation import EvalRun, LabeledQuery, QueryRun, Setting, Span, _Scorer
+from ranklens.core.languages import language_for
+from ranklens.core.priors import RULES, apply_priors, describe, matching_rules
+from ranklens.core.types import ConsolidatedHit, Hit, make_docid
 
 
 def names(path: str) -> list[str]:
@@ -253,7 +253,7 @@ def _h(arm, path, start, end, rank):
 
 
 def test_engine_fuse_applies_priors_by_default_with_the_arms_query(tmp_path):
-    from core.engine import ArmResult, Engine
+    from ranklens.core.engine import ArmResult, Engine
 
     engine = Engine(tmp_path)
     try:
@@ -278,7 +278,7 @@ def test_engine_fuse_applies_priors_by_default_with_the_arms_query(tmp_path):
 
 
 def test_tuning_refuses_with_the_priors_lifted_or_not_by_the_query():
-    from core.settings import FusionSettings
+    from ranklens.core.settings import FusionSettings
 
     rankings = {
         "bm25": [_h("bm25", "tests/test_a.py", 1, 5, 1), _h("bm25", "a.py", 1, 5, 2), _h("bm25", "README.md", 1, 9, 3)],
@@ -326,7 +326,7 @@ def small_repo(tmp_path):
 
 def cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "core.cli", *args],
+        [sys.executable, "-m", "ranklens", *args],
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "200"},

@@ -7,11 +7,11 @@ import textwrap
 
 import pytest
 
-from core.consolidate import Groups
-from core.engine import Engine
-from core.priors import adjuster
-from core.ranking import DEFAULT_PARAMS, Params, Stage, path_words, shape
-from core.types import Hit, make_docid
+from ranklens.core.consolidate import Groups
+from ranklens.core.engine import Engine
+from ranklens.core.priors import adjuster
+from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage, path_words, shape
+from ranklens.core.types import Hit, make_docid
 
 
 def hit(arm, path, start, end, rank, symbol=""):
@@ -58,7 +58,7 @@ def test_keywords_drop_stop_words_and_short_words():
      ("request", "require", False), ("compose", "component", False), ("run", "runner", False)],
 )
 def test_path_words_match_in_another_form(a, b, alike):
-    from core.ranking import _alike
+    from ranklens.core.ranking import _alike
 
     assert _alike(a, b) is alike and _alike(b, a) is alike
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import run
-from core import secrets
-from core.engine import Engine
-from core.handoff import envelope, span_sha256, span_text
-from core.secrets import MARKER, find, is_secret_name, redact
-from core.store import connect
+from ranklens.core import secrets
+from ranklens.core.engine import Engine
+from ranklens.core.handoff import envelope, span_sha256, span_text
+from ranklens.core.secrets import MARKER, find, is_secret_name, redact
+from ranklens.core.store import connect
 
 ARMS = ("bm25", "fts5", "dense", "symbols")
 _rng = random.Random(14)
@@ -227,7 +227,7 @@ def test_exports_and_span_hashes_hold_no_credential(corpus_engine):
 
 
 def test_the_preview_reads_redacted_text(corpus_engine):
-    from tui.app import RanklensApp
+    from ranklens.tui.app import RanklensApp
 
     engine, _stats = corpus_engine
     app = RanklensApp(engine)

@@ -1,4 +1,4 @@
-from core.tokenize import code_tokens, identifiers, split_identifier
+from ranklens.core.tokenize import code_tokens, identifiers, split_identifier
 
 
 def test_identifiers_stay_whole_and_lowercase():

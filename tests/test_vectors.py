@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import core.vectors.index as vectors_mod
-from core.vectors import scan, storage
-from core.vectors import VectorIndex
+import ranklens.core.vectors.index as vectors_mod
+from ranklens.core.vectors import scan, storage
+from ranklens.core.vectors import VectorIndex
 
 from cli_helpers import assert_python_prints_ok
 
@@ -415,7 +415,7 @@ def test_onnxruntime_still_loads_after_usearch_scanned_a_big_index():
     pytest.importorskip("onnxruntime")
     code = (
         "import sys, numpy as np\n"
-        "import core.vectors.index as v\n"
+        "import ranklens.core.vectors.index as v\n"
         "v._F32_MAX_BYTES = 0\n"  # scanned by usearch, as an index too big for the copy is
         "rng = np.random.default_rng(0)\n"
         "x = v.VectorIndex(16); x.add(np.arange(300), rng.normal(size=(300, 16)))\n"
@@ -434,10 +434,10 @@ def test_the_companion_is_scanned_whatever_was_imported_before(tmp_path: Path):
     path = tmp_path / "v.idx"
     assert_python_prints_ok(
         "import sys, numpy as np\n"
-        "from core.vectors import _usearch\n"
+        "from ranklens.core.vectors import _usearch\n"
         "_usearch.index()\n"
         "import onnxruntime\n"
-        "from core.vectors import VectorIndex, scan\n"
+        "from ranklens.core.vectors import VectorIndex, scan\n"
         "scan.Int8Scan.MIN_VECTORS = 100\n"
         "rng = np.random.default_rng(0)\n"
         "x = VectorIndex(16); x.add(np.arange(3000), rng.normal(size=(3000, 16)))\n"
@@ -457,7 +457,7 @@ def test_without_numkong_a_view_scans_every_vector_with_the_same_results(tmp_pat
     assert_python_prints_ok(
         "import sys, numpy as np\n"
         "sys.modules['numkong'] = None\n"  # numkong missing: importing it fails
-        "from core.vectors import VectorIndex, scan\n"
+        "from ranklens.core.vectors import VectorIndex, scan\n"
         "scan.Int8Scan.MIN_VECTORS = 100\n"
         "rng = np.random.default_rng(0)\n"
         "x = VectorIndex(16); x.add(np.arange(3000), rng.normal(size=(3000, 16)))\n"

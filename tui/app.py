@@ -36,19 +36,19 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input
 from textual.worker import Worker, WorkerState
 
-from core.engine import ArmResult, Engine, QueryError
-from core.handoff import write_json_atomic
-from core.judgments import QueryJudgments
-from core.indexer import STAGES, IndexStats, Progress
-from core.session import Session
-from core.types import ConsolidatedHit
-from tui.messages import ArmFinished, DeepDone, DeepProgress, IndexDone, IndexOpened, IndexProgress
-from tui.screens.export import DEFAULT_PATH, ExportScreen
-from tui.screens.help import HelpScreen
-from tui.widgets.arm_status import ArmStatus
-from tui.widgets.preview import Preview
-from tui.widgets.results_table import ResultsTable, arm_letters, rank_shifts
-from tui.widgets.tuning import TuningPanel
+from ranklens.core.engine import ArmResult, Engine, QueryError
+from ranklens.core.handoff import write_json_atomic
+from ranklens.core.judgments import QueryJudgments
+from ranklens.core.indexer import STAGES, IndexStats, Progress
+from ranklens.core.session import Session
+from ranklens.core.types import ConsolidatedHit
+from ranklens.tui.messages import ArmFinished, DeepDone, DeepProgress, IndexDone, IndexOpened, IndexProgress
+from ranklens.tui.screens.export import DEFAULT_PATH, ExportScreen
+from ranklens.tui.screens.help import HelpScreen
+from ranklens.tui.widgets.arm_status import ArmStatus
+from ranklens.tui.widgets.preview import Preview
+from ranklens.tui.widgets.results_table import ResultsTable, arm_letters, rank_shifts
+from ranklens.tui.widgets.tuning import TuningPanel
 
 #: Rows in the table; each arm is asked for ``pool_size(ROW_LIMIT)`` candidates.
 ROW_LIMIT = 50
@@ -859,10 +859,3 @@ def _one_line(error: BaseException | None) -> str:
         return "unknown error"
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-
-
-def make_app(root: str | Path = ".", *, query: str = "", model: str | None = None) -> RanklensApp:
-    """The app over ``root`` (what ``ranklens [ROOT]`` runs); tests and scripts reuse it."""
-    from core.indexer import IndexSettings
-
-    return RanklensApp(Engine(root, IndexSettings(model=model)), query=query)

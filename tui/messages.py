@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from core.engine import ArmResult
-from core.indexer import IndexStats, Progress
+from ranklens.core.engine import ArmResult
+from ranklens.core.indexer import IndexStats, Progress
 
 
 @dataclass

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine import Engine
+from ranklens.core.engine import Engine
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import asyncio
 import threading
 from collections import Counter
 
-from core.arms import DEFAULT_ARMS
-from core.engine import Engine
-from tui.app import RanklensApp
+from ranklens.core.arms import DEFAULT_ARMS
+from ranklens.core.engine import Engine
+from ranklens.tui.app import RanklensApp
 
 
 def count_arm_calls(eng: Engine) -> Counter:

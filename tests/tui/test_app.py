@@ -20,16 +20,16 @@ from pilot_helpers import (
 )
 from textual.widgets import Input
 
-from core.config import default_config
-from core.arms import DEFAULT_ARMS
-from core.engine import ArmResult, Engine
-from core.handoff import span_text, validate_handoff
-from core.indexer import STAGES, IndexSettings
-from tui.app import HELP_KEYS, ROW_LIMIT, RanklensApp
-from tui.messages import ArmFinished, IndexProgress
-from tui.screens.export import ExportScreen
-from tui.screens.help import HelpScreen
-from tui.widgets.tuning import TuningPanel
+from ranklens.core.config import default_config
+from ranklens.core.arms import DEFAULT_ARMS
+from ranklens.core.engine import ArmResult, Engine
+from ranklens.core.handoff import span_text, validate_handoff
+from ranklens.core.indexer import STAGES, IndexSettings
+from ranklens.tui.app import HELP_KEYS, ROW_LIMIT, RanklensApp
+from ranklens.tui.messages import ArmFinished, IndexProgress
+from ranklens.tui.screens.export import ExportScreen
+from ranklens.tui.screens.help import HelpScreen
+from ranklens.tui.widgets.tuning import TuningPanel
 
 SIZE = (120, 36)
 
@@ -412,7 +412,7 @@ async def test_an_invalid_query_is_explained_and_runs_nothing(engine) -> None:
 
 
 async def test_first_open_indexes_with_progress_then_runs_the_waiting_query(sample_repo, monkeypatch) -> None:
-    from tui.widgets.arm_status import ArmStatus
+    from ranklens.tui.widgets.arm_status import ArmStatus
 
     eng = Engine(sample_repo)  # never indexed
     progress: list[str] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 
-from tui.widgets.arm_status import ArmStatus, format_ms
+from ranklens.tui.widgets.arm_status import ArmStatus, format_ms
 
 
 class StatusApp(App[None]):

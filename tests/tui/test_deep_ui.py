@@ -7,9 +7,9 @@ import threading
 
 from pilot_helpers import column, settled, wait_for
 
-from core.arms import DEFAULT_ARMS
-from core.engine import Engine
-from tui.app import RanklensApp
+from ranklens.core.arms import DEFAULT_ARMS
+from ranklens.core.engine import Engine
+from ranklens.tui.app import RanklensApp
 
 SIZE = (120, 36)
 

@@ -8,13 +8,13 @@ from collections import Counter
 from pilot_helpers import column, count_arm_calls, ready, record_notifications, run_query, settled, wait_for
 from rich.console import Console
 
-from core.arms import DEFAULT_ARMS
-from core.engine import Engine
-from core.evaluation import load_queries
-from core.judgments import judgments_for, judgments_path
-from core.priors import RULES
-from tui.app import HELP_KEYS, RanklensApp
-from tui.screens.help import HelpScreen
+from ranklens.core.arms import DEFAULT_ARMS
+from ranklens.core.engine import Engine
+from ranklens.core.evaluation import load_queries
+from ranklens.core.judgments import judgments_for, judgments_path
+from ranklens.core.priors import RULES
+from ranklens.tui.app import HELP_KEYS, RanklensApp
+from ranklens.tui.screens.help import HelpScreen
 
 SIZE = (120, 36)
 QUERY = "password hash"

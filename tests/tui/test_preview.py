@@ -7,8 +7,8 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.widgets import Static
 
-from core.types import ConsolidatedHit, Contribution
-from tui.widgets.preview import Preview, lexer_for, query_terms, term_ranges
+from ranklens.core.types import ConsolidatedHit, Contribution
+from ranklens.tui.widgets.preview import Preview, lexer_for, query_terms, term_ranges
 
 SOURCE = "\n".join(
     [

@@ -10,14 +10,14 @@ from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, Markdown, Static
 
-import tui
-from tui.screens.export import ExportScreen
-from tui.screens.help import FORMULA, HelpScreen
-from tui.widgets.arm_status import ArmStatus
-from tui.widgets.preview import Preview
-from tui.widgets.slider import Slider
+import ranklens.tui
+from ranklens.tui.screens.export import ExportScreen
+from ranklens.tui.screens.help import FORMULA, HelpScreen
+from ranklens.tui.widgets.arm_status import ArmStatus
+from ranklens.tui.widgets.preview import Preview
+from ranklens.tui.widgets.slider import Slider
 
-APP_TCSS = Path(tui.__file__).parent / "app.tcss"
+APP_TCSS = Path(ranklens.tui.__file__).parent / "app.tcss"
 KEYS = [("?", "Help"), ("ctrl+e", "Export hits"), ("t", "Toggle tuning | weights")]
 
 

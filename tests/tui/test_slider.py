@@ -7,7 +7,7 @@ from textual import events, on
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 
-from tui.widgets.slider import Slider
+from ranklens.tui.widgets.slider import Slider
 
 WIDTH = 60
 

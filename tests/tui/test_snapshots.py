@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 from pilot_helpers import ready, run_query
 
-from core.engine import ArmResult
-from core.types import Hit, make_docid
-from tui.app import RanklensApp
+from ranklens.core.engine import ArmResult
+from ranklens.core.types import Hit, make_docid
+from ranklens.tui.app import RanklensApp
 
 SIZE = (120, 36)
 

@@ -24,7 +24,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 if TYPE_CHECKING:
-    from core.types import ConsolidatedHit
+    from ranklens.core.types import ConsolidatedHit
 
 # Identifiers and numbers, and the sub-words inside an identifier (snake_case, camelCase,
 # HTTPServer, digits). The same split the lexical arms index with, so what is emphasised

@@ -25,7 +25,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets.data_table import CellKey, ColumnKey, RowKey
 
-from core.types import ConsolidatedHit
+from ranklens.core.types import ConsolidatedHit
 
 #: (path, start_line, end_line) of a hit: what the cursor and the selection remember.
 Span = tuple[str, int, int]

@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from tui.widgets.slider import Slider
+from ranklens.tui.widgets.slider import Slider
 
 WEIGHT_MIN, WEIGHT_MAX, WEIGHT_STEP, WEIGHT_DEFAULT = 0.0, 3.0, 0.1, 1.0
 K_MIN, K_MAX, K_STEP, K_DEFAULT = 1, 200, 1, 60

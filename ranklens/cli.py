@@ -8,24 +8,31 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
-from .arms import DEFAULT_ARMS, REGISTRY, default_arms
-from .config import ConfigError
-from .discovery import DiscoveryOptions
-from .engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
-from .settings import FusionSettings
-from .evaluation import SEED
-from .fusion import check_k, check_weight
-from .handoff import envelope, write_json_atomic
-from .indexer import STAGES, IndexSettings, Progress
-from .priors import RULES as PRIOR_RULES
+from .core.arms import DEFAULT_ARMS, REGISTRY, default_arms
+from .core.discovery import DiscoveryOptions
+from .core.engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
+from .core.settings import FusionSettings
+from .core.evaluation import SEED
+from .core.handoff import write_json_atomic
+from .core.indexer import STAGES, Progress
+from .core.priors import RULES as PRIOR_RULES
+from .core.service import (
+    QUERY_DEEP_LIMIT,
+    NoAnswer,
+    QueryRequest,
+    RequestError,
+    answer_query,
+    check_request,
+    deep_ready,
+    fused_arms,
+    open_engine,
+    settings_for,
+)
 
-RETRIEVERS = ("all", *REGISTRY)
 #: What "all" fuses, for the help (the same text whatever is installed here).
 ALL_ARMS = f"{', '.join(DEFAULT_ARMS)}, plus deep when installed"
 
@@ -60,8 +67,9 @@ NO_PRIORS_HELP = (
 )
 
 
-class UsageProblem(Exception):
-    """Bad usage or input: exit 2 with this one-line message."""
+class UsageProblem(RequestError):
+    """Bad usage or input: exit 2 with this one-line message (as a request the service
+    cannot answer, :class:`RequestError`)."""
 
 
 class _Group(click.Group):
@@ -73,43 +81,8 @@ class _Group(click.Group):
         return super().parse_args(ctx, args)
 
 
-def parse_weights(text: str | None) -> dict[str, float]:
-    """``"dense:1.5,bm25:0.5"`` -> ``{"dense": 1.5, "bm25": 0.5}``; UsageProblem when malformed."""
-    out: dict[str, float] = {}
-    if not text:
-        return out
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        name, sep, value = part.partition(":")
-        name = name.strip()
-        if not sep or not name:
-            raise UsageProblem(f"malformed weight {part!r}: use NAME:VALUE, e.g. dense:1.5,bm25:0.5")
-        if name not in REGISTRY:
-            raise UsageProblem(f"unknown retriever {name!r} in --weights (choose from {', '.join(REGISTRY)})")
-        try:
-            out[name] = check_weight(name, float(value))
-        except ValueError as exc:
-            raise UsageProblem(f"bad weight {part!r}: {exc}") from None
-    return out
-
-
-def _engine(root: str, model: str | None, notify, hidden: bool | None = None, no_ignore: bool | None = None) -> Engine:
-    path = Path(root).expanduser()
-    if not path.is_dir():
-        raise UsageProblem(f"{root} is not a directory")
-    options = DiscoveryOptions(hidden=hidden, no_ignore=no_ignore)
-    return Engine(path, IndexSettings(model=model, options=options), notify=notify)
-
-
 def _note(message: str) -> None:
     click.echo(f"ranklens: {message}", err=True)
-
-
-#: A query embeds at most this many texts for the deep arm before answering (about a minute
-#: on 2 cores); a first build is left to `ranklens index`, and deep sits that query out.
-QUERY_DEEP_LIMIT = 200
 
 
 def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, deep_limit: int | None = None):
@@ -205,10 +178,13 @@ def cli() -> None:
 @discovery_options
 def tui(root: str, model: str | None, hidden: bool | None, no_ignore: bool | None) -> None:
     """Open the terminal UI on ROOT (the default command)."""
-    engine = _engine(root, model, _note, hidden, no_ignore)
-    from tui.app import RanklensApp
+    # The composition root: the engine every front end opens, the UI-free session over it,
+    # and the app that draws the session.
+    engine = open_engine(root, model, _note, hidden, no_ignore)
+    from ranklens.core.session import Session
+    from ranklens.tui.app import RanklensApp
 
-    RanklensApp(engine).run()
+    RanklensApp(session=Session(engine)).run()
 
 
 @cli.command()
@@ -231,7 +207,7 @@ def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_i
     chunks for the deep arm: slow (~10 chunks/s on 2 cores), but only text it has never seen;
     RANKLENS_DEEP=0 leaves it out.
     """
-    engine = _engine(root, model, _note, hidden, no_ignore)
+    engine = open_engine(root, model, _note, hidden, no_ignore)
     stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty())
     if as_json:
         click.echo(json.dumps(stats.to_dict(), indent=2))
@@ -255,111 +231,6 @@ BATCH_HELP = (
     "date once, first (for the command's --retriever). A line that cannot be answered gets "
     "{\"id\", \"error\"} and the batch goes on; the exit code is 0 unless the batch could not start."
 )
-
-
-@dataclass
-class QueryRequest:
-    """One query's text and options, checked (:func:`_request`)."""
-
-    text: str
-    top_k: int = DEFAULT_TOP_K
-    retriever: str = "all"
-    weights_text: str | None = None  # as given (None: not given), for _settings_for
-    weights: dict[str, float] = field(default_factory=dict)
-    rrf_k: float | None = None
-    path_glob: str | None = None
-    language: str | None = None
-    priors: bool = True
-
-    @property
-    def arms(self) -> list[str]:
-        return _fused_arms(self.retriever)
-
-
-def _request(
-    text: str,
-    *,
-    top_k: int = DEFAULT_TOP_K,
-    retriever: str = "all",
-    weights: str | None = None,
-    rrf_k: float | None = None,
-    path_glob: str | None = None,
-    language: str | None = None,
-    priors: bool = True,
-) -> QueryRequest:
-    """Check a query and its options (UsageProblem, one line, when one is bad)."""
-    from .engine import check_query
-
-    if not isinstance(retriever, str):
-        raise UsageProblem("the retriever must be a name or a comma-separated list of names")
-    retriever = "all" if retriever.strip() == "all" else ",".join(_fused_arms(retriever))
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-        raise UsageProblem(f"--top-k must be from 1 to {MAX_TOP_K}, got {top_k}")
-    if rrf_k is not None:
-        try:
-            check_k(rrf_k)
-        except (TypeError, ValueError) as exc:
-            raise UsageProblem(str(exc)) from None
-    ws = parse_weights(weights)
-    try:
-        text = check_query(text)
-    except QueryError as exc:
-        raise UsageProblem(str(exc)) from None
-    return QueryRequest(text, top_k, retriever, weights, ws, rrf_k, path_glob, language, priors)
-
-
-class NoAnswer(RuntimeError):
-    """Every arm asked for was skipped or failed; ``skipped`` says why, arm by arm."""
-
-    def __init__(self, skipped: list[tuple[str, str]]) -> None:
-        super().__init__("no retriever could answer")
-        self.skipped = skipped
-
-    def detail(self) -> str:
-        return f"{self} ({'; '.join(f'{name}: {reason}' for name, reason in self.skipped)})"
-
-
-def deep_ready(stats) -> bool:
-    """Whether the last index pass left the deep arm able to answer."""
-    return not (stats.deep or stats.deep_deferred)
-
-
-def answer_query(
-    engine: Engine, request: QueryRequest, *, deep: bool | None = None, hashes: bool = True
-) -> tuple[dict, list, list[tuple[str, str]]]:
-    """Run one checked query on an open index: ``(envelope, hits, skipped arms)``.
-
-    The envelope is the handoff format (each hit with its span's ``sha256``) plus ``query_ms``,
-    the time spent here. ``deep``: whether the deep arm can answer (:func:`deep_ready`); when
-    it cannot it takes its weights with it. The CLI's ``query`` and the MCP server both answer
-    through this, so they rank alike. ``hashes=False`` leaves ``sha256`` to a caller that reads
-    the files itself.
-    """
-    t0 = time.perf_counter()
-    settings = _settings_for(engine, request, deep=deep)
-    try:
-        result = engine.search(
-            request.text, settings, top_k=request.top_k, path_glob=request.path_glob, language=request.language
-        )
-    except QueryError as exc:
-        raise UsageProblem(str(exc)) from None
-    if not result.answered:
-        raise NoAnswer(result.skipped)
-    hits = result.hits
-    data = envelope(
-        query=request.text,
-        mode=request.retriever,
-        retrievers=result.answered,
-        skipped=result.skipped,
-        weights=settings.fused_weights(),
-        k=settings.k,
-        hits=hits,
-        priors=request.priors,
-        root=engine.root,
-        with_hashes=hashes,
-    )
-    data["query_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)
-    return data, hits, result.skipped
 
 
 @cli.command(name="mcp", epilog=(
@@ -439,13 +310,13 @@ def query(
             raise UsageProblem("give TEXT or --batch, not both")
         if output:
             raise UsageProblem("--output does not apply to --batch (its envelopes go to stdout)")
-        _request("batch", **options)  # the defaults must be good before stdin is read
+        check_request("batch", **options)  # the defaults must be good before stdin is read
         _query_batch(root, model, options, hidden, no_ignore)
         return
     if text is None:
         raise UsageProblem("missing TEXT (or --batch to read queries from stdin)")
-    request = _request(text, **options)
-    engine = _engine(root, model, _note, hidden, no_ignore)
+    request = check_request(text, **options)
+    engine = open_engine(root, model, _note, hidden, no_ignore)
     # Asked for by name, deep is built whatever it costs; as one arm of many it does not hold
     # the answer up for a first build.
     stats = _run_index(
@@ -525,15 +396,15 @@ def _batch_request(line: str, defaults: dict) -> QueryRequest:
         elif name == "rrf_k" and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise UsageProblem('"rrf_k" must be a number')
         options[option] = value
-    return _request(text, **options)
+    return check_request(text, **options)
 
 
 def _query_batch(
     root: str, model: str | None, defaults: dict, hidden: bool | None = None, no_ignore: bool | None = None
 ) -> None:
     """``query --batch``: one envelope (or error) per stdin line, one engine for all."""
-    engine = _engine(root, model, _note, hidden, no_ignore)
-    arms = _request("batch", **defaults).arms
+    engine = open_engine(root, model, _note, hidden, no_ignore)
+    arms = check_request("batch", **defaults).arms
     stats = _run_index(
         engine, show_progress=False, deep="deep" in arms,
         deep_limit=None if arms == ["deep"] else QUERY_DEEP_LIMIT,
@@ -552,7 +423,7 @@ def _query_batch(
             pass
         try:
             data, _hits, skipped = answer_query(engine, _batch_request(line, defaults), deep=deep_ready(stats))
-        except (UsageProblem, NoAnswer) as exc:
+        except (RequestError, NoAnswer) as exc:
             failed += 1
             out = {"id": qid, "error": exc.detail() if isinstance(exc, NoAnswer) else str(exc)}
         else:
@@ -566,43 +437,8 @@ def _query_batch(
         _note(f"{failed} of {total} batch lines could not be answered")
 
 
-def _settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = None) -> FusionSettings:
-    """The fusion settings of a checked request on ``engine``'s root: the root's config over
-    the shipped defaults, its --weights (per arm) and --rrf-k on top. ``deep``: whether the
-    deep arm can answer; when it cannot it takes its shipped weights with it (the other arms'
-    are those tuned without it)."""
-    arms = request.arms
-    try:
-        return engine.fusion(
-            FusionSettings.resolve(
-                engine.root,
-                arms=arms,
-                weights=request.weights if request.weights_text is not None else None,
-                k=request.rrf_k,
-                priors=request.priors,
-                with_deep=deep if "deep" in arms else None,
-                cache_dir=engine.cache_dir,
-            )
-        )
-    except (ConfigError, QueryError) as exc:
-        raise UsageProblem(str(exc)) from None
-
-
-def _fused_arms(retriever: str) -> list[str]:
-    """``all`` -> the default arms; ``name`` or ``a,b`` -> those arms (UsageProblem if unknown)."""
-    if retriever.strip() == "all":
-        return list(default_arms())
-    names = [n.strip() for n in retriever.split(",") if n.strip()]
-    if not names:
-        raise UsageProblem("--retriever is empty")
-    for name in names:
-        if name not in REGISTRY:
-            raise UsageProblem(f"unknown retriever {name!r} (choose from {', '.join(RETRIEVERS)})")
-    return list(dict.fromkeys(names))
-
-
 def _load_labeled(path: str):
-    from .evaluation import EvalFileError, load_queries
+    from .core.evaluation import EvalFileError, load_queries
 
     try:
         return load_queries(path, notify=_note)
@@ -613,7 +449,7 @@ def _load_labeled(path: str):
 def _run_labeled(engine: Engine, queries, settings: FusionSettings, *, also, top_k: int, quiet: bool):
     """Index, make the gold paths relative to the root, warn about gold files missing from the
     index, and run every query once per arm."""
-    from .evaluation import rebase_gold, run_queries
+    from .core.evaluation import rebase_gold, run_queries
 
     _run_index(engine, show_progress=sys.stderr.isatty() and not quiet, deep="deep" in (*settings.arms, *also))
     queries, rebased = rebase_gold(queries, engine.root)
@@ -710,11 +546,11 @@ def eval_command(
     """
     if not 1 <= top_k <= 100:
         raise UsageProblem(f"--top-k must be from 1 to 100, got {top_k}")
-    request = _request("eval", retriever=retriever, weights=weights, rrf_k=rrf_k, priors=not no_priors)
+    request = check_request("eval", retriever=retriever, weights=weights, rrf_k=rrf_k, priors=not no_priors)
     labeled = _load_labeled(queries)
-    engine = _engine(root, model, _note, hidden, no_ignore)
-    settings = _settings_for(engine, request)
-    from .evaluation import report
+    engine = open_engine(root, model, _note, hidden, no_ignore)
+    settings = settings_for(engine, request)
+    from .core.evaluation import report
 
     # Every other arm gets a row, deep only where it is a default arm (installed, not switched
     # off): its vectors take minutes to build, and a row that says "not installed" is noise.
@@ -826,9 +662,9 @@ def tune(
     Prints the default and tuned figures, with k-fold cross-validated train and held-out
     nDCG@10; --save writes the tuned values to ROOT's config.
     """
-    from .evaluation import tune as tune_fusion
+    from .core.evaluation import tune as tune_fusion
 
-    arms = _fused_arms(retriever)
+    arms = fused_arms(retriever)
     if len(arms) < 2:
         raise UsageProblem("tuning needs at least two arms to fuse (--retriever all or a,b,…)")
     if not 2 <= folds <= 20:
@@ -839,7 +675,7 @@ def tune(
     scored = sum(1 for q in labeled if q.gold)
     if scored < folds:
         raise UsageProblem(f"{scored} queries with gold targets are too few for {folds} folds")
-    engine = _engine(root, model, _note, hidden, no_ignore)
+    engine = open_engine(root, model, _note, hidden, no_ignore)
     # Tuning starts from the shipped defaults, not the root's last tuned config.
     try:
         settings = engine.fusion(FusionSettings.resolve(arms=arms, priors=not no_priors))
@@ -852,7 +688,7 @@ def tune(
     result["saved"] = None
     if save:
         if result["improves"] or force:
-            from .config import save_config
+            from .core.config import save_config
 
             cv = result["cross_validation"]
             extra = {
@@ -931,8 +767,8 @@ def why(path: str, root: str, as_json: bool, hidden: bool | None, no_ignore: boo
     index reads it: a file refused for its content says why, and credential lines the
     index holds redacted are listed with their kind.
     """
-    from .discovery import explain, load_text
-    from .indexer import effective_options
+    from .core.discovery import explain, load_text
+    from .core.indexer import effective_options
 
     root_path = Path(root).expanduser()
     if not root_path.is_dir():
@@ -993,7 +829,7 @@ def _redacted_kinds(root: Path, rel: str, lines: list[int]) -> list[dict]:
     """Each redacted line with the kind of credential on it."""
     if not lines:
         return []
-    from .secrets import find, is_secret_name
+    from .core.secrets import find, is_secret_name
 
     text = (root / rel).read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     text = text.removeprefix("\ufeff")
@@ -1017,7 +853,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except UsageProblem as exc:
+    except RequestError as exc:  # UsageProblem too
         _note(f"error: {exc}")
         return 2
     except KeyboardInterrupt:

@@ -19,7 +19,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import __version__
-from .agent import (
+from .core.agent import (
     DEFAULT_SPAN_CHARS,
     DEFAULT_TEXT_BUDGET,
     MAX_SEARCH_TOP_K,

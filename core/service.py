@@ -1,0 +1,204 @@
+"""Answering one search request, the same way for every front end.
+
+The command line (``ranklens query``, ``--batch``), the MCP server and ``eval`` check a
+request here (:func:`check_request`: the query text, top-k, retrievers, weights, k, filters),
+open the engine the same way (:func:`open_engine`), resolve its fusion settings the same way
+(:func:`settings_for`) and answer it with :func:`answer_query`, so one question gets one
+ranking and one JSON envelope wherever it is asked.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .arms import REGISTRY, default_arms
+from .config import ConfigError
+from .discovery import DiscoveryOptions
+from .engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
+from .fusion import check_k, check_weight
+from .handoff import envelope
+from .indexer import IndexSettings
+from .settings import FusionSettings
+
+RETRIEVERS = ("all", *REGISTRY)
+
+
+class RequestError(ValueError):
+    """A request that cannot be answered as given: one line, shown to the user (the CLI exits
+    with 2, the MCP server returns a tool error)."""
+
+
+def parse_weights(text: str | None) -> dict[str, float]:
+    """``"dense:1.5,bm25:0.5"`` -> ``{"dense": 1.5, "bm25": 0.5}``; RequestError when malformed."""
+    out: dict[str, float] = {}
+    if not text:
+        return out
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, value = part.partition(":")
+        name = name.strip()
+        if not sep or not name:
+            raise RequestError(f"malformed weight {part!r}: use NAME:VALUE, e.g. dense:1.5,bm25:0.5")
+        if name not in REGISTRY:
+            raise RequestError(f"unknown retriever {name!r} in --weights (choose from {', '.join(REGISTRY)})")
+        try:
+            out[name] = check_weight(name, float(value))
+        except ValueError as exc:
+            raise RequestError(f"bad weight {part!r}: {exc}") from None
+    return out
+
+def open_engine(
+    root: str | Path, model: str | None = None, notify=None, hidden: bool | None = None, no_ignore: bool | None = None
+) -> Engine:
+    """The engine over ``root`` with the chunking, model and discovery settings every front end
+    uses (RequestError when ``root`` is not a folder)."""
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise RequestError(f"{root} is not a directory")
+    options = DiscoveryOptions(hidden=hidden, no_ignore=no_ignore)
+    return Engine(path, IndexSettings(model=model, options=options), notify=notify)
+
+#: A query embeds at most this many texts for the deep arm before answering (about a minute
+#: on 2 cores); a first build is left to `ranklens index`, and deep sits that query out.
+QUERY_DEEP_LIMIT = 200
+
+@dataclass
+class QueryRequest:
+    """One query's text and options, checked (:func:`check_request`)."""
+
+    text: str
+    top_k: int = DEFAULT_TOP_K
+    retriever: str = "all"
+    weights_text: str | None = None  # as given (None: not given), for settings_for
+    weights: dict[str, float] = field(default_factory=dict)
+    rrf_k: float | None = None
+    path_glob: str | None = None
+    language: str | None = None
+    priors: bool = True
+
+    @property
+    def arms(self) -> list[str]:
+        return fused_arms(self.retriever)
+
+
+def check_request(
+    text: str,
+    *,
+    top_k: int = DEFAULT_TOP_K,
+    retriever: str = "all",
+    weights: str | None = None,
+    rrf_k: float | None = None,
+    path_glob: str | None = None,
+    language: str | None = None,
+    priors: bool = True,
+) -> QueryRequest:
+    """Check a query and its options (RequestError, one line, when one is bad)."""
+    from .engine import check_query
+
+    if not isinstance(retriever, str):
+        raise RequestError("the retriever must be a name or a comma-separated list of names")
+    retriever = "all" if retriever.strip() == "all" else ",".join(fused_arms(retriever))
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise RequestError(f"--top-k must be from 1 to {MAX_TOP_K}, got {top_k}")
+    if rrf_k is not None:
+        try:
+            check_k(rrf_k)
+        except (TypeError, ValueError) as exc:
+            raise RequestError(str(exc)) from None
+    ws = parse_weights(weights)
+    try:
+        text = check_query(text)
+    except QueryError as exc:
+        raise RequestError(str(exc)) from None
+    return QueryRequest(text, top_k, retriever, weights, ws, rrf_k, path_glob, language, priors)
+
+
+class NoAnswer(RuntimeError):
+    """Every arm asked for was skipped or failed; ``skipped`` says why, arm by arm."""
+
+    def __init__(self, skipped: list[tuple[str, str]]) -> None:
+        super().__init__("no retriever could answer")
+        self.skipped = skipped
+
+    def detail(self) -> str:
+        return f"{self} ({'; '.join(f'{name}: {reason}' for name, reason in self.skipped)})"
+
+
+def deep_ready(stats) -> bool:
+    """Whether the last index pass left the deep arm able to answer."""
+    return not (stats.deep or stats.deep_deferred)
+
+
+def answer_query(
+    engine: Engine, request: QueryRequest, *, deep: bool | None = None, hashes: bool = True
+) -> tuple[dict, list, list[tuple[str, str]]]:
+    """Run one checked query on an open index: ``(envelope, hits, skipped arms)``.
+
+    The envelope is the handoff format (each hit with its span's ``sha256``) plus ``query_ms``,
+    the time spent here. ``deep``: whether the deep arm can answer (:func:`deep_ready`); when
+    it cannot it takes its weights with it. The CLI's ``query`` and the MCP server both answer
+    through this, so they rank alike. ``hashes=False`` leaves ``sha256`` to a caller that reads
+    the files itself.
+    """
+    t0 = time.perf_counter()
+    settings = settings_for(engine, request, deep=deep)
+    try:
+        result = engine.search(
+            request.text, settings, top_k=request.top_k, path_glob=request.path_glob, language=request.language
+        )
+    except QueryError as exc:
+        raise RequestError(str(exc)) from None
+    if not result.answered:
+        raise NoAnswer(result.skipped)
+    hits = result.hits
+    data = envelope(
+        query=request.text,
+        mode=request.retriever,
+        retrievers=result.answered,
+        skipped=result.skipped,
+        weights=settings.fused_weights(),
+        k=settings.k,
+        hits=hits,
+        priors=request.priors,
+        root=engine.root,
+        with_hashes=hashes,
+    )
+    data["query_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)
+    return data, hits, result.skipped
+
+def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = None) -> FusionSettings:
+    """The fusion settings of a checked request on ``engine``'s root: the root's config over
+    the shipped defaults, its --weights (per arm) and --rrf-k on top. ``deep``: whether the
+    deep arm can answer; when it cannot it takes its shipped weights with it (the other arms'
+    are those tuned without it)."""
+    arms = request.arms
+    try:
+        return engine.fusion(
+            FusionSettings.resolve(
+                engine.root,
+                arms=arms,
+                weights=request.weights if request.weights_text is not None else None,
+                k=request.rrf_k,
+                priors=request.priors,
+                with_deep=deep if "deep" in arms else None,
+                cache_dir=engine.cache_dir,
+            )
+        )
+    except (ConfigError, QueryError) as exc:
+        raise RequestError(str(exc)) from None
+
+def fused_arms(retriever: str) -> list[str]:
+    """``all`` -> the default arms; ``name`` or ``a,b`` -> those arms (RequestError if unknown)."""
+    if retriever.strip() == "all":
+        return list(default_arms())
+    names = [n.strip() for n in retriever.split(",") if n.strip()]
+    if not names:
+        raise RequestError("--retriever is empty")
+    for name in names:
+        if name not in REGISTRY:
+            raise RequestError(f"unknown retriever {name!r} (choose from {', '.join(RETRIEVERS)})")
+    return list(dict.fromkeys(names))

@@ -1,0 +1,76 @@
+"""The distribution installs one import package, ``ranklens``, and runs from it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "-q", "-w", str(out)],
+        check=True, capture_output=True, text=True, timeout=600,
+    )
+    [found] = out.glob("ranklens-*.whl")
+    return found
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_nothing_but_ranklens(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/", 1)[0] for n in names}
+    assert tops == {"ranklens", wheel.name.split("-py3")[0] + ".dist-info"}, tops
+    assert "ranklens/core/engine.py" in names and "ranklens/tui/app.py" in names
+    assert "ranklens/tui/app.tcss" in names and "ranklens/core/schemas/handoff.schema.json" in names
+    assert any(n.startswith("ranklens/core/models/minilm-l6-static/") for n in names)
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_runs_the_command_the_module_and_the_ui(wheel, tmp_path, sample_repo):
+    # A fresh environment that sees this one's dependencies but not the checkout.
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--force-reinstall", "-q", str(wheel)],
+        check=True, capture_output=True, text=True, timeout=600, env=clean,
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=clean)
+
+    where = run(str(python), "-c", "import ranklens.core, ranklens.tui; print(ranklens.core.__file__)")
+    assert where.returncode == 0 and str(env_dir) in where.stdout, where.stderr
+    assert str(REPO) not in where.stdout
+    for top in ("core", "tui"):
+        assert run(str(python), "-c", f"import {top}").returncode != 0  # nothing else installed
+    assert run(str(python), "-m", "ranklens", "--version").stdout.startswith("ranklens, version")
+    query = run(str(env_dir / "bin" / "ranklens"), "query", "how are passwords hashed", "--root", str(sample_repo))
+    assert query.returncode == 0 and query.stdout.startswith("app/auth.py"), query.stderr
+    ui = run(
+        str(python), "-c",
+        "import asyncio\n"
+        "from ranklens.core.service import open_engine\n"
+        "from ranklens.core.session import Session\n"
+        "from ranklens.tui.app import RanklensApp\n"
+        f"app = RanklensApp(session=Session(open_engine({str(sample_repo)!r})))\n"
+        "async def main():\n"
+        "    async with app.run_test() as pilot:\n"
+        "        while not app.index_ready:\n"
+        "            await pilot.pause(0.05)\n"
+        "        print('ui ok', len(app.arms))\n"
+        "asyncio.run(main())\n",
+    )
+    assert ui.returncode == 0 and "ui ok" in ui.stdout, ui.stderr
