@@ -178,6 +178,7 @@ class ChunkTable:
         # definition signal reads them (core.ranking).
         self.symbols = symbols if symbols is not None else [""] * len(self.ids)
         self._masks: dict[tuple[str | None, str | None], np.ndarray] = {}
+        self._definers: tuple[dict[str, list[int]], dict[str, list[int]]] | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -280,6 +281,28 @@ class ChunkTable:
             out.append(Hit(arm, make_docid(path, start, end), path, start, end, rank, score, contexts[row], None,
                            (piece_start, piece_end) if piece_start else None, symbols[row]))
         return out
+
+    def definers(self, name: str, *, any_case: bool = False) -> list[int]:
+        """The rows of the chunks that define ``name`` (as written in a ``symbol`` field, or
+        its last part after ``.``/``::`` …: :func:`core.ranking.defined_names`), in any case
+        with ``any_case``.
+
+        The name -> rows maps are built on the first call (~30 ms at 50k chunks) and kept
+        with the table, which is never mutated."""
+        with self._lock:
+            if self._definers is None:
+                from .ranking import defined_names
+
+                exact: dict[str, list[int]] = {}
+                folded: dict[str, list[int]] = {}
+                for row, field in enumerate(self.symbols):
+                    if field:
+                        for defined in defined_names((field,)):
+                            exact.setdefault(defined, []).append(row)
+                            folded.setdefault(defined.lower(), []).append(row)
+                self._definers = (exact, folded)
+            exact, folded = self._definers
+            return folded.get(name.lower(), []) if any_case else exact.get(name, [])
 
     def mask(self, path_glob: str | None = None, language: str | None = None) -> np.ndarray | None:
         """Boolean row mask for the filters (``None`` when there is no filter).
