@@ -96,6 +96,11 @@ def stem_key(path: str) -> str:
     return _norm(_stem(path))
 
 
+def qualifiers(name: str) -> list[str]:
+    """The scope parts of a qualified name, lowercased: ``Rails::Engine`` -> ["rails"]."""
+    return [p.lower() for p in _SEPARATORS.split(name)[:-1] if p]
+
+
 def path_depth(path: str) -> int:
     return path.count("/")
 

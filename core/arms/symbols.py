@@ -7,7 +7,8 @@ definitions.
 
 A query that is one identifier (``TypeAdapter``, ``Rails::Engine``) asks where it is
 defined: the chunks that define exactly that name come first, wherever BM25 would have put
-them (the file named after it first, then the shallower path), then the BM25 ranking. On the
+them (under the query's qualifier first, then in the file named after it, then on the
+shallower path), then the BM25 ranking. On the
 public code-search benchmark this lifted the symbol questions 0.944 -> 0.969 with no
 repository worse off: a trait whose long docs drown its name in BM25 (serde's
 ``Deserialize``) or one of many same-named classes (Laravel's ``Request``) was missing from
@@ -20,7 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..ranking import name_key, path_depth, shape, stem_key
+from ..ranking import name_key, path_depth, qualifiers, shape, stem_key
 from ..types import STRUCTURAL, Chunk, Hit
 from ._matrix import MatrixArm
 
@@ -53,7 +54,15 @@ class SymbolsArm(MatrixArm):
         if not rows:
             return ranked
         wanted = {name_key(n) for n in q.names}
-        rows.sort(key=lambda r: (stem_key(table.paths[r]) not in wanted, path_depth(table.paths[r]), r))
+        # ``Phoenix.Router``: a Router under Phoenix (its breadcrumb or path) before another.
+        scope = qualifiers(q.text)
+
+        def order(r: int) -> tuple:
+            where = f"{table.paths[r]} {table.contexts[r]}".lower()
+            return (not all(w in where for w in scope), stem_key(table.paths[r]) not in wanted,
+                    path_depth(table.paths[r]), r)
+
+        rows.sort(key=order)
         first = table.hits(self.name, np.asarray(rows[:limit], dtype=np.int64), np.zeros(min(len(rows), limit)))
         seen = {h.docid for h in first}
         merged = first + [h for h in ranked if h.docid not in seen]
