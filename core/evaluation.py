@@ -52,7 +52,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from .settings import FusionSettings
+from .settings import FusedBy, FusionSettings
 
 TOP_K = 10
 METRICS = ("hit@1", "hit@5", "hit@10", "file_hit@5", "mrr@10", "ndcg@10")
@@ -474,7 +474,7 @@ class QueryRun:
 
 
 @dataclass
-class EvalRun:
+class EvalRun(FusedBy):
     """Everything one evaluation ran: enough to report and to re-fuse for tuning."""
 
     queries: list[QueryRun]
@@ -488,17 +488,8 @@ class EvalRun:
     def arms(self) -> list[str]:
         return list(self.settings.arms)
 
-    @property
-    def weights(self) -> dict[str, float]:
-        return self.settings.fused_weights()
 
-    @property
-    def k(self) -> float:
-        return self.settings.k
 
-    @property
-    def priors(self) -> bool:
-        return self.settings.priors
 
 
 def run_queries(

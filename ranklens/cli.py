@@ -521,7 +521,7 @@ EVAL_HELP = (
 )
 @weights_option
 @click.option("--rrf-k", type=float, default=None, help="RRF constant k (default: the root's tuned config, else the shipped 5).")
-@click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings: no code-aware priors on any row.")
+@click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings and the plain fused list: no ranking stage on any row.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (with per-query details).")
 @model_option
 @discovery_options

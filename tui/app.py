@@ -41,6 +41,7 @@ from ranklens.core.handoff import write_json_atomic
 from ranklens.core.judgments import QueryJudgments
 from ranklens.core.indexer import STAGES, IndexStats, Progress
 from ranklens.core.session import Session
+from ranklens.core.settings import FusedBy, FusionSettings
 from ranklens.core.types import ConsolidatedHit
 from ranklens.tui.messages import ArmFinished, DeepDone, DeepProgress, IndexDone, IndexOpened, IndexProgress
 from ranklens.tui.screens.export import DEFAULT_PATH, ExportScreen
@@ -123,7 +124,7 @@ def _while_open(handler: Callable[..., None]) -> Callable[..., None]:
     return guarded
 
 
-class RanklensApp(App[None]):
+class RanklensApp(FusedBy, App[None]):
     """Query a repository with several retrievers at once and explore the fused ranking.
 
     Parameters
@@ -226,17 +227,12 @@ class RanklensApp(App[None]):
         return self.session.hits
 
     @property
-    def weights(self) -> dict[str, float]:
-        return self.session.weights
+    def settings(self) -> FusionSettings:
+        """The fusion settings in force (``weights``, ``k`` and ``priors`` read them)."""
+        return self.session.settings
 
-    @property
-    def k(self) -> float:
-        return self.session.k
 
-    @property
-    def priors(self) -> bool:
-        """Whether the ranking stage re-scores the fused list (``p`` toggles)."""
-        return self.session.priors
+
 
     # -- layout ---------------------------------------------------------------------------
 
