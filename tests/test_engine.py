@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -99,7 +100,7 @@ def test_unknown_arm_is_refused_and_a_broken_arm_is_skipped(engine, monkeypatch)
     def broken(view):
         raise ImportError("No module named 'usearch'")
 
-    monkeypatch.setitem(arms.REGISTRY, "dense", broken)
+    monkeypatch.setitem(arms.REGISTRY, "dense", replace(arms.REGISTRY["dense"], open=broken))
     engine._arms.clear()
     result = engine.search("login user session")
     assert dict(result.skipped)["dense"].startswith("missing dependency")
@@ -393,7 +394,7 @@ def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on
     (root / "b.py").write_text("def other():\n    return parse_args()\n")
 
     class Twice:
-        name, family = "bad", "lexical"
+        name = "bad"
 
         def search(self, query, limit, allowed=None):
             hit = Hit("bad", "a.py:1-2", "a.py", 1, 2, 1, 1.0)
@@ -409,7 +410,7 @@ def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on
         return real(name)
 
     eng._arm_on_view = arm_on_view
-    arms_mod.REGISTRY["bad"] = None
+    arms_mod.REGISTRY["bad"] = arms_mod.ArmSpec("bad", "lexical", lambda view: Twice())
     try:
         result = eng.search("parse args", arms=["bad", "bm25"])
     finally:

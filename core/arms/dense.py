@@ -11,7 +11,7 @@ import numpy as np
 
 from ..store import IndexView
 from ..types import SEMANTIC, Chunk, Hit
-from . import ArmUnavailable
+from .protocol import ArmSpec, ArmUnavailable
 
 VECTORS_FILE = "dense.usearch"
 
@@ -26,7 +26,6 @@ def document_text(chunk: Chunk) -> str:
 
 class DenseArm:
     name = "dense"
-    family = SEMANTIC
 
     def __init__(self, view: IndexView) -> None:
         reason = view.meta.get("dense_reason")
@@ -53,6 +52,9 @@ class DenseArm:
         if limit <= 0:
             return []
         return nearest(self.name, self.view, self.vectors, self.model.encode([query])[0], limit, allowed)
+
+
+SPEC = ArmSpec(DenseArm.name, SEMANTIC, DenseArm, fused_by_default=True, weight=0.8, weight_with_deep=0.4)
 
 
 def nearest(arm: str, view: IndexView, vectors, vec: np.ndarray, limit: int, allowed: np.ndarray | None) -> list[Hit]:

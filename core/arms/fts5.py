@@ -24,6 +24,7 @@ from .._sqlite import sqlite3
 from ..store import IndexView
 from ..tokenize import identifiers
 from ..types import LEXICAL, Hit
+from .protocol import ArmSpec
 
 PRUNE_FRACTION = 0.1
 #: Written per generation: the document frequency of every term above this share, and N.
@@ -55,7 +56,6 @@ def match_expression(query: str, common: dict | None = None) -> str:
 
 class Fts5Arm:
     name = "fts5"
-    family = LEXICAL
 
     def __init__(self, view: IndexView) -> None:
         self.view = view
@@ -87,3 +87,6 @@ class Fts5Arm:
         # FTS5's bm25() is lower-is-better (negative); report it as higher-is-better.
         scores = -np.array([rows[i][1] for i in kept.tolist()], dtype=np.float64)
         return chunks.hits(self.name, pos[kept], scores)
+
+
+SPEC = ArmSpec(Fts5Arm.name, LEXICAL, Fts5Arm, fused_by_default=True, weight=0.4)

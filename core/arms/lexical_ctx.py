@@ -17,13 +17,13 @@ import numpy as np
 from ..store import IndexView
 from ..types import LEXICAL
 from ._matrix import MatrixArm
+from .protocol import ArmSpec
 
 FIELDS = {"text": 1, "context": 1}
 
 
 class LexicalCtxArm(MatrixArm):
     name = "lexical+ctx"
-    family = LEXICAL
 
     def __init__(self, view: IndexView) -> None:
         self.view = view
@@ -41,3 +41,7 @@ def build_matrix(view: IndexView):
     parts = [weight * widen(w, len(counter.words)) for w, weight in zip(words, FIELDS.values())]
     tf = counter.token_counts(functools.reduce(operator.add, parts))
     return BM25Matrix(tf, counter.vocab, np.array([r[0] for r in rows], dtype=np.int64))
+
+
+#: A single-retriever mode: fused with ``bm25`` it would count that evidence twice.
+SPEC = ArmSpec(LexicalCtxArm.name, LEXICAL, LexicalCtxArm)

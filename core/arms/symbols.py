@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..types import STRUCTURAL, Chunk
 from ._matrix import MatrixArm
+from .protocol import ArmSpec
 
 FIELDS = {"symbol": 3, "signature": 1, "docstring": 1, "path": 1}
 
@@ -24,5 +25,7 @@ def include(chunk: Chunk) -> bool:
 
 class SymbolsArm(MatrixArm):
     name = "symbols"
-    family = STRUCTURAL
     matrix_name = "symbols"
+
+
+SPEC = ArmSpec(SymbolsArm.name, STRUCTURAL, SymbolsArm, fused_by_default=True, weight=0.8)

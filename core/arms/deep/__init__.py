@@ -33,6 +33,9 @@ Modules: :mod:`~core.arms.deep.model` (the encoder, and whether the extra is ins
 and :func:`build_vectors`).
 """
 
+from ...types import SEMANTIC
+from ..protocol import ArmSpec
+from . import model as _model
 from .arm import STAMP_FILE, VECTORS_FILE, DeepArm, read_stamp
 from .build import (
     CACHE_DIR,
@@ -62,9 +65,16 @@ from .model import (
     unavailable,
 )
 
+#: Fused by default where the extra is installed (and ``RANKLENS_DEEP`` is not 0); its vectors
+#: are built after the index commits, so it has no part in the indexer's build.
+SPEC = ArmSpec(
+    DeepArm.name, SEMANTIC, DeepArm, fused_by_default=True, weight_with_deep=1.4,
+    enabled=lambda: _model.enabled_by_default(),
+)
+
 __all__ = [
     "BATCH", "CACHE_DIR", "CACHE_FILE", "CHECKPOINT", "DIM", "ENV_SWITCH", "INSTALL_HINT", "LOCK_FILE",
-    "MAX_CHARS", "MAX_TOKENS", "MODEL_DIR", "STAMP_FILE", "TOKENIZER_FILE", "VECTORS_FILE", "DeepArm",
+    "MAX_CHARS", "MAX_TOKENS", "MODEL_DIR", "SPEC", "STAMP_FILE", "TOKENIZER_FILE", "VECTORS_FILE", "DeepArm",
     "DeepBuild", "DeepEncoder", "ProgressFn", "build_vectors", "document_text", "enabled_by_default",
     "encoder", "model_id", "read_stamp", "text_key", "unavailable", "vectors_ready",
 ]

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...store import IndexView
 from ...types import SEMANTIC, Hit
-from .. import ArmUnavailable
+from ..protocol import ArmUnavailable
 from . import model
 
 VECTORS_FILE = "deep.usearch"
@@ -25,7 +25,6 @@ def read_stamp(gen_dir: Path) -> dict | None:
 
 class DeepArm:
     name = "deep"
-    family = SEMANTIC
 
     def __init__(self, view: IndexView) -> None:
         reason = model.unavailable()
