@@ -7,9 +7,11 @@ Layout, one folder per root under the platformdirs user cache dir::
         index.sqlite        files, chunks (with text), the FTS5 table, meta (format, generation)
         gen-000007/         the arm artifacts of generation 7 (BM25 matrices, vector index)
 
-The indexer writes a new ``gen-N`` folder under a temporary name, renames it into place, and
-only then commits ``generation = N`` in SQLite. That commit is the single switch-over point:
-a crash before it leaves the previous generation intact and whole.
+The indexer writes a new ``gen-N`` folder under a temporary name (each arm its part of it,
+:mod:`core.arms`), fsyncs its files, renames it into place, and only then commits
+``generation = N`` in SQLite. That commit is the single switch-over point: a crash before it
+leaves the previous generation intact and whole. A committed generation's folder is never
+written again.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ from .types import Hit, make_docid
 #: 9: a chunk packing definitions that share a scope keeps it in its breadcrumb.
 #: 10: C#, Kotlin, Scala, Swift, PHP, Haskell, Elixir, Lua, Zig and shell files are cut along
 #:    their definitions (they were windows).
-FORMAT_VERSION = 10
+#: 11: each arm writes its part of a generation (``lexical+ctx`` its matrix, built on first open
+#:    before), the generation's files are fsynced before it commits, the meta names the arms.
+FORMAT_VERSION = 11
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,11 +63,8 @@ CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 -- Token -> column of the lexical matrices; it only grows (core.bm25.Vocabulary).
 -- Rows in column order (reading it whole needs no sort), tokens unique (looked up by token).
 CREATE TABLE IF NOT EXISTS vocab (col INTEGER PRIMARY KEY, token TEXT NOT NULL UNIQUE);
--- Identifiers stay whole ('_' is a token character): this arm is the exact-symbol signal.
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    text, content='chunks', content_rowid='id', tokenize="unicode61 tokenchars '_'"
-);
 """
+# The arms add their own tables (core.arms.fts5: the FTS5 index over the chunks' text).
 
 
 class IndexError_(Exception):

@@ -188,12 +188,12 @@ def test_tables_of_an_older_version_without_meta_are_rebuilt(sample_repo):
 def test_a_failed_update_keeps_the_previous_generation(engine, sample_repo, monkeypatch):
     gen = engine.view.generation
     (sample_repo / "app/extra.py").write_text("def extra_function():\n    pass\n")
-    from ranklens.core import indexer
+    from ranklens.core.arms import dense
 
     def boom(*a, **kw):
         raise OSError("disk full")
 
-    monkeypatch.setattr(indexer._Embedder, "_encode", boom)
+    monkeypatch.setattr(dense._Embedder, "_encode", boom)
     with pytest.raises(OSError):
         engine.ensure_index()
     fresh = Engine(sample_repo)
@@ -287,9 +287,9 @@ def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_rep
 
 def test_bm25_documents_hold_path_and_symbol_tokens(engine):
     from ranklens.core.arms.bm25 import FIELDS
-    from ranklens.core.indexer import MATRICES
+    from ranklens.core.indexer import IndexSettings, arm_builds
 
-    assert FIELDS == {"text": 1, "path": 1, "symbol": 1} and MATRICES["bm25"][0] is FIELDS
+    assert FIELDS == {"text": 1, "path": 1, "symbol": 1} and arm_builds(IndexSettings())["bm25"].documents.fields is FIELDS
     # "auth" is only in the path app/auth.py, never a token of its text.
     hits = engine.run_arm("bm25", "auth").hits
     assert hits and {h.path for h in hits} == {"app/auth.py"}

@@ -9,7 +9,7 @@ definitions.
 from __future__ import annotations
 
 from ..types import STRUCTURAL, Chunk
-from ._matrix import MatrixArm
+from ._matrix import MatrixArm, MatrixBuild
 from .protocol import ArmSpec
 
 FIELDS = {"symbol": 3, "signature": 1, "docstring": 1, "path": 1}
@@ -28,4 +28,7 @@ class SymbolsArm(MatrixArm):
     matrix_name = "symbols"
 
 
-SPEC = ArmSpec(SymbolsArm.name, STRUCTURAL, SymbolsArm, fused_by_default=True, weight=0.8)
+SPEC = ArmSpec(
+    SymbolsArm.name, STRUCTURAL, SymbolsArm, fused_by_default=True, weight=0.8,
+    build=lambda _settings: MatrixBuild(SymbolsArm.matrix_name, FIELDS, include),
+)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ...store import IndexView
-from ...types import SEMANTIC, Hit
+from ...types import Hit
 from ..protocol import ArmUnavailable
 from . import model
 
