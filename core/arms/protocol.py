@@ -90,14 +90,16 @@ class ArmBuild:
     5. :meth:`write`: write its files into ``gen.out`` (the lexical stage, arm after arm);
     6. :meth:`finish`: wait for work begun on another thread (after every arm's ``write``,
        so that work overlaps them);
-    7. :meth:`meta`, committed with the generation; :meth:`report` into the summary.
+    7. :meth:`meta`, committed with the generation;
+    8. :meth:`report` into the index summary (also after an update that found nothing to do).
 
     :meth:`abandon` instead of the rest when the update fails.
     """
 
     #: The arm's BM25 matrix documents, counted in the chunking workers with every other
-    #: arm's (a field shared by several arms is counted once); None: no matrix.
-    documents: ClassVar[Documents | None] = None
+    #: arm's (a field shared by several arms is counted once) into ``gen.tokens`` under the
+    #: arm's name (:class:`core.arms._matrix.MatrixBuild` writes them); None: no matrix.
+    documents: Documents | None = None
     #: DDL of the arm's own tables in the index database.
     schema: ClassVar[str] = ""
 
