@@ -255,7 +255,7 @@ class Engine:
             found = self._arms.get(name)
             if found is None:
                 try:
-                    found = REGISTRY[name](view)
+                    found = REGISTRY[name].open(view)
                 except ArmUnavailable as exc:
                     found = exc
                 except ImportError as exc:

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..ranking import name_key, path_depth, qualifiers, shape, stem_key
 from ..types import STRUCTURAL, Chunk, Hit
-from ._matrix import MatrixArm
+from ._matrix import MatrixArm, MatrixBuild
+from .protocol import ArmSpec
 
 FIELDS = {"symbol": 3, "signature": 1, "docstring": 1, "path": 1}
 
@@ -38,7 +39,6 @@ def include(chunk: Chunk) -> bool:
 
 class SymbolsArm(MatrixArm):
     name = "symbols"
-    family = STRUCTURAL
     matrix_name = "symbols"
 
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
@@ -67,3 +67,8 @@ class SymbolsArm(MatrixArm):
         seen = {h.docid for h in first}
         merged = first + [h for h in ranked if h.docid not in seen]
         return [replace(h, rank=i) for i, h in enumerate(merged[:limit], start=1)]
+
+SPEC = ArmSpec(
+    SymbolsArm.name, STRUCTURAL, SymbolsArm, fused_by_default=True, weight=0.8,
+    build=lambda _settings: MatrixBuild(SymbolsArm.matrix_name, FIELDS, include),
+)
