@@ -10,10 +10,13 @@ including the ``epsilon * average_idf`` floor for negative idfs, and each docume
 ``k1 * (1 - b + b * |d| / avgdl)``): a query computes the impacts of its few columns only
 (well under a millisecond), with identical scores.
 
-An incremental index drops and appends rows of the term-major arrays directly (the new rows
-come last, so they go at the end of each column) and re-derives the statistics; no impact is
-precomputed, so an update does not recompute 7 million of them. Every matrix of an index
-shares one :class:`Vocabulary`.
+The term frequencies live in segments (:class:`Postings`, one per segment of the index, see
+:mod:`core.segments`) and the statistics over the live documents of all of them in
+:class:`CorpusStats`, updated by each generation from the last (the terms of removed documents
+read back from their postings, the new segment's added): an update writes a small segment and
+one array the size of the vocabulary, and the scores stay exactly those of one matrix over the
+live documents. No impact is precomputed. Every matrix of an index shares one
+:class:`Vocabulary` (:class:`IndexVocabulary` as an update grows it).
 
 scipy is imported only to build or update a matrix: a query reads the columns straight from
 the (memory-mapped) arrays with numpy, and importing ``scipy.sparse`` costs ~0.3 s of a warm
@@ -35,7 +38,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._sqlite import sqlite3
-from .store import Recent
 from .tokenize import WORD, expansion
 
 if TYPE_CHECKING:
@@ -86,32 +88,22 @@ class Vocabulary:
     # -- in the index database (table ``vocab``, see core.store) ---------------------------
 
     @classmethod
-    def read(cls, conn: sqlite3.Connection, stamp: str | None = None) -> "Vocabulary":
-        """The stored vocabulary, shared: a caller that grows it takes a :meth:`copy`.
+    def read(cls, conn: sqlite3.Connection) -> "Vocabulary":
+        """The whole stored vocabulary (an index update reads only what it needs:
+        :class:`IndexVocabulary`)."""
+        tokens: list = []
+        for token, col in conn.execute("SELECT token, col FROM vocab"):
+            if col >= len(tokens):
+                tokens.extend([None] * (col + 1 - len(tokens)))
+            tokens[col] = token
+        return cls(tokens)
 
-        ``stamp`` names the stored state (the indexer writes a new one with every change);
-        when this process last stored or read that state, the same instance is returned
-        without reading the table again (0.2 s at 50k chunks).
-        """
-        key = (_db_name(conn), stamp) if stamp else None
-        found = _recent.get(key)
-        if found is not None:
-            return found
-        # One string from SQLite, split in C: 0.1 s for 190k tokens, a row per token 0.25 s.
-        # Tokens are \w+ runs, so a newline never occurs in one.
-        (joined,) = conn.execute("SELECT group_concat(token, char(10)) FROM (SELECT token FROM vocab ORDER BY col)").fetchone()
-        vocab = cls(joined.split("\n") if joined else ())
-        _recent.put(key, vocab)
-        return vocab
-
-    def store(self, conn: sqlite3.Connection, start: int, stamp: str) -> None:
-        """Insert the tokens added since ``start`` (its length when read) and remember this
-        state under ``stamp``; the caller commits, and stores ``stamp`` with it."""
+    def store(self, conn: sqlite3.Connection, start: int) -> None:
+        """Insert the tokens added since ``start`` (its length when read); the caller commits."""
         conn.executemany(
             "INSERT INTO vocab(token, col) VALUES (?, ?)",
             zip(self.tokens[start:], range(start, len(self.tokens))),
         )
-        _recent.put((_db_name(conn), stamp), self.copy())  # the caller may go on growing its own
 
 
 class StoredVocabulary:
@@ -132,15 +124,6 @@ class StoredVocabulary:
         marks = ",".join("?" * len(distinct))
         found = dict(self._connection().execute(f"SELECT token, col FROM vocab WHERE token IN ({marks})", distinct))
         return [found.get(t) for t in tokens]
-
-
-# The vocabularies this process last stored or read, by database and stamp. Shared and never
-# mutated: the indexer grows a copy.
-_recent = Recent(4)
-
-
-def _db_name(conn: sqlite3.Connection) -> str:
-    return next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
 
 
 class TokenCounter:
@@ -243,23 +226,84 @@ def count_batch(
     return TokenBatch(counter.vocab.tokens, first, tf)
 
 
+class IndexVocabulary:
+    """The index's vocabulary as an index update grows it.
+
+    Tokens are looked up in the ``vocab`` table when a batch first needs them (an update of a
+    few files reads a few thousand rows, not the whole table: 0.2 s at 50k chunks, seconds and
+    hundreds of MB on the Linux sources), or all read up front for a pass large enough to meet
+    most of them (``preload``). New tokens get the columns after the stored ones;
+    :meth:`store` inserts them, in the caller's transaction.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, size: int | None = None, *, preload: bool = False) -> None:
+        if size is None:  # the columns run 0..n-1
+            (size,) = conn.execute("SELECT COUNT(*) FROM vocab").fetchone()
+        self._stored = int(size)
+        self._conn = conn
+        self._added: list[str] = []
+        self._saved = 0  # of _added, inserted into the table
+        self.index: dict[str, int] = {}
+        self._complete = self._stored == 0
+        if preload and not self._complete:
+            self.index = dict(conn.execute("SELECT token, col FROM vocab"))
+            self._complete = True
+
+    def __len__(self) -> int:
+        return self._stored + len(self._added)
+
+    def columns(self, tokens: Sequence[str]) -> list[int | None]:
+        """Each token's column, None for one the index has never seen."""
+        index = self.index
+        if not self._complete:
+            missing = [t for t in dict.fromkeys(tokens) if t not in index]
+            for start in range(0, len(missing), 500):
+                part = missing[start : start + 500]
+                marks = ",".join("?" * len(part))
+                index.update(self._conn.execute(f"SELECT token, col FROM vocab WHERE token IN ({marks})", part))
+        return list(map(index.get, tokens))
+
+    def add(self, token: str) -> int:
+        col = self.index.get(token)
+        if col is None:
+            col = self.index[token] = len(self)
+            self._added.append(token)
+        return col
+
+    def store(self, conn: sqlite3.Connection) -> None:
+        """Insert the tokens added since the last call (the caller commits)."""
+        start = self._stored + self._saved
+        conn.executemany(
+            "INSERT INTO vocab(token, col) VALUES (?, ?)",
+            zip(self._added[self._saved :], range(start, start + len(self._added) - self._saved)),
+        )
+        self._saved = len(self._added)
+
+
 class TokenMerger:
     """Joins :class:`TokenBatch` es, in order, into one vocabulary and tf matrix per name.
 
     The result is what counting every document in one :class:`TokenCounter` pass, field
     after field (sorted by name), gives: the same token ids (new tokens in order of first
     appearance, field-major) and the same term frequencies, so batches can be counted in
-    worker processes while the indexer goes on.
+    worker processes while the indexer goes on. ``vocab`` is a :class:`Vocabulary` or an
+    :class:`IndexVocabulary`; only the tokens new to it are held here.
     """
 
-    def __init__(self, vocab: Vocabulary, names: Iterable[str]) -> None:
+    def __init__(self, vocab: "Vocabulary | IndexVocabulary", names: Iterable[str]) -> None:
         self.vocab = vocab  # grown by finish()
-        self._provisional = vocab.copy()  # tokens numbered in arrival order
+        self._base = len(vocab)
+        self._new: dict[str, int] = {}  # tokens new to the vocabulary -> provisional column, in arrival order
         self._first: dict[str, list[np.ndarray]] = {}
         self._rows: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {name: [] for name in names}
 
     def add(self, batch: TokenBatch) -> None:
-        ids = np.fromiter(map(self._provisional.add, batch.tokens), dtype=np.int64, count=len(batch.tokens))
+        new, base = self._new, self._base
+        ids = np.fromiter(
+            (col if col is not None else new.setdefault(token, base + len(new))
+             for token, col in zip(batch.tokens, self.vocab.columns(batch.tokens))),
+            dtype=np.int64, count=len(batch.tokens),
+        )
         for name, tokens in batch.first.items():
             self._first.setdefault(name, []).append(ids[tokens])
         for name, tf in batch.tf.items():
@@ -268,18 +312,19 @@ class TokenMerger:
 
     def finish(self) -> None:
         """Grow ``vocab`` by the batches' new tokens, numbered as one counting pass would."""
-        base = len(self.vocab)
+        base = self._base
         seen = [ids for name in sorted(self._first) for ids in self._first[name]]
         order = np.concatenate(seen) if seen else np.empty(0, dtype=np.int64)
         order = order[order >= base]
         uniq, first = np.unique(order, return_index=True)
         new = uniq[np.argsort(first, kind="stable")]
-        self._final = np.arange(len(self._provisional), dtype=np.int32)
-        self._final[new] = base + np.arange(len(new))
-        tokens = self._provisional.tokens
+        self._final = np.empty(len(self._new), dtype=np.int32)
+        self._final[new - base] = base + np.arange(len(new))
+        tokens = list(self._new)
         for col in new.tolist():
-            self.vocab.add(tokens[col])
+            self.vocab.add(tokens[col - base])
         self._first.clear()
+        self._new = {}
 
     def tf(self, name: str) -> "sparse.csr_matrix":
         """The term frequencies of matrix ``name`` over the grown ``vocab`` (after :meth:`finish`);
@@ -291,7 +336,8 @@ class TokenMerger:
         indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
         indices = np.concatenate([p[1] for p in parts])
-        np.take(self._final, indices, out=indices)
+        renamed = indices >= self._base
+        indices[renamed] = self._final[indices[renamed] - self._base]
         data = np.concatenate([p[0] for p in parts]).astype(np.float64)
         del parts
         tf = sparse.csr_matrix((data, indices, indptr), shape=(len(lengths), len(self.vocab)))
@@ -299,57 +345,316 @@ class TokenMerger:
         return tf
 
 
-class BM25Matrix:
-    """Term frequencies (documents x terms, stored term-major) and the BM25Okapi statistics
-    that turn a column into impacts.
+class Postings:
+    """One segment's term frequencies, term-major: for each column the segment holds, its rows
+    (ascending) and their (weighted) counts; and each row's length and key (its chunk id).
 
-    ``keys`` holds the caller's id of each row (chunk ids), so rows can be removed by id.
+    Only the columns present are stored (``cols``, ascending, with ``indptr`` into the
+    entries): a segment of the Linux sources holds a few hundred thousand of the millions of
+    columns of the index's vocabulary, whose full-width pointer array would take 24 MB per
+    segment and matrix. Immutable once saved; a reader memory-maps it.
     """
 
-    def __init__(
-        self,
-        tf: sparse.csr_matrix,
-        vocab: Vocabulary,
-        keys: Sequence[int] | np.ndarray,
-        *,
-        k1: float = K1,
-        b: float = B,
-        epsilon: float = EPSILON,
-    ) -> None:
-        self.vocab = vocab
-        tf = widen(tf, len(vocab))
-        self.keys = np.asarray(keys, dtype=np.int64)
-        if len(self.keys) != tf.shape[0]:
-            raise ValueError(f"{len(self.keys)} keys for {tf.shape[0]} documents")
-        self.k1, self.b, self.epsilon = k1, b, epsilon
+    _ARRAYS = ("tf.cols", "tf.indptr", "tf.indices", "tf.data", "doc_len", "keys")
+    _OVER = ("tf.over", "tf.over_counts")
+
+    def __init__(self, cols, indptr, indices, data, doc_len, keys, over=None) -> None:
+        self.cols, self.indptr, self.indices, self.data = cols, indptr, indices, data
+        self.doc_len, self.keys = doc_len, keys
+        # As saved, the counts are one byte each; the few over 255 (157 of 3.4M entries in a
+        # segment of the Linux sources) are kept apart: (entry positions ascending, counts).
+        self.over: tuple[np.ndarray, np.ndarray] | None = over if over is not None and len(over[0]) else None
+
+    def counts(self) -> np.ndarray:
+        """Every entry's exact count (``data`` with the counts over 255 put back)."""
+        if self.over is None:
+            return np.asarray(self.data)
+        out = np.asarray(self.data).astype(self.over[1].dtype)
+        out[self.over[0]] = self.over[1]
+        return out
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indptr[-1]) if len(self.indptr) else 0
+
+    @classmethod
+    def from_tf(cls, tf: "sparse.csr_matrix", keys: Sequence[int] | np.ndarray) -> "Postings":
+        """From a documents x columns count matrix (rows in key order)."""
+        keys = np.asarray(keys, dtype=np.int64)
+        if len(keys) != tf.shape[0]:
+            raise ValueError(f"{len(keys)} keys for {tf.shape[0]} documents")
         doc_len = np.asarray(tf.sum(axis=1), dtype=np.float64).ravel()
         csc = tf.tocsc()
         csc.sort_indices()
-        # Counts (or weighted counts) are small multiples of 1/2: exact in float32.
-        self._set(csc.data.astype(np.float32), csc.indices.astype(np.int32, copy=False),
-                  csc.indptr.astype(np.int64, copy=False), doc_len, tf.shape)
+        counts = np.diff(csc.indptr)
+        cols = np.flatnonzero(counts).astype(np.int32)
+        indptr = np.zeros(len(cols) + 1, dtype=np.int64)
+        np.cumsum(counts[cols], out=indptr[1:])
+        return cls(cols, indptr, csc.indices.astype(_row_type(len(keys))), _compact_counts(csc.data), doc_len, keys)
 
-    def _set(self, data, indices, indptr, doc_len, shape) -> None:
-        """Adopt term-major arrays and derive the statistics (as rank-bm25 does)."""
-        self._columns = (data, indices, indptr)
-        self._doc_len = doc_len
-        self._shape = tuple(shape)
-        n, width = self._shape
-        self._idf = np.zeros(width)
-        self._dnorm = np.zeros(n)
-        if n == 0 or len(data) == 0:
-            return
-        avgdl = doc_len.sum() / n
-        df = np.diff(indptr)
-        present = df > 0
-        idf = self._idf
-        idf[present] = np.log(n - df[present] + 0.5) - np.log(df[present] + 0.5)
-        # rank-bm25 averages over the terms of the corpus only, then floors negative idfs.
-        average_idf = idf[present].sum() / present.sum()
-        idf[present & (idf < 0)] = self.epsilon * average_idf
-        self._dnorm = self.k1 * (1 - self.b + self.b * doc_len / avgdl)
+    def column(self, col: int) -> tuple[np.ndarray, np.ndarray]:
+        """The rows holding column ``col`` and their counts (empty when none does)."""
+        return self.columns([col])[0]
+
+    def columns(self, cols: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`column` of each of ``cols``, looked up at once."""
+        # In the stored type: searching int32 columns for int64 keys would convert them all.
+        want = np.asarray(cols, dtype=self.cols.dtype)
+        at = np.searchsorted(self.cols, want)
+        out = []
+        n = len(self.cols)
+        for i, col in zip(at.tolist(), want.tolist()):
+            if i == n or int(self.cols[i]) != col:
+                out.append((_NO_ROWS, _NO_COUNTS))
+                continue
+            lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])
+            counts = self.data[lo:hi]
+            if self.over is not None:
+                pos, big = self.over
+                a, b = np.searchsorted(pos, (lo, hi))
+                if b > a:
+                    counts = counts.astype(big.dtype)
+                    counts[pos[a:b] - lo] = big[a:b]
+            out.append((self.indices[lo:hi], counts))
+        return out
+
+    def df(self, width: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """Per column of ``width``, how many of the segment's rows hold it (of ``rows``, a
+        boolean mask, when given)."""
+        if rows is None:
+            return np.bincount(self.cols, weights=np.diff(self.indptr), minlength=width).astype(np.int64)
+        hit = np.flatnonzero(np.asarray(rows)[self.indices])
+        which = np.searchsorted(self.indptr, hit, side="right") - 1
+        return np.bincount(np.asarray(self.cols)[which], minlength=width).astype(np.int64)
+
+    def rows_of(self, keys: np.ndarray) -> np.ndarray:
+        """The rows of those ``keys`` this segment holds (keys ascending, as rows are)."""
+        keys = np.asarray(keys, dtype=np.int64)
+        if len(self.keys) == 0 or len(keys) == 0:
+            return np.empty(0, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return pos[np.asarray(self.keys)[pos] == keys]
+
+    def kept(self, keep: np.ndarray) -> "Postings":
+        """Without the rows where ``keep`` is False (renumbered, in order)."""
+        keep = np.asarray(keep, dtype=bool)
+        indices = np.asarray(self.indices)
+        entry_keep = keep[indices]
+        before = np.zeros(len(entry_keep) + 1, dtype=np.int64)
+        np.cumsum(entry_keep, out=before[1:])
+        indptr = before[np.asarray(self.indptr)]
+        present = np.diff(indptr) > 0
+        renumber = (np.cumsum(keep) - 1).astype(_row_type(int(keep.sum())))
+        return Postings(
+            np.asarray(self.cols)[present], np.concatenate([indptr[:-1][present], indptr[-1:]]),
+            renumber[indices[entry_keep]], self.counts()[entry_keep],
+            np.asarray(self.doc_len)[keep], np.asarray(self.keys)[keep],
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence["Postings"]) -> "Postings":
+        """The rows of ``parts``, one after the other (each column's rows stay ascending)."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls.empty()
+        cols = np.unique(np.concatenate([np.asarray(p.cols) for p in parts]))
+        counts = np.zeros(len(cols), dtype=np.int64)
+        slots = [np.searchsorted(cols, p.cols) for p in parts]
+        for p, at in zip(parts, slots):
+            counts[at] += np.diff(p.indptr)
+        indptr = np.zeros(len(cols) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        indices = np.empty(indptr[-1], dtype=_row_type(sum(len(p) for p in parts)))
+        data = np.empty(indptr[-1], dtype=np.result_type(*(p.counts().dtype for p in parts)))
+        filled = indptr[:-1].copy()  # where each column's next entries go
+        offset = 0
+        for p, at in zip(parts, slots):
+            lengths = np.diff(p.indptr)
+            # Entry e of column j lands at filled[j] + (e - p.indptr[j]).
+            entry_slot = np.repeat(at, lengths)
+            dest = filled[entry_slot] + (np.arange(p.nnz) - np.repeat(np.asarray(p.indptr[:-1]), lengths))
+            indices[dest] = np.asarray(p.indices).astype(indices.dtype) + offset
+            data[dest] = p.counts()
+            filled[at] += lengths
+            offset += len(p)
+        return cls(cols.astype(np.int32), indptr, indices, data,
+                   np.concatenate([np.asarray(p.doc_len) for p in parts]),
+                   np.concatenate([np.asarray(p.keys) for p in parts]))
+
+    @classmethod
+    def empty(cls) -> "Postings":
+        return cls(np.empty(0, dtype=np.int32), np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.uint16),
+                   np.empty(0, dtype=np.uint8), np.empty(0), np.empty(0, dtype=np.int64))
+
+    def save(self, directory: Path, name: str) -> None:
+        """Write ``<name>.<array>.npy`` files (memory-mappable) into a folder being prepared (it is
+        fsynced and renamed into place as a whole, so these need no temp files of their own):
+        4-byte entry pointers, whole counts in one byte each plus the few larger ones apart."""
+        data = self.counts()
+        over_at, over = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint16)
+        if data.dtype == np.uint16:
+            over_at = np.flatnonzero(data > 255)
+            over = data[over_at]
+            data = np.minimum(data, 255).astype(np.uint8)
+        indptr = np.asarray(self.indptr)
+        if indptr.size and indptr[-1] < 1 << 31:
+            indptr = indptr.astype(np.int32)
+        arrays = (self.cols, indptr, self.indices, data, self.doc_len, self.keys, over_at, over)
+        for part, array in zip(self._ARRAYS + self._OVER, arrays):
+            np.save(directory / f"{name}.{part}.npy", np.ascontiguousarray(array))
+
+    @classmethod
+    def load(cls, directory: Path, name: str) -> "Postings":
+        # Plain ndarray views of the maps: slicing a np.memmap runs Python code per slice.
+        main = [np.load(directory / f"{name}.{part}.npy", mmap_mode="r").view(np.ndarray) for part in cls._ARRAYS]
+        over = tuple(np.load(directory / f"{name}.{part}.npy") for part in cls._OVER)
+        return cls(*main, over=over)
+
+
+_NO_ROWS = np.empty(0, dtype=np.int32)
+_NO_COUNTS = np.empty(0, dtype=np.float32)
+
+
+def _row_type(rows: int) -> type:
+    """The narrowest type for row numbers below ``rows``: a segment of up to 65,536 rows (every
+    segment a cold build flushes) numbers them in 2 bytes."""
+    return np.uint16 if rows <= 1 << 16 else np.int32
+
+
+def _compact_counts(data: np.ndarray) -> np.ndarray:
+    """The counts in the narrowest exact type: whole counts (fields weighted by whole numbers)
+    up to 255 in one byte, up to 65,535 in two; anything else float32 (small multiples of 1/2
+    are exact there). The postings of the Linux sources: 8 bytes an entry before, 3 now."""
+    if data.size == 0:
+        return data.astype(np.uint8)
+    if np.all(data == np.rint(data)) and data.min() >= 0:
+        top = data.max()
+        if top <= 255:
+            return data.astype(np.uint8)
+        if top <= 65535:
+            return data.astype(np.uint16)
+    return data.astype(np.float32)
+
+
+class CorpusStats:
+    """BM25Okapi's statistics of a matrix's live documents, across its segments: the document
+    frequency of each column, the number of documents and their total length, and the average
+    idf rank-bm25 floors negative idfs with.
+
+    Kept per generation and updated from the last one (documents removed and added), so an
+    update reads and writes one array the size of the vocabulary, never one per document.
+    """
+
+    def __init__(self, df: np.ndarray, n: int, total: float, *, k1: float = K1, b: float = B,
+                 epsilon: float = EPSILON, average_idf: float | None = None) -> None:
+        self.df, self.n, self.total = df, int(n), float(total)
+        self.k1, self.b, self.epsilon = k1, b, epsilon
+        self.average_idf = self._average_idf() if average_idf is None else float(average_idf)
+
+    @property
+    def width(self) -> int:
+        return len(self.df)
+
+    @property
+    def avgdl(self) -> float:
+        return self.total / self.n if self.n else 0.0
+
+    def _average_idf(self) -> float:
+        """rank-bm25's: the mean idf over the corpus's terms, before the floor. Summed per
+        distinct document frequency (a few thousand values for millions of terms: 5 ms instead
+        of 80 for the 4.2M columns of the Linux sources); the same sum as term by term, but for
+        the rounding of its last bits."""
+        per_df = np.bincount(np.asarray(self.df), minlength=1)
+        per_df[0] = 0
+        df = np.flatnonzero(per_df)
+        if self.n == 0 or df.size == 0:
+            return 0.0
+        idf = np.log(self.n - df + 0.5) - np.log(df + 0.5)
+        return float(np.dot(per_df[df], idf) / per_df[df].sum())
+
+    def idf(self, cols: Sequence[int]) -> np.ndarray:
+        """The idf of each column (``epsilon * average_idf`` where negative, as rank-bm25)."""
+        df = np.asarray(self.df)[np.asarray(cols, dtype=np.int64)]
+        idf = np.log(self.n - df + 0.5) - np.log(df + 0.5)
+        idf[(df > 0) & (idf < 0)] = self.epsilon * self.average_idf
+        idf[df == 0] = 0.0
+        return idf
+
+    @classmethod
+    def of(cls, segments: Sequence[Postings], width: int, **params) -> "CorpusStats":
+        """The statistics of every row of ``segments``."""
+        df = np.zeros(width, dtype=np.int64)
+        for seg in segments:
+            df += seg.df(width)
+        return cls(df.astype(np.int32), sum(len(s) for s in segments),
+                   sum(float(np.asarray(s.doc_len).sum()) for s in segments), **params)
+
+    def updated(self, width: int, removed: Sequence[tuple[Postings, np.ndarray]], added: Sequence[Postings]) -> "CorpusStats":
+        """Without the rows ``removed`` (``(segment, boolean row mask)`` pairs) and with every row
+        of ``added``, over ``width`` columns (the vocabulary may have grown)."""
+        df = np.zeros(width, dtype=np.int64)
+        df[: self.width] = self.df
+        n, total = self.n, self.total
+        for seg, rows in removed:
+            df -= seg.df(width, rows)
+            n -= int(rows.sum())
+            total -= float(np.asarray(seg.doc_len)[rows].sum())
+        for seg in added:
+            df += seg.df(width)
+            n += len(seg)
+            total += float(np.asarray(seg.doc_len).sum())
+        if (df < 0).any():
+            raise ValueError("document frequencies went negative: removed rows were not counted")
+        return CorpusStats(df.astype(np.int32), n, total, k1=self.k1, b=self.b, epsilon=self.epsilon)
+
+    @classmethod
+    def empty(cls, **params) -> "CorpusStats":
+        return cls(np.zeros(0, dtype=np.int32), 0, 0.0, **params)
+
+    def save(self, directory: Path, name: str) -> None:
+        np.save(directory / f"{name}.df.npy", np.ascontiguousarray(self.df, dtype=np.int32))
+        header = {"n": self.n, "total": self.total, "average_idf": self.average_idf, "width": self.width,
+                  "k1": self.k1, "b": self.b, "epsilon": self.epsilon}
+        (directory / f"{name}.stats.json").write_text(json.dumps(header), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path, name: str) -> "CorpusStats":
+        header = json.loads((directory / f"{name}.stats.json").read_text(encoding="utf-8"))
+        df = np.load(directory / f"{name}.df.npy", mmap_mode="r").view(np.ndarray)
+        return cls(df, header["n"], header["total"], k1=header["k1"], b=header["b"], epsilon=header["epsilon"],
+                   average_idf=header["average_idf"])
+
+
+class BM25Matrix:
+    """BM25Okapi over term frequencies held in segments, with the statistics of their live rows.
+
+    Rows are numbered across the segments in order (``keys`` holds the caller's id of each,
+    chunk ids). A row that is no longer live (its chunk was removed) stays in its segment
+    until a merge drops it; the statistics leave it out, and the caller masks it out of
+    :meth:`top` (``allowed``). Scores equal ``rank_bm25.BM25Okapi.get_scores`` over the live
+    rows.
+    """
+
+    def __init__(self, segments: Sequence[Postings], stats: CorpusStats, vocab) -> None:
+        self.segments = list(segments)
+        self.stats = stats
+        self.vocab = vocab
+        self.k1, self.b, self.epsilon = stats.k1, stats.b, stats.epsilon
+        self.offsets = np.zeros(len(self.segments) + 1, dtype=np.int64)
+        np.cumsum([len(s) for s in self.segments], out=self.offsets[1:])
+        self._dnorm: dict[int, np.ndarray] = {}
+        self._keys: np.ndarray | None = None
 
     # -- building -----------------------------------------------------------------------
+
+    @classmethod
+    def from_tf(cls, tf: "sparse.csr_matrix", vocab, keys: Sequence[int] | np.ndarray, **params) -> "BM25Matrix":
+        """One segment holding ``tf``'s rows, every one live."""
+        seg = Postings.from_tf(tf, keys)
+        return cls([seg], CorpusStats.of([seg], max(len(vocab), tf.shape[1]), **params), vocab)
 
     @classmethod
     def from_documents(
@@ -373,120 +678,117 @@ class BM25Matrix:
             shape=(len(indptr) - 1, len(vocab)),
         )
         n = tf.shape[0]
-        return cls(tf, vocab, np.arange(n) if keys is None else keys, **params)
-
-    def updated(self, remove_keys: Iterable[int], tf_new: sparse.csr_matrix, keys: Sequence[int]) -> "BM25Matrix":
-        """A new matrix without the rows of ``remove_keys`` and with ``tf_new`` appended.
-
-        ``tf_new``'s columns are ids of this matrix's vocabulary, which may have grown. The
-        term-major arrays are edited in place of a copy: the rows kept are renumbered, and the
-        new rows (numbered after them) go at the end of each column, which is where a fresh
-        conversion would put them, so the result equals building the matrix anew.
-        """
-        data, indices, indptr = self._columns
-        n_old, old_width = self._shape
-        keep = ~np.isin(self.keys, np.fromiter(remove_keys, dtype=np.int64))
-        if keep.all():
-            data, indices, indptr = np.asarray(data), np.asarray(indices), np.asarray(indptr)
-            doc_len = np.asarray(self._doc_len)
-        else:
-            entry_keep = keep[indices]
-            before = np.zeros(len(entry_keep) + 1, dtype=np.int64)
-            np.cumsum(entry_keep, out=before[1:])
-            indptr = before[indptr]
-            renumber = (np.cumsum(keep) - 1).astype(np.int32)
-            indices = renumber[np.asarray(indices)[entry_keep]]
-            data = np.asarray(data)[entry_keep]
-            doc_len = np.asarray(self._doc_len)[keep]
-        width = len(self.vocab)
-        if width > old_width:
-            indptr = np.concatenate([indptr, np.full(width - old_width, indptr[-1], dtype=np.int64)])
-        new = widen(tf_new, width)
-        n_kept = len(doc_len)
-        new_csc = new.tocsc()
-        new_csc.sort_indices()
-        at = np.repeat(indptr[1:], np.diff(new_csc.indptr))  # the end of each column
-        out = BM25Matrix.__new__(BM25Matrix)
-        out.vocab, out.k1, out.b, out.epsilon = self.vocab, self.k1, self.b, self.epsilon
-        out.keys = np.concatenate([self.keys[keep], np.asarray(keys, dtype=np.int64)])
-        if len(out.keys) != n_kept + new.shape[0]:
-            raise ValueError(f"{len(keys)} keys for {new.shape[0]} new documents")
-        out._set(
-            np.insert(data, at, new_csc.data.astype(np.float32)),
-            np.insert(indices, at, (new_csc.indices + n_kept).astype(np.int32)),
-            indptr + new_csc.indptr.astype(np.int64, copy=False),
-            np.concatenate([doc_len, np.asarray(new.sum(axis=1), dtype=np.float64).ravel()]),
-            (n_kept + new.shape[0], width),
-        )
-        return out
+        return cls.from_tf(tf, vocab, np.arange(n) if keys is None else keys, **params)
 
     # -- querying -----------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return self._shape[0]
+        return int(self.offsets[-1])
 
-    def _postings(self, cols: list[int], weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Rows and weighted impacts of the query columns, column after column.
+    @property
+    def keys(self) -> np.ndarray:
+        """Every row's key, in row order."""
+        if self._keys is None:
+            self._keys = np.concatenate([np.asarray(s.keys) for s in self.segments]) if self.segments else np.empty(0, dtype=np.int64)
+        return self._keys
+
+    def _norms(self, i: int) -> np.ndarray:
+        """``k1 * (1 - b + b * |d| / avgdl)`` of segment ``i``'s rows (computed once, as rank-bm25)."""
+        dnorm = self._dnorm.get(i)
+        if dnorm is None:
+            doc_len = np.asarray(self.segments[i].doc_len)
+            avgdl = self.stats.avgdl
+            dnorm = self.k1 * (1 - self.b + self.b * doc_len / avgdl) if avgdl else np.zeros(len(doc_len))
+            self._dnorm[i] = dnorm
+        return dnorm
+
+    def _postings(self, i: int, cols: list[int], weights: np.ndarray, idf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and weighted impacts of the query columns in segment ``i``, column after column.
 
         An impact is ``idf * (f (k1 + 1)) / (k1 (1 - b + b |d| / avgdl) + f)``, computed in that
-        order for these postings only. Summing them per row in this order (``np.bincount``)
-        adds exactly what a sparse product over the precomputed impacts would add.
+        order for these postings only (every column's at once: the same operations on each
+        value). Summing them per row in this order (``np.bincount``) adds exactly what a sparse
+        product over the precomputed impacts would add.
         """
-        data, indices, indptr = self._columns
-        rows, values = [], []
-        for col, weight in zip(cols, weights):
-            lo, hi = int(indptr[col]), int(indptr[col + 1])
-            at = np.asarray(indices[lo:hi])
-            f = np.asarray(data[lo:hi], dtype=np.float64)
-            impact = f * (self.k1 + 1)
-            impact /= self._dnorm[at] + f
-            impact *= self._idf[col]
-            rows.append(at)
-            values.append(impact * weight)
-        if len(rows) == 1:
-            return rows[0], values[0]
-        return np.concatenate(rows), np.concatenate(values)
+        found = self.segments[i].columns(cols)
+        lengths = [len(at) for at, _f in found]
+        if not any(lengths):
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        at = np.concatenate([at for at, _f in found])
+        f = np.concatenate([f for _at, f in found]).astype(np.float64)
+        impact = f * (self.k1 + 1)
+        impact /= self._norms(i)[at] + f
+        impact *= np.repeat(idf, lengths)
+        return at, impact * np.repeat(weights, lengths)
 
     def get_scores(self, query_tokens: Sequence[str]) -> np.ndarray:
         """Scores of every row, equal to ``rank_bm25.BM25Okapi.get_scores`` (repeated terms count again)."""
         cols, weights = self._query_columns(query_tokens)
+        out = np.zeros(len(self))
         if not cols:
-            return np.zeros(len(self))
-        rows, values = self._postings(cols, weights)
-        return np.bincount(rows, weights=values, minlength=len(self)).astype(np.float64, copy=False)
+            return out
+        idf = self.stats.idf(cols)
+        for i, seg in enumerate(self.segments):
+            rows, values = self._postings(i, cols, weights, idf)
+            if rows.size:
+                lo = self.offsets[i]
+                out[lo : lo + len(seg)] = np.bincount(rows, weights=values, minlength=len(seg))
+        return out
 
     def top(
         self, query_tokens: Sequence[str], limit: int, allowed: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Row positions and scores of the best ``limit`` rows that contain a query term.
 
-        ``allowed`` is a boolean mask over rows (filters). Ties go to the earlier row.
+        ``allowed`` is a boolean mask over rows (filters, and the rows no longer live). Ties
+        go to the earlier row.
         """
         cols, weights = self._query_columns(query_tokens)
         empty = np.empty(0, dtype=np.int64), np.empty(0)
         if not cols or limit <= 0:
             return empty
-        posting_rows, values = self._postings(cols, weights)
-        # Dense score vector plus a "contains a query term" mask: both O(postings), no sorting.
-        scores = np.bincount(posting_rows, weights=values, minlength=len(self))
-        matched = np.zeros(len(self), dtype=bool)
-        matched[posting_rows] = True
-        if allowed is not None:
-            matched &= allowed
-        rows = np.flatnonzero(matched)
-        if rows.size == 0:
+        idf = self.stats.idf(cols)
+        found_rows, found_scores = [], []
+        for i, seg in enumerate(self.segments):
+            posting_rows, values = self._postings(i, cols, weights, idf)
+            if posting_rows.size == 0:
+                continue
+            n = len(seg)
+            lo = int(self.offsets[i])
+            if posting_rows.size * 8 < n:
+                # Few postings (a rare term, a small segment's): sum them by row, no array of n.
+                rows, inverse = np.unique(posting_rows, return_inverse=True)
+                scores = np.bincount(inverse, weights=values)  # added in the same order as below
+                rows = rows.astype(np.int64)
+                if allowed is not None:
+                    keep = allowed[lo + rows]
+                    rows, scores = rows[keep], scores[keep]
+            else:
+                # Dense score vector plus a "contains a query term" mask: both O(postings), no sorting.
+                scores = np.bincount(posting_rows, weights=values, minlength=n)
+                matched = np.zeros(n, dtype=bool)
+                matched[posting_rows] = True
+                if allowed is not None:
+                    matched &= allowed[lo : lo + n]
+                rows = np.flatnonzero(matched)
+                scores = scores[rows]
+            if rows.size == 0:
+                continue
+            if rows.size > limit:
+                # Keep everything tied with the limit-th score so ties resolve by row, not by chance.
+                kth = np.partition(scores, rows.size - limit)[rows.size - limit]
+                keep = scores >= kth
+                rows, scores = rows[keep], scores[keep]
+            found_rows.append(rows + lo)
+            found_scores.append(scores)
+        if not found_rows:
             return empty
-        scores = scores[rows]
-        if rows.size > limit:
-            # Keep everything tied with the limit-th score so ties resolve by row, not by chance.
-            kth = np.partition(scores, rows.size - limit)[rows.size - limit]
-            keep = scores >= kth
-            rows, scores = rows[keep], scores[keep]
+        rows, scores = np.concatenate(found_rows), np.concatenate(found_scores)
         order = np.lexsort((rows, -scores))[:limit]
         return rows[order], scores[order]
 
     def _query_columns(self, query_tokens: Sequence[str]) -> tuple[list[int], np.ndarray]:
-        width = self._shape[1]
+        width = self.stats.width
         counts = Counter(
             col for col in self.vocab.columns(query_tokens) if col is not None and col < width
         )
@@ -494,39 +796,11 @@ class BM25Matrix:
 
     # -- persistence --------------------------------------------------------------------
 
-    _ARRAYS = ("tf.data", "tf.indices", "tf.indptr", "doc_len", "idf", "dnorm", "keys")
-
-    def save(self, directory: Path, name: str) -> None:
-        """Write the matrix as ``.npy`` arrays (memory-mappable) plus a small JSON header.
-
-        The directory is a fresh generation folder renamed into place as a whole, so these
-        writes need no temp files of their own. The vocabulary is stored by the caller, once
-        for all the matrices that share it.
-        """
-        data, indices, indptr = self._columns
-        arrays = (data, indices, indptr, self._doc_len, self._idf, self._dnorm, self.keys)
-        for part, array in zip(self._ARRAYS, arrays):
-            np.save(directory / f"{name}.{part}.npy", np.ascontiguousarray(array))
-        header = {"shape": list(self._shape), "k1": self.k1, "b": self.b, "epsilon": self.epsilon}
-        (directory / f"{name}.json").write_text(json.dumps(header), encoding="utf-8")
-
     @classmethod
-    def load(cls, directory: Path, name: str, vocab: "Vocabulary | StoredVocabulary") -> "BM25Matrix":
-        """Memory-map a saved matrix: nothing is read until a query touches its columns."""
-        header = json.loads((directory / f"{name}.json").read_text(encoding="utf-8"))
-        # Plain ndarray views of the maps: slicing a np.memmap runs Python code per slice
-        # (~0.8 ms of a query's column slices).
-        data, indices, indptr, doc_len, idf, dnorm, keys = (
-            np.load(directory / f"{name}.{part}.npy", mmap_mode="r").view(np.ndarray) for part in cls._ARRAYS
-        )
-        self = cls.__new__(cls)
-        self.vocab = vocab
-        self.keys = np.asarray(keys)
-        self.k1, self.b, self.epsilon = header["k1"], header["b"], header["epsilon"]
-        self._columns = (data, indices, indptr)
-        self._doc_len, self._idf, self._dnorm = doc_len, idf, dnorm
-        self._shape = tuple(header["shape"])
-        return self
+    def load(cls, stats_dir: Path, segment_dirs: Sequence[Path], name: str, vocab) -> "BM25Matrix":
+        """Memory-map a generation's matrix: its statistics in ``stats_dir``, its rows in the
+        segment folders, in order. Nothing is read until a query touches its columns."""
+        return cls([Postings.load(d, name) for d in segment_dirs], CorpusStats.load(stats_dir, name), vocab)
 
 
 def widen(matrix: sparse.csr_matrix, width: int) -> sparse.csr_matrix:
@@ -539,6 +813,7 @@ def widen(matrix: sparse.csr_matrix, width: int) -> sparse.csr_matrix:
 
 
 __all__ = [
-    "BM25Matrix", "StoredVocabulary", "TokenBatch", "TokenCounter", "TokenMerger", "Vocabulary", "count_batch",
+    "BM25Matrix", "CorpusStats", "IndexVocabulary", "Postings", "StoredVocabulary", "TokenBatch", "TokenCounter",
+    "TokenMerger", "Vocabulary", "count_batch",
     "K1", "B", "EPSILON",
 ]

@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an
     from .indexer import IndexSettings, IndexStats, NotifyFn, ProgressFn
 
 MAX_QUERY_CHARS = 1000
+#: An arm's error when the index was deleted from under the engine (see Engine.index_gone).
+INDEX_GONE = "the index folder was deleted: it is being rebuilt"
 MAX_TOP_K = 1000
 DEFAULT_TOP_K = 10
 #: Whether hits that only touch (``end + 1 == start``) merge. Budgeted chunks partition a
@@ -167,6 +169,10 @@ class Engine:
         """
         from .indexer import Indexer
 
+        if self.index_gone:
+            self.notify(f"the index folder {self.directory} was deleted; rebuilding it")
+            with self._lock:
+                self._view, self._arms = None, {}
         stats = Indexer(self.root, self.directory, self.settings, self.notify).update(progress)
         with self._lock:
             if self._view is None or self._view.generation != stats.generation:
@@ -239,7 +245,14 @@ class Engine:
 
     @property
     def ready(self) -> bool:
-        return self._view is not None
+        return self._view is not None and not self.index_gone
+
+    @property
+    def index_gone(self) -> bool:
+        """The index this engine opened was deleted from under it (its folder, or its database,
+        removed by hand): its arms may still answer from what they mapped, but nothing of it
+        will be there to update. :meth:`ensure_index` rebuilds it; :meth:`search` does first."""
+        return self._view is not None and not self._view.db_path.exists()
 
     def arm(self, name: str) -> Arm:
         """The opened arm, or :class:`ArmUnavailable` with the reason it is skipped."""
@@ -292,6 +305,8 @@ class Engine:
     ) -> ArmResult:
         """Run one arm in the calling thread (the TUI gives each arm its own worker)."""
         t0 = time.perf_counter()
+        if self.index_gone:
+            return ArmResult(name, error=INDEX_GONE, query=query)
         try:
             arm, view = self._arm_on_view(name)
         except ArmUnavailable as exc:
@@ -361,6 +376,8 @@ class Engine:
         check_top_k(top_k)
         fs = self.fusion(settings, arms=arms, weights=weights, k=k, priors=priors)
         names = list(fs.arms)
+        if self.index_gone:  # deleted from under us: build it again, then answer
+            self.ensure_index()
         self.view  # fail fast, before any thread, when the index is not open
 
         def job(name: str) -> ArmResult:

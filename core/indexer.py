@@ -2,16 +2,21 @@
 
 Files are compared with the last run by size + mtime, then by content hash; only added or
 changed files are re-read, re-chunked and re-embedded, and removed ones are dropped. The
-indexer stores the files and chunks and writes the chunk table; each arm of the registry
-(:mod:`core.arms`) writes and updates its own part through its :class:`core.arms.protocol.ArmBuild`.
-All artifacts of the new state go into a fresh generation folder, fsynced and renamed into
-place; committing ``generation`` in SQLite is the single switch-over (see :mod:`core.store`).
-A file lock makes a second indexer wait for the first instead of interleaving with it.
+indexer stores the files and chunks and writes each new segment's chunk table; each arm of
+the registry (:mod:`core.arms`) writes its part of the segment and of the generation through
+its :class:`core.arms.protocol.ArmBuild`. The new chunks go into a new segment, the old
+chunks of changed and removed files are tombstoned, and segments merge now and then
+(:mod:`core.segments`); a cold build commits a generation every
+:data:`core.segments.SEGMENT_CHUNKS` chunks, so its memory stays bounded and a build killed
+at any point resumes after the last one. Every new folder is fsynced and renamed into place;
+committing ``generation`` in SQLite is the single switch-over (see :mod:`core.store`). A file
+lock makes a second indexer wait for the first instead of interleaving with it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import json
@@ -28,14 +33,15 @@ import numpy as np
 from . import __version__
 from ._sqlite import sqlite3
 from .arms import REGISTRY
-from .arms.protocol import ArmBuild, Documents, Generation
+from .arms.protocol import ArmBuild, Documents, Generation, SegmentMerge
 from .atomic import publish_folder
-from .bm25 import TokenBatch, TokenMerger, Vocabulary, count_batch
+from .bm25 import IndexVocabulary, TokenBatch, TokenMerger, count_batch
 from .chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
 from .discovery import DiscoveryOptions, FileEntry, discover, load_text
 from .languages import language_for
 from .secrets import RULES_VERSION as SECRET_RULES
-from .store import FORMAT_VERSION, SCHEMA, ChunkTable, connect, gen_dir_name, read_meta
+from .segments import SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
+from .store import FORMAT_VERSION, SCHEMA, ChunkTable, IndexWriteError, connect, gen_dir_name, read_meta
 from .types import Chunk
 from .workers import ordered_map
 
@@ -58,6 +64,16 @@ KEEP_ON_RESET = frozenset(
 )
 #: "deep" runs after the commit, only when that arm is wanted (core.engine.Engine.ensure_index).
 STAGES = ("discover", "read", "chunk", "lexical", "embed", "write", "deep")
+#: A pass with this many files to index reads the whole vocabulary up front (it will meet most
+#: of it); a smaller one looks up the tokens its batches hold (a few thousand rows, not millions).
+VOCAB_PRELOAD_FILES = 2000
+#: Test hook (core.indexer._checkpoint): ``name`` or ``name:n`` kills this process with SIGKILL at
+#: the n-th (default first) pass through that checkpoint: chunk (a batch stored), segment (a
+#: segment folder in place, its generation not committed), merge, generation (a generation
+#: folder in place, not committed), commit (just committed).
+FAULT_ENV = "RANKLENS_FAULT"
+#: Errors writing the index that say nothing is wrong with ranklens: the disk or the folder.
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
 
 
 @dataclass(frozen=True)
@@ -174,8 +190,23 @@ class Indexer:
             lock.acquire()
         try:
             return self._update(progress or (lambda _p: None))
+        except IndexWriteError:
+            raise
+        except OSError as exc:
+            if exc.errno in _WRITE_ERRORS:
+                raise IndexWriteError(exc.errno, self._write_failed(exc.strerror or str(exc))) from exc
+            if exc.errno is None and " written" in str(exc):  # numpy's short write: "N requested and M written"
+                raise IndexWriteError(self._write_failed("a file could not be written in full")) from exc
+            raise
+        except sqlite3.OperationalError as exc:
+            if not any(word in str(exc) for word in ("full", "disk I/O", "readonly", "unable to open")):
+                raise
+            raise IndexWriteError(self._write_failed(str(exc))) from exc
         finally:
             lock.release()
+
+    def _write_failed(self, why: str) -> str:
+        return f"cannot write the index in {self.directory} ({why}); the previous index is kept"
 
     # -- the pass -----------------------------------------------------------------------
 
@@ -202,6 +233,7 @@ class Indexer:
             if prev_gen and not plan.dirty and not any(p.stale(meta) for p in parts.values()):
                 self._touch(conn, plan)
                 self._store_discovery(conn, meta, stats.discovery)
+                self._clean(meta)  # what a pass killed after its commit left behind
                 return self._finish(stats, conn, prev_gen, parts)
             return self._write(conn, meta, plan, parts, stats, clock, progress)
         finally:
@@ -237,7 +269,7 @@ class Indexer:
                 reason = "chunking or discovery settings changed"
             elif meta and meta.get("arms") != _built_arms():  # an arm's part would be missing
                 reason = "the retriever arms changed"
-            elif meta.get("generation") and not (self.directory / gen_dir_name(int(meta["generation"]))).is_dir():
+            elif meta.get("generation") and not self._generation_whole(int(meta["generation"])):
                 reason = "index files are missing"
         except (sqlite3.DatabaseError, ValueError) as exc:
             reason = f"index database is corrupt ({exc})"
@@ -252,6 +284,14 @@ class Indexer:
         conn.executescript(_schema(self.settings))
         return conn, {}, reason
 
+    def _generation_whole(self, number: int) -> bool:
+        """Whether generation ``number``'s folder and every segment it lists are there."""
+        try:
+            manifest = Manifest.load(self.directory / gen_dir_name(number))
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        return all((self.directory / s.name).is_dir() for s in manifest.segments)
+
     def _reset(self) -> None:
         for entry in self.directory.iterdir():
             if entry.name in KEEP_ON_RESET:
@@ -262,41 +302,52 @@ class Indexer:
                 entry.unlink(missing_ok=True)
 
     def _plan(self, conn: sqlite3.Connection, files: list[FileEntry], progress: ProgressFn, stats: IndexStats) -> "_Plan":
+        """What changed: each listed file compared with the last pass by size and mtime, then (a
+        known file whose stat moved) by content hash. New and changed files are read again when
+        they are chunked (in the chunking workers), so no text is held here."""
         known = {
             path: (size, mtime, sha)
             for path, size, mtime, sha in conn.execute("SELECT path, size, mtime_ns, sha256 FROM files")
         }
+        unread = {row[0]: row[1:] for row in conn.execute("SELECT path, size, mtime_ns, reason, redacted FROM unread")}
         plan = _Plan()
         total = len(files)
         for i, entry in enumerate(files, start=1):
             if i % 200 == 0 or i == total:
                 progress(Progress("read", i, total))
             old = known.pop(entry.path, None)
-            if old and old[0] == entry.size and old[1] == entry.mtime_ns:
+            if old is None:
+                was = unread.pop(entry.path, None)
+                if was is not None and was[0] == entry.size and was[1] == entry.mtime_ns:
+                    stats.skipped.append((entry.path, was[2]))  # as when it was read
+                    if was[3]:
+                        stats.redacted.append((entry.path, json.loads(was[3])))
+                    continue
+                if was is not None:
+                    plan.unread.add(entry.path)
+                plan.changed.append((entry, False))
+                continue
+            if old[0] == entry.size and old[1] == entry.mtime_ns:
                 stats.unchanged += 1
                 continue
             loaded = load_text(self.root, entry, self.settings.options.max_bytes)
-            text = loaded.text
-            if loaded.redacted:
-                stats.redacted.append((entry.path, loaded.redacted))
-            if text is None:
-                stats.skipped.append((entry.path, loaded.reason))
-                if old:
-                    plan.removed.append(entry.path)
-                continue
-            sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-            if old and old[2] == sha:
-                plan.touched.append((entry, sha))
+            if loaded.text is not None and _sha(loaded.text) == old[2]:
+                plan.touched.append((entry, old[2]))
                 stats.unchanged += 1
                 continue
-            plan.changed.append((entry, text, sha, old is not None))
+            plan.changed.append((entry, True))
+        plan.unread_gone.extend(unread)
         plan.removed.extend(known)
-        stats.added = sum(1 for c in plan.changed if not c[3])
+        stats.added = sum(1 for _entry, existed in plan.changed if not existed)
         stats.changed = len(plan.changed) - stats.added
         stats.removed = len(plan.removed)
         return plan
 
     def _touch(self, conn: sqlite3.Connection, plan: "_Plan") -> None:
+        """Note the new stat of files whose content did not change, and forget unreadable files
+        no longer listed."""
+        if plan.unread_gone:
+            conn.executemany("DELETE FROM unread WHERE path = ?", [(p,) for p in plan.unread_gone])
         if plan.touched:
             conn.executemany(
                 "UPDATE files SET size = ?, mtime_ns = ?, sha256 = ? WHERE path = ?",
@@ -304,152 +355,253 @@ class Indexer:
             )
 
     def _write(self, conn, meta, plan, parts: dict[str, ArmBuild], stats, clock, progress) -> IndexStats:
-        prev_gen = int(meta.get("generation", "0"))
-        gen = prev_gen + 1
-        final = self.directory / gen_dir_name(gen)
-        tmp = self.directory / f"{gen_dir_name(gen)}.tmp-{os.getpid()}"
-        for stale in self.directory.glob(f"{gen_dir_name(gen)}*"):  # left by a run that died before committing
-            shutil.rmtree(stale, ignore_errors=True)
-        tmp.mkdir()
-        conn.execute("BEGIN IMMEDIATE")
-        build = Generation(
-            conn=conn,
-            out=tmp,
-            prev=self.directory / gen_dir_name(prev_gen) if prev_gen else None,
-            meta=meta,
-            settings=self.settings,
-            progress=lambda stage, done, total: progress(Progress(stage, done, total)),
-            seconds=stats.seconds,
-        )
+        """Store the changed files' chunks and commit them, one generation per segment of
+        :data:`core.segments.SEGMENT_CHUNKS` chunks (a cold build commits many; an update one):
+        a pass killed at any point keeps every generation it committed, and the next one goes
+        on from there (the files they hold are known)."""
+        self._clean(meta)
+        documents = {name: p.documents for name, p in parts.items() if p.documents is not None}
+        size = meta.get("vocab_size")
+        vocab = IndexVocabulary(conn, int(size) if size else None, preload=len(plan.changed) >= VOCAB_PRELOAD_FILES)
+        total = len(plan.changed)
+        feed = _Feed(self._chunked(plan.changed, documents), parts, int(meta.get("next_chunk_id", "1")), plan.unread)
+        state = _State.of(self.directory, meta)
+        first = True
         try:
-            build.removed = self._stale_chunks(conn, plan)
-            for part in parts.values():
-                part.begin(build)
-            self._delete_chunks(conn, plan, build.removed)
-            vocab = Vocabulary.read(conn, meta.get("vocab_stamp")).copy()  # it grows
-            known = len(vocab)
-            documents = {name: p.documents for name, p in parts.items() if p.documents is not None}
-            build.tokens = TokenMerger(vocab, documents)
-            with clock("chunk"):
-                new_chunks, new_ids = self._insert_chunks(conn, meta, plan, progress, parts, build.tokens, documents)
-            build.added, build.added_ids = new_chunks, np.asarray(new_ids, dtype=np.int64)
-            for part in parts.values():
-                part.added()
-            with clock("lexical"):
-                steps = len(parts) + 1
-                progress(Progress("lexical", 0, steps))
-                build.tokens.finish()
-                build.vocab = vocab
-                for i, part in enumerate(parts.values(), start=1):
-                    part.write(build)
-                    progress(Progress("lexical", i, steps))
-                stamp = uuid.uuid4().hex
-                vocab.store(conn, known, stamp)
-                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('vocab_stamp', ?)", (stamp,))
-                self._write_chunk_table(conn, tmp, prev_gen, build.removed, new_chunks, new_ids)
-                progress(Progress("lexical", steps, steps))
-            for part in parts.values():
-                part.finish(build)
-            with clock("write"):
-                progress(Progress("write", 0, 1))
-                publish_folder(tmp, final)
-                values = {
-                    "format": str(FORMAT_VERSION),
-                    "generation": str(gen),
-                    "root": str(self.root),
-                    "settings": self.settings.fingerprint(),
-                    "secret_rules": str(SECRET_RULES),
-                    "discovery": json.dumps({k: stats.discovery[k] for k in ("hidden", "no_ignore")}, sort_keys=True),
-                    "arms": _built_arms(),
-                    "ranklens": __version__,
-                    "updated": str(time.time()),
-                }
+            while True:
+                gen = self._generation(conn, meta, state, parts, vocab, documents, stats, progress)
+                if first:
+                    self._remove_files(conn, plan, parts, gen)
+                    self._touch(conn, plan)
+                    first = False
+                with clock("chunk"):
+                    new_ids, new_chunks = self._store(conn, feed, parts, gen, stats, progress, total)
+                gen.final = feed.exhausted and not feed.held
+                gen.added, gen.added_ids = new_chunks, np.asarray(new_ids, dtype=np.int64)
+                if not new_ids:  # only removals: no new segment
+                    shutil.rmtree(gen.segment, ignore_errors=True)
+                    gen.segment = None
                 for part in parts.values():
-                    values.update(part.meta())
-                conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", values.items())
-                conn.execute("COMMIT")
-                progress(Progress("write", 1, 1))
+                    part.added()
+                if not gen.final:  # keep the embedder and the chunking workers busy meanwhile
+                    with clock("chunk"):
+                        feed.pull_ahead(lambda: all(p.ready() for p in parts.values()))
+                meta = self._commit(conn, meta, state, gen, parts, vocab, stats, clock, progress)
+                if gen.final:
+                    break
         except BaseException:
+            feed.close()
             for part in parts.values():
                 part.abandon()
-            conn.execute("ROLLBACK")
-            shutil.rmtree(tmp, ignore_errors=True)
-            shutil.rmtree(final, ignore_errors=True)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._clean(None)
             raise
-        self._drop_old_generations(gen)
-        return self._finish(stats, conn, gen, parts)
+        stats.added -= feed.unreadable_new
+        stats.changed -= feed.unreadable_old
+        stats.removed += feed.unreadable_old
+        return self._finish(stats, conn, state.generation, parts)
+
+    def _generation(self, conn, meta, state: "_State", parts, vocab, documents, stats, progress) -> Generation:
+        """Open the next generation's transaction and folders, and begin every arm's part."""
+        number = state.generation + 1
+        for stale in (self.directory / gen_dir_name(number), self.directory / seg_dir_name(state.next_segment)):
+            shutil.rmtree(stale, ignore_errors=True)  # left by a pass that died before committing
+        out = self.directory / f"{gen_dir_name(number)}.tmp-{os.getpid()}"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        segment = self.directory / f"{seg_dir_name(state.next_segment)}.tmp-{os.getpid()}"
+        shutil.rmtree(segment, ignore_errors=True)
+        segment.mkdir()
+        conn.execute("BEGIN IMMEDIATE")
+        prev = self.directory / gen_dir_name(state.generation) if state.generation else None
+        gen = Generation(
+            conn=conn, out=out, prev=prev, meta=meta, settings=self.settings,
+            progress=lambda stage, done, total: progress(Progress(stage, done, total)), seconds=stats.seconds,
+            segment=segment,
+            segments=[(self.directory / s.name, s.first, s.last) for s in state.manifest.segments],
+            tokens=TokenMerger(vocab, documents), vocab=vocab,
+        )
+        for part in parts.values():
+            part.begin(gen)
+        return gen
+
+    def _remove_files(self, conn, plan: "_Plan", parts: dict[str, ArmBuild], gen: Generation) -> None:
+        """Drop the chunks and rows of the files gone from the tree (in the open transaction)."""
+        for batch in _batches(plan.removed, 500):
+            marks = ",".join("?" * len(batch))
+            ids = [r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE path IN ({marks})", batch)]
+            self._drop_chunks(conn, parts, gen, ids)
+            conn.execute(f"DELETE FROM files WHERE path IN ({marks})", batch)
+
+    def _drop_chunks(self, conn, parts: dict[str, ArmBuild], gen: Generation, ids: list[int]) -> None:
+        if not ids:
+            return
+        for part in parts.values():
+            part.remove(ids)
+        for batch in _batches(ids, 500):
+            conn.execute(f"DELETE FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch)
+        gen.removed.extend(ids)
+
+    def _store(self, conn, feed: "_Feed", parts, gen: Generation, stats: IndexStats, progress, total: int):
+        """Store chunked files into this generation until its segment is full or none is left;
+        each file's old chunks leave with it (its new version and its old never both count)."""
+        new_ids: list[int] = []
+        new_chunks: list[Chunk] = []
+        while True:
+            item = feed.next(room=SEGMENT_CHUNKS - len(new_ids) if new_ids else None)
+            if item is None:
+                break
+            gen.tokens.add(item.counts)
+            for (entry, existed), result, ids in zip(item.files, item.results, item.ids):
+                chunks, sha, reason, redacted = result
+                if redacted:
+                    stats.redacted.append((entry.path, redacted))
+                if existed:
+                    old = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path = ?", (entry.path,))]
+                    self._drop_chunks(conn, parts, gen, old)
+                if chunks is None:  # unreadable now (vanished, binary, credentials only …)
+                    stats.skipped.append((entry.path, reason))
+                    if existed:
+                        conn.execute("DELETE FROM files WHERE path = ?", (entry.path,))
+                    conn.execute(
+                        "INSERT OR REPLACE INTO unread(path, size, mtime_ns, reason, redacted) VALUES (?, ?, ?, ?, ?)",
+                        (entry.path, entry.size, entry.mtime_ns, reason, json.dumps(redacted) if redacted else ""),
+                    )
+                    continue
+                if not existed and feed.was_unread(entry.path):
+                    conn.execute("DELETE FROM unread WHERE path = ?", (entry.path,))
+                self._store_file(conn, entry, sha, ids, chunks)
+                for part in parts.values():
+                    part.add(ids, chunks)
+                new_ids.extend(ids)
+                new_chunks.extend(chunks)
+            feed.done += len(item.files)
+            progress(Progress("chunk", feed.done, total))
+            _checkpoint("chunk")
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('next_chunk_id', ?)", (str(feed.next_id),))
+        return new_ids, new_chunks
+
+    def _commit(self, conn, meta, state: "_State", gen: Generation, parts, vocab, stats, clock, progress) -> dict:
+        """Write every arm's part of the generation, merge segments, and commit; the meta as
+        committed."""
+        number = state.generation + 1
+        manifest = state.manifest
+        with clock("lexical"):
+            steps = len(parts) + 1
+            progress(Progress("lexical", 0, steps))
+            gen.tokens.finish()
+            for i, part in enumerate(parts.values(), start=1):
+                part.write(gen)
+                progress(Progress("lexical", i, steps))
+            vocab.store(conn)
+            segments = list(manifest.segments)
+            if gen.segment is not None:
+                ChunkTable.of_chunks(gen.added_ids, gen.added).save(gen.segment)
+            progress(Progress("lexical", steps, steps))
+        for part in parts.values():
+            part.finish(gen)
+        with clock("write"):
+            progress(Progress("write", 0, 1))
+            if gen.segment is not None:
+                name = seg_dir_name(state.next_segment)
+                publish_folder(gen.segment, self.directory / name)
+                segments.append(SegmentRef(name, len(gen.added_ids), int(gen.added_ids[0]), int(gen.added_ids[-1])))
+                state.next_segment += 1
+                _checkpoint("segment")
+            dead = np.union1d(manifest.dead, np.asarray(gen.removed, dtype=np.int64))
+            manifest = Manifest(segments, dead)
+            rewrite = any(p.stale(gen.meta) for p in parts.values()) and gen.prev is not None
+            manifest = self._merge(manifest, gen, parts, state, rewrite)
+            manifest.save(gen.out)
+            publish_folder(gen.out, self.directory / gen_dir_name(number))
+            values = {
+                "format": str(FORMAT_VERSION),
+                "generation": str(number),
+                "next_segment": str(state.next_segment),
+                "vocab_size": str(len(vocab)),
+                "root": str(self.root),
+                "settings": self.settings.fingerprint(),
+                "secret_rules": str(SECRET_RULES),
+                "discovery": json.dumps({k: stats.discovery[k] for k in ("hidden", "no_ignore")}, sort_keys=True),
+                "arms": _built_arms(),
+                "ranklens": __version__,
+                "updated": str(time.time()),
+            }
+            for part in parts.values():
+                values.update(part.meta())
+            _checkpoint("generation")
+            conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", values.items())
+            conn.execute("COMMIT")
+            _checkpoint("commit")
+            progress(Progress("write", 1, 1))
+        state.generation, state.manifest = number, manifest
+        self._drop_old_generations(number)
+        return {**meta, **values}
+
+    def _merge(self, manifest: Manifest, gen: Generation, parts, state: "_State", rewrite: bool) -> Manifest:
+        """Merge the segments :func:`core.segments.plan_merges` picks (every segment alone when
+        an arm's part is stale: it builds it again); the manifest after."""
+        runs = [[i] for i in range(len(manifest.segments))] if rewrite else plan_merges(manifest)
+        if not runs:
+            return manifest
+        replaced: dict[int, SegmentRef | None] = {}
+        dropped = []
+        for run in runs:
+            sources = [manifest.segments[i] for i in run]
+            dead = np.concatenate([manifest.dead_in(s) for s in sources])
+            table = ChunkTable.concat([ChunkTable.load_dir(self.directory / s.name) for s in sources])
+            keep = ~np.isin(table.ids, dead)
+            dropped.append(dead)
+            if not keep.any():
+                replaced[run[0]] = None
+            else:
+                table = table.kept(keep) if not keep.all() else table
+                name = seg_dir_name(state.next_segment)
+                tmp = self.directory / f"{name}.tmp-{os.getpid()}"
+                shutil.rmtree(tmp, ignore_errors=True)
+                tmp.mkdir()
+                table.save(tmp)
+                merge = SegmentMerge([self.directory / s.name for s in sources], dead, table.ids, tmp)
+                for part in parts.values():
+                    part.merge(gen, merge)
+                publish_folder(tmp, self.directory / name)
+                state.next_segment += 1
+                replaced[run[0]] = SegmentRef(name, len(table), int(table.ids[0]), int(table.ids[-1]))
+            for i in run[1:]:
+                replaced[i] = None
+            _checkpoint("merge")
+        segments = [replaced.get(i, s) for i, s in enumerate(manifest.segments) if replaced.get(i, s) is not None]
+        return Manifest(segments, np.setdiff1d(manifest.dead, np.concatenate(dropped)))
 
     def _finish(self, stats: IndexStats, conn, gen: int, parts: dict[str, ArmBuild]) -> IndexStats:
         stats.generation = gen
         stats.files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
-        stats.chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        # The generation's live chunks: counting the table's 1.1M rows of the Linux sources took 0.1 s.
+        stats.chunks = Manifest.load(self.directory / gen_dir_name(gen)).live if gen else 0
         for part in parts.values():
             part.report(stats)
         return stats
 
-    def _stale_chunks(self, conn, plan) -> list[int]:
-        """The ids of the chunks of changed and removed files."""
-        stale_paths = [c[0].path for c in plan.changed if c[3]] + plan.removed
-        old_ids: list[int] = []
-        for batch in _batches(stale_paths, 500):
-            marks = ",".join("?" * len(batch))
-            old_ids += [r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE path IN ({marks})", batch)]
-        return old_ids
-
-    def _delete_chunks(self, conn, plan, old_ids: list[int]) -> None:
-        """Delete the chunks of changed and removed files (in the open transaction)."""
-        for batch in _batches(old_ids, 500):
-            marks = ",".join("?" * len(batch))
-            conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", batch)
-        conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in plan.removed])
-        self._touch(conn, plan)
-
-    def _insert_chunks(self, conn, meta, plan, progress, parts: dict[str, ArmBuild], tokens: TokenMerger,
-                       documents: dict[str, Documents]):
-        """Chunk the changed files, store the chunks, hand each file's to every arm and the
-        token counts of the arms' ``documents`` to ``tokens``."""
-        # Chunk ids only grow, so an id never names two different chunks across generations.
-        next_id = int(meta.get("next_chunk_id", "1"))
-        new_chunks: list[Chunk] = []
-        new_ids: list[int] = []
-        total = len(plan.changed)
-        done = 0
-        with contextlib.closing(self._chunked(plan.changed, documents)) as batches:
-            for batch, (per_file, counts) in batches:
-                tokens.add(counts)
-                for (entry, sha), chunks in zip(batch, per_file):
-                    ids = list(range(next_id, next_id + len(chunks)))
-                    next_id += len(chunks)
-                    self._store_file(conn, entry, sha, ids, chunks)
-                    for part in parts.values():
-                        part.add(ids, chunks)
-                    new_chunks.extend(chunks)
-                    new_ids.extend(ids)
-                    done += 1
-                    if done % 50 == 0 or done == total:
-                        progress(Progress("chunk", done, total))
-        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('next_chunk_id', ?)", (str(next_id),))
-        return new_chunks, new_ids
-
-    def _chunked(self, changed: list, documents: dict[str, Documents]) -> Iterator[tuple[list, tuple[list[list[Chunk]], TokenBatch]]]:
-        """Each batch of ``changed`` files as ``(entry, sha)`` pairs with its chunks (per file) and
-        the token counts of ``documents``, in order; from a worker process when there is enough
-        text to pay for one. Empties ``changed``."""
+    def _chunked(self, changed: list, documents: dict[str, Documents]) -> Iterator[tuple[list, tuple[list, TokenBatch]]]:
+        """Each batch of ``changed`` ``(entry, existed)`` files with, per file, ``(chunks, sha,
+        reason, redacted)`` (chunks None when it cannot be read now) and the token counts of
+        ``documents``, in order; read and chunked in worker processes when there is enough text
+        to pay for them. The files are read there too: this process never holds more text than
+        a few batches' chunks."""
         w, o = self.settings.window, self.settings.overlap
+        max_bytes = self.settings.options.max_bytes
         groups = list(_file_batches(changed, CHUNK_BATCH_BYTES))
-        jobs = [([(entry.path, text, language_for(entry.path)) for entry, text, *_ in group], w, o, documents)
-                for group in groups]
-        batches = [[(entry, sha) for entry, _text, sha, _existed in group] for group in groups]
-        pooled = sum(len(item[1]) for item in changed) >= POOL_MIN_BYTES
-        del groups
-        changed.clear()  # the texts now live in the jobs only, which drop them as they are chunked
+        root = str(self.root)
+        jobs = [(root, [entry for entry, _existed in group], max_bytes, w, o, documents) for group in groups]
+        pooled = sum(entry.size for entry, _existed in changed) >= POOL_MIN_BYTES
         if pooled:
             with contextlib.closing(ordered_map(_chunk_batch, jobs, POOL_PROCESSES)) as results:
-                yield from zip(batches, results)
+                yield from zip(groups, results)
             return
-        for i, batch in enumerate(batches):
+        for i, group in enumerate(groups):
             job, jobs[i] = jobs[i], None
-            yield batch, _chunk_batch(*job)
+            yield group, _chunk_batch(*job)
 
     def _store_file(self, conn, entry: FileEntry, sha: str, ids: list[int], chunks: list[Chunk]) -> None:
         conn.execute(
@@ -466,28 +618,163 @@ class Indexer:
             ],
         )
 
-    def _write_chunk_table(self, conn, out: Path, prev_gen: int, old_ids, new_chunks, new_ids) -> None:
-        prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
-        if prev is not None and (prev / ChunkTable.FILE).exists():
-            table = ChunkTable.load_dir(prev).updated(old_ids, new_ids, new_chunks)
-        else:
-            table = ChunkTable.load(conn)
-        table.save(out)
+    def _clean(self, meta: dict | None) -> None:
+        """Remove what a pass that died left: temporary folders, and generations and segments no
+        committed generation lists (``meta``: the committed one's; None: read it)."""
+        for entry in self.directory.iterdir():
+            if ".tmp-" in entry.name and entry.name.startswith(("gen-", "seg-")):
+                shutil.rmtree(entry, ignore_errors=True)
+        if meta is None:
+            try:
+                conn = connect(self.db_path, readonly=True)
+                try:
+                    meta = read_meta(conn)
+                finally:
+                    conn.close()
+            except sqlite3.Error:
+                return
+        self._drop_old_generations(int(meta.get("generation", "0") or 0))
 
     def _drop_old_generations(self, current: int) -> None:
-        """Keep the current generation and the one before (a reader may still be on it)."""
+        """Keep the current generation and the one before (a reader may still be on it), and the
+        segments they list; drop every other generation (and sidecar) and segment."""
+        keep: set[str] = set()
+        for number in (current, current - 1):
+            folder = self.directory / gen_dir_name(number)
+            if number > 0 and folder.is_dir():
+                try:
+                    keep.update(s.name for s in Manifest.load(folder).segments)
+                except (OSError, ValueError, KeyError, TypeError):
+                    pass
         for entry in self.directory.iterdir():
             name = entry.name
-            if not name.startswith("gen-"):
-                continue
-            num = name[4:10]
-            if ".tmp-" in name or (num.isdigit() and int(num) < current - 1):
+            if name.startswith("gen-"):
+                num = name[4:10]
+                if ".tmp-" in name or not num.isdigit() or not current - 1 <= int(num) <= current:
+                    shutil.rmtree(entry, ignore_errors=True)
+            elif name.startswith("seg-") and name not in keep:
                 shutil.rmtree(entry, ignore_errors=True)
 
 
 @dataclass
+class _State:
+    """The committed generation a pass builds on: its number, segments and tombstones, and the
+    next segment number."""
+
+    generation: int
+    manifest: Manifest
+    next_segment: int
+
+    @classmethod
+    def of(cls, directory: Path, meta: dict) -> "_State":
+        number = int(meta.get("generation", "0") or 0)
+        manifest = Manifest.load(directory / gen_dir_name(number)) if number else Manifest.empty()
+        return cls(number, manifest, int(meta.get("next_segment", "1") or 1))
+
+
+@dataclass
+class _Item:
+    """One chunked batch: its ``(entry, existed)`` files, each file's result and new chunk ids,
+    and its token counts."""
+
+    files: list
+    results: list
+    counts: TokenBatch
+    ids: list[list[int]]
+    prepared: bool = False
+
+    @property
+    def chunks(self) -> int:
+        return sum(len(ids) for ids in self.ids)
+
+
+class _Feed:
+    """The chunked batches of a pass, in order, with chunk ids given as they arrive (ids only
+    grow). A batch's chunks go to every arm's :meth:`ArmBuild.prepare` once the batch belongs to
+    a generation: the current one, or (:meth:`pull_ahead`) the next while the current one is
+    written, so the embedder starts on the next segment at once."""
+
+    def __init__(self, batches: Iterator, parts: dict[str, ArmBuild], next_id: int, unread: set[str]) -> None:
+        self._batches = batches
+        self.was_unread = unread.__contains__
+        self.parts = parts
+        self.next_id = next_id
+        self.held: list[_Item] = []
+        self.exhausted = False
+        self.done = 0
+        self.unreadable_new = 0  # planned files found unreadable when chunked
+        self.unreadable_old = 0
+
+    def _pull(self) -> _Item | None:
+        if self.exhausted:
+            return None
+        found = next(self._batches, None)
+        if found is None:
+            self.exhausted = True
+            return None
+        files, (results, counts) = found
+        ids = []
+        for (_entry, existed), (chunks, *_rest) in zip(files, results):
+            n = len(chunks) if chunks is not None else 0
+            ids.append(list(range(self.next_id, self.next_id + n)))
+            self.next_id += n
+            if chunks is None:
+                if existed:
+                    self.unreadable_old += 1
+                else:
+                    self.unreadable_new += 1
+        return _Item(files, results, counts, ids)
+
+    def _prepare(self, item: _Item) -> None:
+        if item.prepared:
+            return
+        item.prepared = True
+        for ids, (chunks, *_rest) in zip(item.ids, item.results):
+            if chunks:
+                for part in self.parts.values():
+                    part.prepare(ids, chunks)
+
+    def next(self, room: int | None) -> _Item | None:
+        """The next batch, if it fits in ``room`` chunks (None: any); else it is held back."""
+        item = self.held.pop(0) if self.held else self._pull()
+        if item is not None and room is not None and item.chunks > room:
+            self.held.insert(0, item)
+            return None
+        if item is not None:
+            self._prepare(item)
+        return item
+
+    def pull_ahead(self, ready: Callable[[], bool]) -> None:
+        """Chunk (and prepare) batches for the next generation until ``ready()``, half a segment's
+        worth is held, or the next batch would not fit in the next generation's segment (its
+        chunks must not reach the embedder before that segment is cut)."""
+        planned = 0
+        for item in self.held:  # in id order: the embedder keeps a segment's rows in id order
+            if planned and planned + item.chunks > SEGMENT_CHUNKS:
+                return
+            self._prepare(item)
+            planned += item.chunks
+        while not ready() and planned < SEGMENT_CHUNKS // 2:
+            item = self._pull()
+            if item is None:
+                return
+            self.held.append(item)
+            if planned and planned + item.chunks > SEGMENT_CHUNKS:
+                return
+            self._prepare(item)
+            planned += item.chunks
+
+    def close(self) -> None:
+        close = getattr(self._batches, "close", None)
+        if close is not None:
+            close()
+
+
+@dataclass
 class _Plan:
-    changed: list[tuple[FileEntry, str, str, bool]] = field(default_factory=list)  # entry, text, sha, existed
+    changed: list[tuple[FileEntry, bool]] = field(default_factory=list)  # entry, existed
+    unread: set[str] = field(default_factory=set)  # of the new ones, those found unreadable last time
+    unread_gone: list[str] = field(default_factory=list)  # unreadable last time, no longer listed
     touched: list[tuple[FileEntry, str]] = field(default_factory=list)  # same content, new stat
     removed: list[str] = field(default_factory=list)
 
@@ -571,13 +858,25 @@ def _schema_matches(conn: sqlite3.Connection) -> bool:
     return all(_columns(conn, t) == cols for t, cols in _expected_columns().items())
 
 
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def _chunk_batch(
-    files: list[tuple[str, str, str]], window: int, overlap: int, documents: dict[str, Documents]
-) -> tuple[list[list[Chunk]], TokenBatch]:
-    """Chunk ``(path, text, language)`` files and count the tokens of each arm's ``documents``
-    of their chunks (in a worker process for a large update, see :meth:`Indexer._chunked`)."""
-    per_file = [chunk_file(path, text, window=window, overlap=overlap, language=language) for path, text, language in files]
-    chunks = [c for file_chunks in per_file for c in file_chunks]
+    root: str, entries: list[FileEntry], max_bytes: int, window: int, overlap: int, documents: dict[str, Documents]
+) -> tuple[list[tuple], TokenBatch]:
+    """Read and chunk files (in a worker process for a large pass, see :meth:`Indexer._chunked`)
+    and count the tokens of each arm's ``documents`` of their chunks. Per file: ``(chunks, sha,
+    reason, redacted lines)``, chunks None (and ``reason``) when it cannot be read now."""
+    per_file = []
+    for entry in entries:
+        loaded = load_text(root, entry, max_bytes)
+        if loaded.text is None:
+            per_file.append((None, "", loaded.reason, loaded.redacted))
+            continue
+        chunks = chunk_file(entry.path, loaded.text, window=window, overlap=overlap, language=language_for(entry.path))
+        per_file.append((chunks, _sha(loaded.text), "", loaded.redacted))
+    chunks = [c for file_chunks, *_ in per_file if file_chunks for c in file_chunks]
     fields = {f for d in documents.values() for f in d.fields}
     everything = np.ones(len(chunks), dtype=bool)
     counts = count_batch(
@@ -588,6 +887,23 @@ def _chunk_batch(
         },
     )
     return per_file, counts
+
+
+_fault: list = []  # [name, remaining] from FAULT_ENV, read once
+
+
+def _checkpoint(name: str) -> None:
+    """Die here, as kill -9 would, when :data:`FAULT_ENV` names this checkpoint (tests)."""
+    if not _fault:
+        spec = os.environ.get(FAULT_ENV, "")
+        point, _, count = spec.partition(":")
+        _fault.extend([point, int(count or 1)])
+    if _fault[0] == name:
+        _fault[1] -= 1
+        if _fault[1] <= 0:
+            import signal
+
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def arm_builds(settings: IndexSettings) -> dict[str, ArmBuild]:
@@ -607,12 +923,12 @@ def _schema(settings: IndexSettings) -> str:
 
 
 def _file_batches(changed: list, size: int):
-    """Consecutive runs of ``changed`` files holding about ``size`` characters each."""
+    """Consecutive runs of ``changed`` ``(entry, existed)`` files holding about ``size`` bytes each."""
     batch: list = []
     chars = 0
     for item in changed:
         batch.append(item)
-        chars += len(item[1])
+        chars += item[0].size
         if chars >= size:
             yield batch
             batch, chars = [], 0

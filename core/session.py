@@ -262,6 +262,10 @@ class Session(FusedBy):
 
     # -- index and deep (worker bodies) --------------------------------------------------
 
+    def index_gone(self) -> bool:
+        """The index was deleted from under the engine (:attr:`Engine.index_gone`)."""
+        return self.engine.index_gone
+
     def open_index(self) -> bool:
         """Open what is there (fast); whether an index could be opened."""
         return self.engine.ready or self.engine.open()

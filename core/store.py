@@ -4,15 +4,20 @@ Layout, one folder per root under the platformdirs user cache dir::
 
     <cache>/<name>-<hash of the root's real path>/
         index.lock          cross-process lock held by the indexer
-        index.sqlite        files, chunks (with text), the FTS5 table, meta (format, generation)
-        gen-000007/         the arm artifacts of generation 7 (BM25 matrices, vector index)
+        index.sqlite        files, chunks (with text), the FTS5 table, vocab, meta (format, generation)
+        seg-000012/         a segment: a run of chunks (ids ascending), their chunk table and each
+                            arm's part (BM25 postings, dense vectors); immutable (core.segments)
+        gen-000007/         generation 7: its segments in order (segments.json), the chunk ids
+                            tombstoned among them (dead.npy), the statistics spanning segments
+                            (BM25 document frequencies) and per-generation arm files
         gen-000007.deep/    the deep arm's vectors for generation 7, committed after it (a sidecar)
 
-The indexer writes a new ``gen-N`` folder under a temporary name (each arm its part of it,
-:mod:`core.arms`), fsyncs its files, renames it into place, and only then commits
-``generation = N`` in SQLite. That commit is the single switch-over point: a crash before it
-leaves the previous generation intact and whole. A committed generation's folder is never
-written again.
+The indexer writes a new segment and a new ``gen-N`` folder under temporary names (each arm
+its part of them, :mod:`core.arms`), fsyncs their files, renames them into place, and only
+then commits ``generation = N`` in SQLite. That commit is the single switch-over point: a
+crash before it leaves the previous generation intact and whole. A committed generation's
+folder, and a segment once written, are never written again; a segment goes when no kept
+generation lists it.
 
 An arm whose files take minutes (``deep``) writes them after the generation commits, as a
 *sidecar* ``gen-N.<arm>`` folder: written under a temporary name, fsynced, renamed into place
@@ -28,7 +33,6 @@ import json
 import os
 import re
 import threading
-from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -52,7 +56,9 @@ from .types import Hit, make_docid
 #: 11: each arm writes its part of a generation (``lexical+ctx`` its matrix, built on first open
 #:    before), the generation's files are fsynced before it commits, the meta names the arms.
 #: 12: the deep arm's vectors live in a sidecar folder ``gen-N.deep``, not in ``gen-N``.
-FORMAT_VERSION = 12
+#: 13: segments (``seg-N``: chunk table, BM25 postings, vectors) listed by each generation
+#:    with its tombstones and BM25 statistics, instead of whole arrays per generation.
+FORMAT_VERSION = 13
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -68,15 +74,29 @@ CREATE TABLE IF NOT EXISTS chunks (
     piece_start INTEGER NOT NULL DEFAULT 0, piece_end INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
--- Token -> column of the lexical matrices; it only grows (core.bm25.Vocabulary).
--- Rows in column order (reading it whole needs no sort), tokens unique (looked up by token).
-CREATE TABLE IF NOT EXISTS vocab (col INTEGER PRIMARY KEY, token TEXT NOT NULL UNIQUE);
+-- Listed files that could not be indexed when last read (binary, a private key, credentials
+-- only, ...), with their stat: read again only when it changes.
+CREATE TABLE IF NOT EXISTS unread (
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, reason TEXT NOT NULL,
+    redacted TEXT NOT NULL DEFAULT ''
+);
+-- Token -> column of the lexical matrices; it only grows (core.bm25.Vocabulary). Looked up
+-- by token only: one b-tree keyed by the token (a rowid table and a unique index on the token
+-- took twice the room, ~250 MB for the 4.2M tokens of the Linux sources). Columns run
+-- 0..n-1; n is the meta's vocab_size.
+CREATE TABLE IF NOT EXISTS vocab (token TEXT PRIMARY KEY, col INTEGER NOT NULL) WITHOUT ROWID;
 """
 # The arms add their own tables (core.arms.fts5: the FTS5 index over the chunks' text).
 
 
 class IndexError_(Exception):
     """The index cannot be used as it is (missing, corrupt or of another format)."""
+
+
+class IndexWriteError(OSError):
+    """An index update could not write its files (disk full, a file-size limit, a read-only or
+    vanished cache folder): nothing of it was committed, the previous generation still serves.
+    One line, shown to the user."""
 
 
 def cache_root() -> Path:
@@ -155,7 +175,7 @@ def file_identity(path: Path) -> tuple | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-_recent_tables = Recent(2)  # chunk tables, by file identity
+_recent_tables = Recent(96)  # segments' chunk tables, by file identity (a view holds them all anyway)
 
 
 class ChunkTable:
@@ -213,25 +233,44 @@ class ChunkTable:
             ).fetchall()
         )
 
-    def updated(self, remove_ids: list[int], new_ids: list[int], new_chunks: list) -> "ChunkTable":
-        """Without ``remove_ids``, plus ``new_chunks`` (ids larger than every kept id)."""
-        keep = ~np.isin(self.ids, np.asarray(remove_ids, dtype=np.int64))
-        rows = np.flatnonzero(keep)
+    @classmethod
+    def of_chunks(cls, ids, chunks: list) -> "ChunkTable":
+        """The table of ``chunks`` under ``ids`` (ascending)."""
+        return cls(
+            np.asarray(ids, dtype=np.int64), [c.path for c in chunks],
+            np.array([c.start_line for c in chunks], dtype=np.int64),
+            np.array([c.end_line for c in chunks], dtype=np.int64), [c.context for c in chunks],
+            [c.language for c in chunks], [c.kind for c in chunks], _pieces(chunks), [c.symbol for c in chunks],
+        )
+
+    @classmethod
+    def concat(cls, tables: list["ChunkTable"]) -> "ChunkTable":
+        """The rows of ``tables`` one after the other (ids ascending across them)."""
+        if len(tables) == 1:
+            return tables[0]
+
+        def joined(name: str) -> list:
+            out: list = []
+            for t in tables:
+                out.extend(getattr(t, name))
+            return out
+
+        def stacked(name: str) -> np.ndarray:
+            return np.concatenate([getattr(t, name) for t in tables]) if tables else np.empty(0, dtype=np.int64)
+
+        return cls(stacked("ids"), joined("paths"), stacked("starts"), stacked("ends"), joined("contexts"),
+                   joined("languages"), joined("kinds"),
+                   np.concatenate([t.pieces for t in tables]) if tables else None, joined("symbols"))
+
+    def kept(self, keep: np.ndarray) -> "ChunkTable":
+        """Only the rows where ``keep`` is true."""
+        rows = np.flatnonzero(keep).tolist()
 
         def pick(values: list[str]) -> list[str]:
             return [values[r] for r in rows]
 
-        return ChunkTable(
-            np.concatenate([self.ids[keep], np.asarray(new_ids, dtype=np.int64)]),
-            pick(self.paths) + [c.path for c in new_chunks],
-            np.concatenate([self.starts[keep], np.array([c.start_line for c in new_chunks], dtype=np.int64)]),
-            np.concatenate([self.ends[keep], np.array([c.end_line for c in new_chunks], dtype=np.int64)]),
-            pick(self.contexts) + [c.context for c in new_chunks],
-            pick(self.languages) + [c.language for c in new_chunks],
-            pick(self.kinds) + [c.kind for c in new_chunks],
-            np.concatenate([self.pieces[keep], _pieces(new_chunks)]),
-            pick(self.symbols) + [c.symbol for c in new_chunks],
-        )
+        return ChunkTable(self.ids[keep], pick(self.paths), self.starts[keep], self.ends[keep], pick(self.contexts),
+                          pick(self.languages), pick(self.kinds), self.pieces[keep], pick(self.symbols))
 
     def save(self, directory: Path) -> None:
         # Repeated strings (paths, languages, kinds) are stored once plus an index per row.
@@ -347,22 +386,23 @@ def _pieces(chunks: list) -> np.ndarray:
     return np.array([c.piece_of or (0, 0) for c in chunks], dtype=np.int64).reshape(-1, 2)
 
 
-@dataclass
 class IndexView:
     """One committed generation of an index, opened read-only for querying.
 
     The arms share it across threads: matrices and the vector index are read-only; SQLite
-    connections are per thread.
+    connections are per thread. The chunk table (every segment's, concatenated) is read on
+    first use: ``ranklens index`` opens the new generation without reading it.
     """
 
-    root: Path
-    directory: Path
-    generation: int
-    meta: dict[str, str]
-    chunks: ChunkTable
-    _local: threading.local = field(default_factory=threading.local, repr=False)
-    _cache: dict[str, object] = field(default_factory=dict, repr=False)
-    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)  # loads nest
+    def __init__(self, root: Path, directory: Path, generation: int, meta: dict[str, str], manifest) -> None:
+        self.root = root
+        self.directory = directory
+        self.generation = generation
+        self.meta = meta
+        self.manifest = manifest  # core.segments.Manifest
+        self._local = threading.local()
+        self._cache: dict[str, object] = {}
+        self._lock = threading.RLock()  # loads nest
 
     @property
     def db_path(self) -> Path:
@@ -371,6 +411,42 @@ class IndexView:
     @property
     def gen_dir(self) -> Path:
         return self.directory / gen_dir_name(self.generation)
+
+    @property
+    def segment_dirs(self) -> list[Path]:
+        """The generation's segment folders, in row order."""
+        return [self.directory / s.name for s in self.manifest.segments]
+
+    @property
+    def chunks(self) -> ChunkTable:
+        """The live chunks of every segment, in order (ids ascending): the rows every arm answers
+        with."""
+        return self.cached("chunks", self._load_chunks)
+
+    def _load_chunks(self) -> ChunkTable:
+        table = ChunkTable.concat([ChunkTable.load_dir(d) for d in self.segment_dirs])
+        if len(self.manifest.dead):
+            table = table.kept(~np.isin(table.ids, self.manifest.dead))
+        return table
+
+    def segment_rows(self, i: int) -> np.ndarray:
+        """Segment ``i``'s rows (its chunk table's) as rows of :attr:`chunks`; -1 for a
+        tombstoned chunk."""
+        return self.cached(f"rows:{i}", lambda: self._segment_rows()[i])
+
+    def _segment_rows(self) -> list[np.ndarray]:
+        out, start = [], 0
+        for seg in self.manifest.segments:
+            dead = self.manifest.dead_in(seg)
+            if not len(dead):
+                out.append(np.arange(start, start + seg.rows, dtype=np.int64))
+                start += seg.rows
+                continue
+            live = ~np.isin(ChunkTable.load_dir(self.directory / seg.name).ids, dead)
+            rows = np.cumsum(live) - 1 + start
+            out.append(np.where(live, rows, -1))
+            start += int(live.sum())
+        return out
 
     def sidecar_dir(self, arm: str) -> Path:
         """Where ``arm``'s sidecar of this generation is, once committed (it may not be)."""
@@ -391,7 +467,12 @@ class IndexView:
         """Load an artifact once per view, even when several arm threads ask at once."""
         with self._lock:
             if key not in self._cache:
-                self._cache[key] = load()
+                try:
+                    self._cache[key] = load()
+                except FileNotFoundError as exc:
+                    if not self.directory.is_dir():
+                        raise IndexError_(f"the index folder {self.directory} was deleted") from None
+                    raise IndexError_(f"index files are missing ({exc.filename})") from None
             return self._cache[key]
 
     def vocabulary(self):
@@ -402,34 +483,40 @@ class IndexView:
     def matrix(self, name: str):
         from .bm25 import BM25Matrix
 
-        return self.cached(f"matrix:{name}", lambda: BM25Matrix.load(self.gen_dir, name, self.vocabulary()))
+        return self.cached(
+            f"matrix:{name}", lambda: BM25Matrix.load(self.gen_dir, self.segment_dirs, name, self.vocabulary())
+        )
 
     @classmethod
     def open(cls, root: Path, directory: Path) -> "IndexView":
         """Open the committed generation, or raise :class:`IndexError_` saying why not."""
+        from .segments import Manifest
+
         db = directory / "index.sqlite"
+        if not directory.is_dir():
+            raise IndexError_("no index yet")
         if not db.exists():
             raise IndexError_("no index yet")
         try:
             conn = connect(db, readonly=True)
             try:
                 meta = read_meta(conn)
-                if meta.get("format") != str(FORMAT_VERSION):
-                    raise IndexError_(f"index format {meta.get('format', '?')} is not {FORMAT_VERSION}")
-                generation = int(meta.get("generation", "0"))
-                if generation <= 0:
-                    raise IndexError_("index was never completed")
-                gen_dir = directory / gen_dir_name(generation)
-                if not gen_dir.is_dir():
-                    raise IndexError_(f"index generation {generation} is missing")
-                if (gen_dir / ChunkTable.FILE).exists():
-                    chunks = ChunkTable.load_dir(gen_dir)
-                else:
-                    chunks = ChunkTable.load(conn)
             finally:
                 conn.close()
+            if meta.get("format") != str(FORMAT_VERSION):
+                raise IndexError_(f"index format {meta.get('format', '?')} is not {FORMAT_VERSION}")
+            generation = int(meta.get("generation", "0"))
+            if generation <= 0:
+                raise IndexError_("index was never completed")
+            gen_dir = directory / gen_dir_name(generation)
+            if not gen_dir.is_dir():
+                raise IndexError_(f"index generation {generation} is missing")
+            manifest = Manifest.load(gen_dir)
+            missing = [s.name for s in manifest.segments if not (directory / s.name).is_dir()]
+            if missing:
+                raise IndexError_(f"index segment {missing[0]} is missing")
         except sqlite3.DatabaseError as exc:
             raise IndexError_(f"index database is unreadable ({exc})") from None
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise IndexError_(f"index files are unreadable ({exc})") from None
-        return cls(root=root, directory=directory, generation=generation, meta=meta, chunks=chunks)
+        return cls(root=root, directory=directory, generation=generation, meta=meta, manifest=manifest)

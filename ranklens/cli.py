@@ -16,6 +16,7 @@ from .core.arms import REGISTRY, always_fused, default_arms, optional_defaults
 from .core.discovery import DiscoveryOptions
 from .core.engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
 from .core.settings import FusionSettings
+from .core.store import IndexWriteError
 from .core.evaluation import SEED
 from .core.handoff import write_json_atomic
 from .core.indexer import STAGES, Progress
@@ -85,10 +86,22 @@ def _note(message: str) -> None:
     click.echo(f"ranklens: {message}", err=True)
 
 
-def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, deep_limit: int | None = None):
+def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, deep_limit: int | None = None,
+               *, keep_serving: bool = True):
     """``deep``: also build the deep arm's vectors (None: when it is fused by default);
-    ``deep_limit``: unless more than this many texts lack one (then say so)."""
-    stats = _run_index_stages(engine, show_progress, deep, deep_limit)
+    ``deep_limit``: unless more than this many texts lack one (then say so). ``keep_serving``:
+    when the update cannot be written (disk full), say so and answer from the index as it was
+    committed, if there is one."""
+    try:
+        stats = _run_index_stages(engine, show_progress, deep, deep_limit)
+    except IndexWriteError as exc:
+        if not keep_serving or not engine.open():
+            raise
+        _note(f"warning: {exc.args[-1]}; answering from it")
+        from .core.indexer import IndexStats
+
+        return IndexStats(root=str(engine.root), index_dir=str(engine.directory), generation=engine.view.generation,
+                          deep="the index could not be updated")
     if stats.warning:
         _note(f"warning: {stats.warning}")
     if stats.deep_deferred:
@@ -208,7 +221,7 @@ def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_i
     RANKLENS_DEEP=0 leaves it out.
     """
     engine = open_engine(root, model, _note, hidden, no_ignore)
-    stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty())
+    stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty(), keep_serving=False)
     if as_json:
         click.echo(json.dumps(stats.to_dict(), indent=2))
         return
@@ -857,6 +870,9 @@ def main(argv: list[str] | None = None) -> int:
     except RequestError as exc:  # UsageProblem too
         _note(f"error: {exc}")
         return 2
+    except IndexWriteError as exc:  # disk full, a file-size limit: the previous index serves
+        _note(f"error: {exc.args[-1]}")
+        return 1
     except KeyboardInterrupt:
         _note("interrupted")
         return 130

@@ -59,7 +59,7 @@ def test_token_counter_builds_the_same_matrix_as_tokenizing(texts, corpus):
     for row in (0, 17, len(texts) - 1):
         got = {vocab.tokens[c]: v for c, v in zip(tf[row].indices, tf[row].data)}
         assert got == Counter(corpus[row])
-    fast = BM25Matrix(tf, vocab, np.arange(len(texts)))
+    fast = BM25Matrix.from_tf(tf, vocab, np.arange(len(texts)))
     ref = BM25Okapi(corpus)
     for q in QUERIES:
         tokens = code_tokens(q)
@@ -91,48 +91,68 @@ def test_allowed_mask_filters_rows(corpus):
     assert rows.size and all(r % 2 == 0 for r in rows)
 
 
-def test_an_update_edits_the_term_major_arrays_into_exactly_a_fresh_builds(texts, tmp_path):
-    """Rows dropped and appended in place give the very arrays (and scores) of a matrix built
-    from the surviving and new documents, on a saved (memory-mapped) matrix too."""
-    from scipy import sparse
+def _segments(texts, bounds, vocab):
+    """One Postings per ``bounds`` run of ``texts`` (keys = text positions), counted with one
+    growing vocabulary, as the indexer's generations do."""
+    from ranklens.core.bm25 import Postings
+
+    counter = TokenCounter(vocab)
+    return [Postings.from_tf(counter.count(texts[lo:hi]), np.arange(lo, hi)) for lo, hi in bounds]
+
+
+def test_segments_with_tombstones_score_as_one_matrix_over_the_live_rows(texts, corpus):
+    """Statistics updated generation by generation (segments added, rows tombstoned) give the
+    scores rank_bm25 gives over the live documents, and exactly a fresh one-segment build's."""
+    from ranklens.core.bm25 import CorpusStats
 
     vocab = Vocabulary()
-    counter = TokenCounter(vocab)
-    first = counter.count(texts[:300])
-    base = BM25Matrix(first, vocab, np.arange(300))
-    base.save(tmp_path, "m")
-    loaded = BM25Matrix.load(tmp_path, "m", vocab)
-    later = counter.count(texts[300:360])  # grows the vocabulary
-    gone = [0, 5, 6, 7, 150, 299]
-    keep = np.setdiff1d(np.arange(300), gone)
-    fresh = BM25Matrix(
-        sparse.vstack([widen(first, len(vocab))[keep], widen(later, len(vocab))], format="csr"),
-        vocab, np.concatenate([keep, np.arange(1000, 1060)]),
-    )
-    for matrix in (base, loaded):
-        got = matrix.updated(gone, later, range(1000, 1060))
-        np.testing.assert_array_equal(got.keys, fresh.keys)
-        for mine, want in zip(got._columns + (got._doc_len, got._idf, got._dnorm),
-                              fresh._columns + (fresh._doc_len, fresh._idf, fresh._dnorm)):
-            assert mine.dtype == want.dtype
-            np.testing.assert_array_equal(mine, want)
-        tokens = code_tokens("def read the file and return its lines")
-        np.testing.assert_array_equal(got.get_scores(tokens), fresh.get_scores(tokens))
-    nothing_dropped = base.updated([], later, range(1000, 1060))
-    assert len(nothing_dropped) == 360
-
-
-def test_incremental_update_equals_a_fresh_build(texts, corpus):
-    vocab = Vocabulary()
-    counter = TokenCounter(vocab)
-    base = BM25Matrix(counter.count(texts[:500]), vocab, np.arange(500))
-    updated = base.updated(range(100, 200), counter.count(texts[500:700]), range(500, 700))
-    docs = corpus[:100] + corpus[200:500] + corpus[500:700]
-    ref = BM25Okapi(docs)
-    assert list(updated.keys) == list(range(100)) + list(range(200, 700))
+    segs = _segments(texts, [(0, 300), (300, 600), (600, 610), (610, 900)], vocab)
+    stats = CorpusStats.empty()
+    dead = set()
+    # generation 1: the first two segments; 2: rows of both tombstoned, a small one added; 3: more
+    steps = [([], segs[:2]), ([5, 6, 7, 299, 300, 450], segs[2:3]), ([0, 601, 609], segs[3:])]
+    for gone, added in steps:
+        removed = []
+        for seg in segs:
+            rows = seg.rows_of(np.array(sorted(gone)))
+            if rows.size:
+                mask = np.zeros(len(seg), dtype=bool)
+                mask[rows] = True
+                removed.append((seg, mask))
+        stats = stats.updated(len(vocab), removed, added)
+        dead |= set(gone)
+    matrix = BM25Matrix(segs, stats, vocab)
+    live = np.array([k not in dead for k in matrix.keys])
+    assert stats.n == live.sum() and list(matrix.keys) == list(range(900))
+    ref = BM25Okapi([corpus[k] for k in matrix.keys[live]])
+    counter = TokenCounter(vocab)  # the same columns: counted again over the same vocabulary
+    fresh = BM25Matrix.from_tf(counter.count([texts[k] for k in matrix.keys[live]]), vocab, matrix.keys[live])
     for q in QUERIES:
         tokens = code_tokens(q)
-        np.testing.assert_allclose(updated.get_scores(tokens), ref.get_scores(tokens), atol=1e-9)
+        got = matrix.get_scores(tokens)[live]
+        np.testing.assert_allclose(got, ref.get_scores(tokens), rtol=0, atol=1e-9)
+        np.testing.assert_array_equal(got, fresh.get_scores(tokens))
+        rows, scores = matrix.top(tokens, 25, live)
+        want_rows, want_scores = fresh.top(tokens, 25)
+        np.testing.assert_array_equal(matrix.keys[rows], fresh.keys[want_rows])
+        np.testing.assert_array_equal(scores, want_scores)
+
+
+def test_merged_postings_equal_a_fresh_build_of_the_kept_rows(texts):
+    from ranklens.core.bm25 import Postings
+
+    vocab = Vocabulary()
+    segs = _segments(texts, [(0, 200), (200, 230), (230, 400)], vocab)
+    keeps = [np.arange(200) % 7 != 3, np.ones(30, dtype=bool), np.arange(170) % 2 == 0]
+    merged = Postings.concat([s.kept(k) for s, k in zip(segs, keeps)])
+    kept_keys = np.concatenate([s.keys[k] for s, k in zip(segs, keeps)])
+    counter = TokenCounter(vocab)
+    want = Postings.from_tf(counter.count([texts[k] for k in kept_keys]), kept_keys)
+    for name in ("cols", "indptr", "indices", "data", "doc_len", "keys"):
+        got, ref = getattr(merged, name), getattr(want, name)
+        assert got.dtype == ref.dtype, name
+        np.testing.assert_array_equal(got, ref, err_msg=name)
+    assert len(Postings.concat([segs[1].kept(np.zeros(30, dtype=bool))])) == 0
 
 
 def _vocab_db(tmp_path):
@@ -145,26 +165,25 @@ def _vocab_db(tmp_path):
     return conn
 
 
-def test_save_and_load_round_trip_including_a_later_update(tmp_path, texts):
-    from ranklens.core.bm25 import StoredVocabulary
+def test_save_and_load_round_trip(tmp_path, texts):
+    from ranklens.core.bm25 import CorpusStats, Postings, StoredVocabulary
 
     conn = _vocab_db(tmp_path)
     vocab = Vocabulary()
-    counter = TokenCounter(vocab)
-    mine = BM25Matrix(counter.count(texts[:300]), vocab, np.arange(300) + 1000)
-    mine.save(tmp_path, "bm25")
-    vocab.store(conn, 0, "s1")
+    segs = _segments(texts, [(0, 300), (300, 350)], vocab)
+    mine = BM25Matrix(segs, CorpusStats.of(segs, len(vocab)), vocab)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for seg, folder in zip(segs, ("a", "b")):
+        seg.save(tmp_path / folder, "bm25")
+    mine.stats.save(tmp_path, "bm25")
+    vocab.store(conn, 0)
     conn.commit()
-    back = BM25Matrix.load(tmp_path, "bm25", StoredVocabulary(lambda: conn))
-    assert list(back.keys) == list(mine.keys)
+    back = BM25Matrix.load(tmp_path, [tmp_path / "a", tmp_path / "b"], "bm25", StoredVocabulary(lambda: conn))
+    assert list(back.keys) == list(mine.keys) and isinstance(back.segments[0], Postings)
     tokens = code_tokens("import os path join")
     np.testing.assert_array_equal(back.get_scores(tokens), mine.get_scores(tokens))
-    back_vocab = Vocabulary.read(conn).copy()
-    assert back_vocab.tokens == vocab.tokens
-    counter2 = TokenCounter(back_vocab)
-    again = BM25Matrix.load(tmp_path, "bm25", back_vocab).updated([1000], counter2.count(texts[300:310]), range(2000, 2010))
-    ref = mine.updated([1000], counter.count(texts[300:310]), range(2000, 2010))
-    np.testing.assert_allclose(again.get_scores(tokens), ref.get_scores(tokens), atol=1e-12)
+    assert back.stats.average_idf == mine.stats.average_idf
 
 
 def test_stored_vocabulary_looks_up_only_the_query_tokens_and_ignores_later_columns(tmp_path):
@@ -172,13 +191,13 @@ def test_stored_vocabulary_looks_up_only_the_query_tokens_and_ignores_later_colu
 
     conn = _vocab_db(tmp_path)
     vocab = Vocabulary(["open", "file", "read"])
-    vocab.store(conn, 0, "a")
+    vocab.store(conn, 0)
     stored = StoredVocabulary(lambda: conn)
     assert stored.columns(["read", "nope", "open", "read"]) == [2, None, 0, 2]
     assert stored.columns([]) == []
     m = BM25Matrix.from_documents([["open", "file"], ["read"]])
     later = Vocabulary(["open", "file", "read", "write"])  # a newer generation's token
-    later.store(conn, 3, "b")
+    later.store(conn, 3)
     m.vocab = stored
     assert m.top(["write", "read"], 5)[0].tolist() == [1]  # "write" (column 3) is past this matrix
 
@@ -189,23 +208,21 @@ def test_empty_corpus_scores_nothing():
     assert m.top(["x"], 5)[0].size == 0
 
 
-def test_vocabulary_reads_are_shared_by_stamp_and_copies_grow_alone(tmp_path):
+def test_the_index_vocabulary_reads_only_the_tokens_a_batch_needs(tmp_path):
+    from ranklens.core.bm25 import IndexVocabulary
+
     conn = _vocab_db(tmp_path)
-    saved = Vocabulary(["a", "b"])
-    saved.store(conn, 0, "one")
-    saved.add("late")  # the storer goes on growing its own: readers of "one" must not see it
-    first = Vocabulary.read(conn, "one")
-    assert first.tokens == ["a", "b"] and first.index == {"a": 0, "b": 1}
-    assert Vocabulary.read(conn, "one") is first  # the same state: not read again
-    grown = first.copy()
-    grown.add("c")  # the indexer grows a copy of what it reads; the next reader must not see it
-    assert Vocabulary.read(conn, "one").tokens == ["a", "b"]
-    grown.store(conn, 2, "two")
-    assert Vocabulary.read(conn, "two").tokens == ["a", "b", "c"]
-    # Without a stamp (or another one), the table is read.
-    conn.execute("INSERT INTO vocab(token, col) VALUES ('d', 3)")
-    assert Vocabulary.read(conn).tokens == ["a", "b", "c", "d"]
-    assert Vocabulary.read(conn, "three").tokens == ["a", "b", "c", "d"]
+    Vocabulary(["open", "file", "read"]).store(conn, 0)
+    vocab = IndexVocabulary(conn)
+    assert len(vocab) == 3 and vocab.index == {}
+    assert vocab.columns(["read", "nope"]) == [2, None] and vocab.index == {"read": 2}
+    assert vocab.add("nope") == 3 and vocab.add("read") == 2 and len(vocab) == 4
+    vocab.store(conn)
+    vocab.add("later")
+    vocab.store(conn)
+    assert conn.execute("SELECT token FROM vocab ORDER BY col").fetchall() == [
+        ("open",), ("file",), ("read",), ("nope",), ("later",)]
+    assert IndexVocabulary(conn, preload=True).columns(["later", "open"]) == [4, 0]
 
 
 def test_batches_merged_equal_one_counting_pass(texts):

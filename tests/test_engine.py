@@ -365,6 +365,8 @@ def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_p
         rows = conn.execute("SELECT * FROM chunks ORDER BY id").fetchall()
         gen = sorted(eng.directory.glob("gen-*"))[-1]
         arrays = {p.name: np.load(p) for p in sorted(gen.glob("*.npy"))}
+        for seg in sorted(eng.directory.glob("seg-*")):
+            arrays.update({f"{seg.name}/{p.name}": np.load(p) for p in sorted(seg.glob("*.npy"))})
         vocab = conn.execute("SELECT col, token FROM vocab ORDER BY col").fetchall()
         conn.close()
         eng.close()

@@ -319,6 +319,8 @@ class RanklensApp(FusedBy, App[None]):
             self._pending = checked
             self.status.reset(self.arms)
             self._set_query_note("the query runs when the index is ready")
+            if self.session.index_gone():
+                self._rebuild_gone_index()
             return True
         self._pending = None
         self._start_query(checked)
@@ -381,6 +383,8 @@ class RanklensApp(FusedBy, App[None]):
                 self._start_arm("deep", self.query_id, self.query_text)
         elif result.error is not None:
             status.set_failed(result.arm, result.error)
+            if self.session.index_gone():
+                self._rebuild_gone_index()
         else:
             status.set_done(result.arm, result.elapsed_ms if self.show_timings else None, len(result.hits))
         # The first answer of a new query starts at the top; later ones keep the top row
@@ -675,6 +679,17 @@ class RanklensApp(FusedBy, App[None]):
                 self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
         if "deep" in self.arms:
             self._start_deep()
+
+    def _rebuild_gone_index(self) -> None:
+        """The index folder was deleted while the app ran: say so once, rebuild it, and run the
+        query again on the new one (as on a first build)."""
+        if self._generation is None:
+            return  # already said, and rebuilding
+        self._generation = None
+        self._pending = self._pending or self.query_text or None
+        self.notify("The index folder was deleted: rebuilding it.", title="Index", severity="warning", timeout=10)
+        self._set_index_note("the index folder was deleted: rebuilding it…")
+        self._start_index()
 
     def _current_generation(self) -> int | None:
         return self.session.generation()

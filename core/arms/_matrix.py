@@ -1,5 +1,5 @@
 """Shared body of the arms served from a :class:`core.bm25.BM25Matrix`: the search, and the
-build that writes or updates the matrix in each generation."""
+build that writes each segment's postings and each generation's statistics."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from ..store import IndexView
 from ..tokenize import code_tokens
 from ..types import Chunk, Hit
-from .protocol import ArmBuild, Documents, Generation
+from .protocol import ArmBuild, Documents, Generation, SegmentMerge
 
 
 class MatrixArm:
@@ -22,24 +22,48 @@ class MatrixArm:
     def __init__(self, view: IndexView) -> None:
         self.view = view
         self.matrix = view.matrix(self.matrix_name)
-        # Matrix rows -> chunk rows, once per view (the matrix may hold a subset of chunks).
-        self.chunk_rows = view.chunks.rows_for(self.matrix.keys)
+        # Matrix rows -> chunk rows, once per view (the matrix may hold a subset of chunks);
+        # -1 for a row no longer live (its segment keeps it until a merge).
+        self.chunk_rows = _chunk_rows(view, self.matrix)
+        mask = self.chunk_rows >= 0
+        self.base = None if mask.all() else mask
 
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
-        mask = self.chunk_rows >= 0
+        mask = self.base
         if allowed is not None:
-            mask = mask & allowed[np.maximum(self.chunk_rows, 0)]
+            mask = (self.chunk_rows >= 0) & allowed[np.maximum(self.chunk_rows, 0)]
         rows, scores = self.matrix.top(code_tokens(query), limit, mask)
         return self.view.chunks.hits(self.name, self.chunk_rows[np.asarray(rows, dtype=np.int64)], scores)
 
 
-class MatrixBuild(ArmBuild):
-    """Writes matrix ``name`` (``<name>.*.npy`` in the generation; the arm's name, which also
-    keys its token counts) over its documents.
+def _chunk_rows(view: IndexView, matrix) -> np.ndarray:
+    """Each matrix row's chunk row in the view (segment by segment: both run in the same
+    segment order), -1 where the chunk is tombstoned."""
+    from ..store import ChunkTable
 
-    The chunking workers count the documents' tokens (:attr:`documents`); an update drops the
-    rows of the removed chunks from the previous generation's matrix and appends the new
-    ones, editing its term-major arrays instead of rebuilding them (:meth:`BM25Matrix.updated`).
+    out = []
+    for i, (seg, folder) in enumerate(zip(matrix.segments, view.segment_dirs)):
+        ids = ChunkTable.load_dir(folder).ids
+        keys = np.asarray(seg.keys)
+        if len(ids) == 0 or len(keys) == 0:
+            out.append(np.full(len(keys), -1, dtype=np.int64))
+            continue
+        pos = np.minimum(np.searchsorted(ids, keys), len(ids) - 1)
+        rows = view.segment_rows(i)[pos]
+        out.append(np.where(ids[pos] == keys, rows, -1))
+    return np.concatenate(out) if out else np.empty(0, dtype=np.int64)
+
+
+class MatrixBuild(ArmBuild):
+    """Writes matrix ``name`` (the arm's name, which also keys its token counts): the postings
+    of each new segment's documents (``<name>.*.npy`` in the segment) and the statistics of
+    every live document in each generation (``<name>.df.npy`` and ``<name>.stats.json``).
+
+    The chunking workers count the documents' tokens (:attr:`documents`). An update writes the
+    new chunks' postings as a segment of their own and updates the previous generation's
+    statistics: the removed documents' terms are read from their segments' postings (every
+    term a removed row holds), the new ones' from the new segment. Nothing the size of the
+    whole index is rewritten, and the scores stay those of one matrix over the live rows.
     """
 
     def __init__(self, name: str, fields: Mapping[str, float], include: Callable[[Chunk], bool] | None = None) -> None:
@@ -47,15 +71,34 @@ class MatrixBuild(ArmBuild):
         self.documents = Documents(fields, include)
 
     def write(self, gen: Generation) -> None:
-        from ..bm25 import BM25Matrix
+        from ..bm25 import CorpusStats, Postings
 
-        include = self.documents.include
-        keys = gen.added_ids
-        if include is not None:
-            keys = keys[np.array([include(c) for c in gen.added], dtype=bool)]
-        tf = gen.tokens.tf(self.name)
-        if gen.prev is not None:
-            matrix = BM25Matrix.load(gen.prev, self.name, gen.vocab).updated(gen.removed, tf, keys)
-        else:
-            matrix = BM25Matrix(tf, gen.vocab, keys)
-        matrix.save(gen.out, self.name)
+        removed = []
+        for seg, ids in gen.removed_by_segment():
+            postings = Postings.load(seg, self.name)
+            rows = postings.rows_of(ids)
+            if rows.size:
+                mask = np.zeros(len(postings), dtype=bool)
+                mask[rows] = True
+                removed.append((postings, mask))
+        added = []
+        if gen.segment is not None:
+            include = self.documents.include
+            keys = gen.added_ids
+            if include is not None:
+                keys = keys[np.array([include(c) for c in gen.added], dtype=bool)]
+            segment = Postings.from_tf(gen.tokens.tf(self.name), keys)
+            segment.save(gen.segment, self.name)
+            added.append(segment)
+        prev = CorpusStats.load(gen.prev, self.name) if gen.prev is not None else CorpusStats.empty()
+        prev.updated(len(gen.vocab), removed, added).save(gen.out, self.name)
+
+    def merge(self, gen: Generation, merge: SegmentMerge) -> None:
+        from ..bm25 import Postings
+
+        parts = []
+        for folder in merge.sources:
+            postings = Postings.load(folder, self.name)
+            keep = ~np.isin(np.asarray(postings.keys), merge.dead)
+            parts.append(postings if keep.all() else postings.kept(keep))
+        Postings.concat(parts).save(merge.out, self.name)

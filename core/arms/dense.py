@@ -1,6 +1,7 @@
 """``dense``: model2vec static embeddings, exact cosine search over the stored f16 vectors.
 
-The vector index is memory-mapped read-only on warm start (see :mod:`core.vectors`). The model is the one the index
+Each segment holds its chunks' vectors (``dense.usearch``, memory-mapped read-only on warm
+start, see :mod:`core.vectors`); a query scans every segment and merges their best. The model is the one the index
 was embedded with (recorded in the index meta); if it cannot load, the arm is skipped with
 the reason rather than failing the query.
 """
@@ -16,9 +17,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..store import IndexView
+from ..store import ChunkTable, IndexView
 from ..types import SEMANTIC, Chunk, Hit
-from .protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation
+from .protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation, SegmentMerge
 
 if TYPE_CHECKING:
     from ..indexer import IndexSettings, IndexStats
@@ -43,11 +44,11 @@ class DenseArm:
         reason = view.meta.get("dense_reason")
         if reason:
             raise ArmUnavailable(reason)
-        path = view.gen_dir / VECTORS_FILE
-        if not path.exists():
+        paths = [d / VECTORS_FILE for d in view.segment_dirs]
+        if not all(p.exists() for p in paths):
             raise ArmUnavailable("no vectors in this index (re-run `ranklens index`)")
         from ..embedding import ModelUnavailable, load_model
-        from ..vectors import VectorIndex
+        from ..vectors import SegmentedVectors, VectorIndex
 
         try:
             self.model = load_model(view.meta.get("dense_spec") or None)
@@ -58,28 +59,39 @@ class DenseArm:
                 f"index was embedded with {view.meta.get('dense_model')}, not {self.model.name}"
             )
         self.view = view
-        self.vectors = view.cached("vectors", lambda: VectorIndex.load(path, view=True))
+        self.vectors = view.cached("vectors", lambda: SegmentedVectors(
+            [VectorIndex.load(p, view=True) for p in paths],
+            [view.segment_rows(i) for i in range(len(paths))],
+            [ChunkTable.load_dir(d).ids for d in view.segment_dirs],
+        ))
 
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
         if limit <= 0:
             return []
-        return nearest(self.name, self.view, self.vectors, self.model.encode([query])[0], limit, allowed)
+        vec = self.model.encode([query])[0]
+        rows, sims = self.vectors.search(vec, limit, allowed)
+        return self.view.chunks.hits(self.name, rows, np.asarray(sims, dtype=np.float64))
 
 
 class DenseBuild(ArmBuild):
-    """Embeds the new chunks on a thread of its own and writes the generation's vectors.
+    """Embeds the new chunks on a thread of its own and writes each new segment's vectors.
 
     Embedding runs mostly outside the GIL (Rust tokenizer, BLAS): it consumes chunks on
     another core while the indexer chunks files and the other arms build their matrices, so a
-    cold index costs little more than embedding alone. An update carries the previous
-    generation's vectors over, less the removed chunks; a new model re-embeds every chunk.
-    The model is the settings' (recorded in the index meta, which the arm checks on opening).
+    cold index costs little more than embedding alone. One thread serves the whole pass: the
+    chunks of the next segment are fed (:meth:`prepare`) while the current one is written, so
+    the embedder never waits for a commit. A merge joins its segments' vectors, less the
+    tombstoned chunks; a new model re-embeds every chunk (every segment is rewritten). The
+    model is the settings' (recorded in the index meta, which the arm checks on opening).
     """
 
     def __init__(self, settings: "IndexSettings") -> None:
         self.spec = settings.model
         self._model: tuple | None = None
         self.embedder: _Embedder | None = None
+        self._cut: threading.Event | None = None
+        self._adding = 0
+        self._rebuild = False
 
     def model(self):
         """(the model, None) or (None, why it cannot load); loaded once per update."""
@@ -99,42 +111,76 @@ class DenseBuild(ArmBuild):
         )
 
     def begin(self, gen: Generation) -> None:
+        self._cut = None
+        self._adding = 0
+        model, _reason = self.model()
+        if model is None:
+            return
+        # Vectors of another model (or none) in the previous generation's segments: the
+        # indexer rewrites every segment in this generation, and merge() embeds them again.
+        self._rebuild = gen.prev is not None and self.stale(gen.meta)
+        self._segment = gen.segment
+        if self.embedder is None:
+            self.embedder = _Embedder(model, gen.progress, gen.seconds)
+
+    def prepare(self, ids: list[int], chunks: list[Chunk]) -> None:
+        if self.embedder is not None:
+            self.embedder.feed([(cid, document_text(c)) for cid, c in zip(ids, chunks)])
+
+    def add(self, ids: list[int], chunks: list[Chunk]) -> None:
+        self._adding += len(ids)
+
+    def added(self) -> None:
+        if self.embedder is not None and self._adding:
+            # The segment's last vector and its save overlap the other arms' writes.
+            self._cut = self.embedder.cut(self._segment / VECTORS_FILE)
+
+    def merge(self, gen: Generation, merge: SegmentMerge) -> None:
         model, _reason = self.model()
         if model is None:
             return
         from ..vectors import VectorIndex
 
-        prev = gen.prev / VECTORS_FILE if gen.prev is not None and not self.stale(gen.meta) else None
-        backlog: list[tuple[int, str]] = []
-        if prev is not None and prev.exists():
-            index = VectorIndex.load(prev, view=False)
-            if gen.removed:
-                index.remove(np.array(gen.removed, dtype=np.int64))
+        index = VectorIndex(model.dim)
+        if self._rebuild:
+            t0 = time.perf_counter()
+            for start in range(0, len(merge.ids), EMBED_BATCH * 8):
+                ids = merge.ids[start : start + EMBED_BATCH * 8].tolist()
+                marks = ",".join("?" * len(ids))
+                rows = gen.conn.execute(
+                    "SELECT id, path, start_line, end_line, kind, language, context, symbol, signature,"
+                    f" docstring, text FROM chunks WHERE id IN ({marks}) ORDER BY id", ids
+                ).fetchall()
+                for b in range(0, len(rows), EMBED_BATCH):
+                    part = rows[b : b + EMBED_BATCH]
+                    index.add(np.array([r[0] for r in part], dtype=np.int64),
+                              model.encode([document_text(_row_chunk(r[1:])) for r in part]))
+            gen.seconds["embed"] = gen.seconds.get("embed", 0.0) + time.perf_counter() - t0
+            if self.embedder is not None:
+                self.embedder.count += len(index)
         else:
-            # First build, or another model: every chunk that stays must be embedded too.
-            index = VectorIndex(model.dim)
-            gone = set(gen.removed)  # still in the table (begin runs before they leave it)
-            rows = gen.conn.execute(
-                "SELECT id, path, start_line, end_line, kind, language, context, symbol, signature,"
-                " docstring, text FROM chunks ORDER BY id"
-            )
-            backlog = [(cid, document_text(_row_chunk(row))) for cid, *row in rows if cid not in gone]
-        self.embedder = _Embedder(index, model, gen.progress, gen.seconds, gen.out / VECTORS_FILE)
-        self.embedder.feed(backlog)
+            for folder in merge.sources:
+                part = VectorIndex.load(folder / VECTORS_FILE, view=True)
+                keys = part.keys()
+                keep = ~np.isin(keys, merge.dead)
+                if keep.any():
+                    index.add(keys[keep], part.vectors()[keep])
+        index.save(merge.out / VECTORS_FILE)
 
-    def add(self, ids: list[int], chunks: list[Chunk]) -> None:
-        if self.embedder is not None:
-            self.embedder.feed([(cid, document_text(c)) for cid, c in zip(ids, chunks)])
-
-    def added(self) -> None:
-        if self.embedder is not None:
-            self.embedder.close()  # the last batch and the save overlap the other arms' writes
+    def ready(self) -> bool:
+        return self._cut is None or self._cut.is_set()
 
     def finish(self, gen: Generation) -> None:
-        if self.embedder is not None:
-            t0 = time.perf_counter()
-            self.embedder.result()
-            gen.seconds["embed wait"] = gen.seconds.get("embed wait", 0.0) + time.perf_counter() - t0
+        if self.embedder is None:
+            return
+        t0 = time.perf_counter()
+        if self._cut is not None:
+            saved = self.embedder.wait(self._cut)
+            if saved != self._adding:  # a segment's vectors must be its chunks', row for row
+                raise RuntimeError(f"the dense arm embedded {saved} vectors for a segment of {self._adding} chunks")
+        if gen.final:
+            self.embedder.close()
+        gen.seconds["embed wait"] = gen.seconds.get("embed wait", 0.0) + time.perf_counter() - t0
 
     def meta(self) -> dict[str, str]:
         model, reason = self.model()
@@ -156,8 +202,8 @@ SPEC = ArmSpec(
 
 
 def nearest(arm: str, view: IndexView, vectors, vec: np.ndarray, limit: int, allowed: np.ndarray | None) -> list[Hit]:
-    """The ``limit`` chunks whose vectors are nearest ``vec``, as ``arm``'s ranking (shared by
-    the embedding arms); ``allowed`` masks chunk rows."""
+    """The ``limit`` chunks whose vectors (one index keyed by chunk id) are nearest ``vec``, as
+    ``arm``'s ranking (the deep arm's); ``allowed`` masks chunk rows."""
     chunks = view.chunks
     allowed_keys = None if allowed is None else chunks.ids[allowed]
     keys, sims = vectors.search(vec, limit, allowed_keys)
@@ -167,21 +213,21 @@ def nearest(arm: str, view: IndexView, vectors, vec: np.ndarray, limit: int, all
 
 
 class _Embedder:
-    """Embeds (id, text) pairs fed from another thread, in batches, into a vector index, then
-    saves it to ``save_to`` (on its own thread too: the save overlaps the lexical stage)."""
+    """Embeds (id, text) pairs fed from another thread, in batches, into one vector index per
+    segment; :meth:`cut` ends a segment: its index is saved (on this thread too: the save
+    overlaps the lexical stage) and a fresh one started for the pairs fed after it."""
 
     _END = None
 
-    def __init__(
-        self, index, model, progress: Callable[[str, int, int], None], seconds: dict[str, float], save_to: Path
-    ) -> None:
-        self.index, self.model, self.progress, self.seconds = index, model, progress, seconds
-        self.save_to = save_to
+    def __init__(self, model, progress: Callable[[str, int, int], None], seconds: dict[str, float]) -> None:
+        self.model, self.progress, self.seconds = model, progress, seconds
         self.count = 0
         self._fed = 0
         self._queue: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
         self._stop = False
+        self._cuts: list[threading.Event] = []
+        self._saved: dict[threading.Event, int] = {}
         self._thread = threading.Thread(target=self._run, name="ranklens-embed", daemon=True)
         self._thread.start()
 
@@ -190,42 +236,66 @@ class _Embedder:
             self._fed += len(pairs)
             self._queue.put(pairs)
 
+    def cut(self, save_to: Path) -> threading.Event:
+        """End the current segment: its vectors go to ``save_to``; the event is set once saved
+        (or once the thread failed)."""
+        done = threading.Event()
+        self._cuts.append(done)
+        self._queue.put((save_to, done))
+        return done
+
+    def wait(self, done: threading.Event) -> int:
+        """Wait for a cut's save and say how many vectors it saved; re-raise what the thread raised."""
+        while not done.wait(0.5):
+            if not self._thread.is_alive():
+                break
+        if self._error is not None:
+            raise self._error
+        return self._saved.pop(done, -1)
+
     def close(self) -> None:
         self._queue.put(self._END)
+        self._thread.join()
 
     def abandon(self) -> None:
         self._stop = True
         self._queue.put(self._END)
 
-    def result(self):
-        """Wait for the last batch and the save; re-raise what the thread raised."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self.index
-
     def _run(self) -> None:
+        from ..vectors import VectorIndex
+
         t0 = time.perf_counter()
+        index = VectorIndex(self.model.dim)
         pending: list[tuple[int, str]] = []
         try:
             while not self._stop:
                 item = self._queue.get()
-                if item is not self._END:
-                    pending.extend(item)
-                while len(pending) >= EMBED_BATCH or (item is self._END and pending):
-                    batch, pending = pending[:EMBED_BATCH], pending[EMBED_BATCH:]
-                    self._encode(batch)
                 if item is self._END:
                     break
-            if not self._stop:
-                self.index.save(self.save_to)
-        except BaseException as exc:  # handed to the thread that calls result()
+                if isinstance(item, tuple):  # a cut
+                    save_to, done = item
+                    if pending:
+                        self._encode(index, pending)
+                        pending = []
+                    index.save(save_to)
+                    self._saved[done] = len(index)
+                    index = VectorIndex(self.model.dim)
+                    done.set()
+                    continue
+                pending.extend(item)
+                while len(pending) >= EMBED_BATCH:
+                    batch, pending = pending[:EMBED_BATCH], pending[EMBED_BATCH:]
+                    self._encode(index, batch)
+        except BaseException as exc:  # handed to the thread that waits
             self._error = exc
-        self.seconds["embed"] = time.perf_counter() - t0
+        finally:
+            for done in self._cuts:
+                done.set()  # nobody waits forever on a thread that is gone
+            self.seconds["embed"] = self.seconds.get("embed", 0.0) + time.perf_counter() - t0
 
-    def _encode(self, batch: list[tuple[int, str]]) -> None:
+    def _encode(self, index, batch: list[tuple[int, str]]) -> None:
         vectors = self.model.encode([text for _, text in batch])
-        self.index.add(np.array([cid for cid, _ in batch], dtype=np.int64), vectors)
+        index.add(np.array([cid for cid, _ in batch], dtype=np.int64), vectors)
         self.count += len(batch)
         self.progress("embed", self.count, self._fed)
 

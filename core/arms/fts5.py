@@ -17,7 +17,6 @@ repository and 0.814 -> 0.792 on polyglot (where 10 % of its few chunks is a han
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 
@@ -92,7 +91,8 @@ class Fts5Arm:
 
 class Fts5Build(ArmBuild):
     """Keeps the ``fts`` table (an external-content FTS5 index over ``chunks.text``, in the
-    index database, committed with the generation) and writes the generation's common terms."""
+    index database, committed with each generation: a cold build's rows go in one bounded
+    transaction per segment) and writes the generation's common terms."""
 
     # Identifiers stay whole ('_' is a token character): this arm is the exact-symbol signal.
     schema = """
@@ -103,11 +103,13 @@ class Fts5Build(ArmBuild):
 
     def begin(self, gen: Generation) -> None:
         self.conn = gen.conn
+
+    def remove(self, ids: list[int]) -> None:
         # An external-content index deletes a row by the text it indexed: before the chunk goes.
-        for start in range(0, len(gen.removed), 500):
-            batch = gen.removed[start : start + 500]
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
             marks = ",".join("?" * len(batch))
-            gen.conn.execute(
+            self.conn.execute(
                 f"INSERT INTO fts(fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE id IN ({marks})",
                 batch,
             )
@@ -116,13 +118,20 @@ class Fts5Build(ArmBuild):
         self.conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", [(cid, c.text) for cid, c in zip(ids, chunks)])
 
     def write(self, gen: Generation) -> None:
-        """FTS5's frequent terms; a small update keeps the last list (scanning costs ~0.1 s)."""
+        """FTS5's frequent terms. They are counted again when the chunks changed by 1 % or more
+        since the list was made, and only in the last generation of a pass (a cold build's
+        earlier ones keep the last list: scanning the terms takes seconds on the Linux
+        sources); otherwise the last list is kept."""
         prev = gen.prev / COMMON_TERMS_FILE if gen.prev is not None else None
         if prev is not None and prev.exists():
             common = json.loads(prev.read_text(encoding="utf-8"))
-            if len(gen.removed) + len(gen.added_ids) < 0.01 * common["n"]:  # shares barely move
-                shutil.copyfile(prev, gen.out / COMMON_TERMS_FILE)
+            drift = common.get("drift", 0) + len(gen.removed) + len(gen.added_ids)
+            if not gen.final or drift < 0.01 * common["n"]:  # shares barely move
+                common["drift"] = drift
+                (gen.out / COMMON_TERMS_FILE).write_text(json.dumps(common), encoding="utf-8")
                 return
+        elif not gen.final:
+            return
         (gen.out / COMMON_TERMS_FILE).write_text(json.dumps(common_terms(gen.conn)), encoding="utf-8")
 
 

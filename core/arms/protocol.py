@@ -2,9 +2,10 @@
 
 :class:`ArmSpec` is the one place an arm's name, family, shipped weights and build are given
 (each arm module defines its ``SPEC``; :mod:`core.arms` lists them). :class:`Arm` is the
-opened arm that answers queries; :class:`ArmBuild` writes and updates the arm's part of a
-generation while the indexer prepares it (:class:`Generation`), before that generation
-commits.
+opened arm that answers queries; :class:`ArmBuild` writes and updates the arm's part of the
+index while the indexer prepares a generation (:class:`Generation`): its part of the new
+segment, of merged segments (:class:`SegmentMerge`) and of the generation itself, before
+that generation commits (see :mod:`core.segments`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..types import Chunk, Hit
 
 if TYPE_CHECKING:
     from .._sqlite import sqlite3
-    from ..bm25 import TokenMerger, Vocabulary
+    from ..bm25 import IndexVocabulary, TokenMerger, Vocabulary
     from ..indexer import IndexSettings, IndexStats
     from ..store import IndexView
 
@@ -49,12 +50,19 @@ class Documents:
 
 @dataclass
 class Generation:
-    """The generation an index update is writing, as an arm's build sees it."""
+    """The generation an index update is writing, as an arm's build sees it.
 
-    #: The index database, inside the update's open transaction (committed with the generation).
+    A pass over the tree commits one generation (a cold build, one per
+    :data:`core.segments.SEGMENT_CHUNKS` chunks); each adds at most one new segment, the
+    chunks of the files it stored, and tombstones the chunks those files (and removed files)
+    had before.
+    """
+
+    #: The index database, inside the generation's open transaction (committed with it).
     conn: "sqlite3.Connection"
-    #: The folder being written. Once every arm has written, its files are fsynced, it is
-    #: renamed into place, and the generation is committed in SQLite.
+    #: The generation folder being written (per-generation files: statistics spanning the
+    #: segments, lists that an update edits). Once every arm has written, its files are
+    #: fsynced, it is renamed into place, and the generation is committed in SQLite.
     out: Path
     #: The previous generation's folder, to update from; None: build from nothing.
     prev: Path | None
@@ -65,6 +73,11 @@ class Generation:
     progress: Callable[[str, int, int], None]
     #: Wall seconds per stage (the index summary's ``seconds``).
     seconds: dict[str, float]
+    #: The new segment's folder being written (the new chunks' part of each arm); None when
+    #: this generation adds no chunk.
+    segment: Path | None = None
+    #: The previous generation's segment folders, in order, with their first and last chunk id.
+    segments: list[tuple[Path, int, int]] = field(default_factory=list)
     #: Chunk ids of the previous generation that are gone (changed and removed files).
     removed: list[int] = field(default_factory=list)
     #: The new chunks and their ids (ascending, above every kept id), once chunking is done.
@@ -73,27 +86,57 @@ class Generation:
     #: Every arm's :class:`Documents` counted while chunking (``tokens.tf(name)``), over
     #: ``vocab``, the index's one vocabulary (grown by this update; stored by the indexer).
     tokens: "TokenMerger | None" = None
-    vocab: "Vocabulary | None" = None
+    vocab: "Vocabulary | IndexVocabulary | None" = None
+    #: The last generation of this pass (a cold build commits several).
+    final: bool = True
+
+    def removed_by_segment(self) -> list[tuple[Path, np.ndarray]]:
+        """:attr:`removed` grouped by the previous generation's segment holding them."""
+        ids = np.unique(np.asarray(self.removed, dtype=np.int64))
+        out = []
+        for folder, first, last in self.segments:
+            lo, hi = np.searchsorted(ids, first, side="left"), np.searchsorted(ids, last, side="right")
+            if hi > lo:
+                out.append((folder, ids[lo:hi]))
+        return out
+
+
+@dataclass
+class SegmentMerge:
+    """Segments being merged into one (or one rewritten), as an arm's build sees it."""
+
+    #: The merged segments' folders, in order.
+    sources: list[Path]
+    #: Their tombstoned chunk ids (sorted): left out of the merged segment.
+    dead: np.ndarray
+    #: The ids of the chunks the merged segment holds (ascending).
+    ids: np.ndarray
+    #: The folder being written.
+    out: Path
 
 
 class ArmBuild:
-    """How an arm writes and updates its part of a generation; one object per index update.
+    """How an arm writes and updates its part of the index; one object per pass over the tree.
 
-    The indexer calls, in this order (each a no-op here unless the arm overrides it):
+    A pass commits one or more generations (:class:`Generation`). For each, the indexer calls,
+    in this order (each a no-op here unless the arm overrides it):
 
-    1. :meth:`stale`, deciding whether an update with no changed file still writes a new
-       generation;
-    2. :meth:`begin`, in the update's transaction, before the rows of ``gen.removed`` leave
-       the ``chunks`` table;
-    3. :meth:`add` for each changed file's new chunks, as they are stored;
-    4. :meth:`added` once every new chunk is stored;
-    5. :meth:`write`: write its files into ``gen.out`` (the lexical stage, arm after arm);
-    6. :meth:`finish`: wait for work begun on another thread (after every arm's ``write``,
-       so that work overlaps them);
+    1. :meth:`stale`, once a pass, deciding whether a pass with no changed file still writes a
+       new generation;
+    2. :meth:`begin`, in the generation's transaction;
+    3. :meth:`remove` with the chunk ids leaving the ``chunks`` table (their rows still there),
+       and :meth:`add` for each stored file's new chunks, as they are stored; before a file's
+       :meth:`add`, :meth:`prepare` has been given its chunks (perhaps during the previous
+       generation: work on another thread may start early);
+    4. :meth:`added` once every new chunk of the generation is stored;
+    5. :meth:`write`: write its part of the new segment (``gen.segment``) and of the generation
+       (``gen.out``); then :meth:`merge` for each segment merged in this generation;
+    6. :meth:`finish`: wait for work begun on another thread (:meth:`ready` says whether it
+       would wait);
     7. :meth:`meta`, committed with the generation;
-    8. :meth:`report` into the index summary (also after an update that found nothing to do).
+    8. :meth:`report` into the index summary (also after a pass that found nothing to do).
 
-    :meth:`abandon` instead of the rest when the update fails.
+    :meth:`abandon` instead of the rest when the pass fails.
     """
 
     #: The arm's BM25 matrix documents, counted in the chunking workers with every other
@@ -110,6 +153,12 @@ class ArmBuild:
     def begin(self, gen: Generation) -> None:
         pass
 
+    def remove(self, ids: list[int]) -> None:
+        pass
+
+    def prepare(self, ids: list[int], chunks: list[Chunk]) -> None:
+        pass
+
     def add(self, ids: list[int], chunks: list[Chunk]) -> None:
         pass
 
@@ -118,6 +167,12 @@ class ArmBuild:
 
     def write(self, gen: Generation) -> None:
         pass
+
+    def merge(self, gen: Generation, merge: SegmentMerge) -> None:
+        pass
+
+    def ready(self) -> bool:
+        return True
 
     def finish(self, gen: Generation) -> None:
         pass

@@ -55,6 +55,6 @@ scan at 50k, so usearch does the work no other scan here does without a copy: th
 scan of an index too big for the float32 copy.
 """
 
-from .index import VectorIndex
+from .index import SegmentedVectors, VectorIndex
 
-__all__ = ["VectorIndex"]
+__all__ = ["SegmentedVectors", "VectorIndex"]

@@ -15,7 +15,7 @@ import numpy as np
 from . import _usearch, storage
 from .scan import Float32Scan, Int8Scan, numkong
 
-__all__ = ["VectorIndex"]
+__all__ = ["SegmentedVectors", "VectorIndex"]
 
 _STORE = np.float16
 #: An ``allowed`` filter covering at least this fraction of the index is answered by a
@@ -23,6 +23,8 @@ _STORE = np.float16
 _DENSE_FILTER = 0.35
 #: Indexes whose float32 copy would take more than this are scanned by usearch in float16.
 _F32_MAX_BYTES = 512 << 20
+#: A filter allowing at most this many rows is answered from those rows' vectors alone.
+_FEW_ROWS = 4096
 
 _EMPTY_KEYS = np.empty(0, dtype=np.int64)
 _EMPTY_SIMS = np.empty(0, dtype=np.float32)
@@ -252,6 +254,74 @@ class VectorIndex:
         order = np.lexsort((out_keys, -sims))[:k]
         return np.ascontiguousarray(out_keys[order]), np.ascontiguousarray(sims[order])
 
+    def search_rows(
+        self, vector: np.ndarray, k: int, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (storage rows, cosine similarities, descending) among the rows ``mask`` allows
+        (a boolean array over the rows; None: all). Ties go to the earlier row.
+
+        Scans as :meth:`search` does: a view's int8 companion picks candidates (among the
+        allowed rows only), re-scored exactly; else every allowed row in float32. A few
+        allowed rows (filters) are scanned exactly from their float16 vectors, with no copy
+        of the rest.
+        """
+        k = int(k)
+        with self._lock:
+            if self._coarse_pending is not None:
+                self._coarse = Int8Scan.load(self._coarse_pending, self.dim, self._n, view=True)
+                self._coarse_pending = None
+            keys, vecs = self._snapshot()
+            coarse = self._coarse if self._view else None
+            f32, version = self._f32, self._version
+        n = len(keys)
+        q16 = self._unit_query(vector)
+        if n == 0 or k <= 0 or q16 is None:
+            return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
+        allowed = n
+        if mask is not None:
+            mask = np.asarray(mask, dtype=bool)
+            allowed = int(np.count_nonzero(mask))
+            if allowed == 0:
+                return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
+            if allowed == n:
+                mask = None
+        pool = max(Int8Scan.MIN_POOL, 4 * k)
+        if mask is not None and allowed <= _FEW_ROWS:
+            rows = np.flatnonzero(mask)
+            sub_rows, dist = Float32Scan(vecs[rows]).nearest(q16, k)
+            rows = rows[sub_rows]
+        elif coarse is not None and pool < allowed and numkong() is not None:
+            rows = coarse.candidates(q16, pool, mask)
+            dist = Float32Scan(vecs[rows]).distances(q16)
+        else:
+            if f32 is None and vecs.size * 4 <= _F32_MAX_BYTES:
+                f32 = self._float32(vecs, version)
+            if mask is None:
+                rows, dist = _exact(f32 if f32 is not None else vecs, q16, k)
+            else:
+                rows = np.flatnonzero(mask)
+                subset = f32.subset(rows) if f32 is not None else Float32Scan(vecs[rows])
+                sub_rows, dist = _exact(subset, q16, k)
+                rows = rows[sub_rows]
+        if rows.size == 0:
+            return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
+        sims = np.clip(1.0 - dist, -1.0, 1.0).astype(np.float32)
+        order = np.lexsort((rows, -sims))[:k]
+        return np.ascontiguousarray(rows[order]), np.ascontiguousarray(sims[order])
+
+    def _unit_query(self, vector: np.ndarray) -> np.ndarray | None:
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self.dim:
+            raise ValueError(f"query has {q.shape[0]} dimensions, index has {self.dim}")
+        norm = float(np.linalg.norm(q))
+        if not np.isfinite(norm) or norm == 0.0:
+            return None
+        return (q / norm).astype(_STORE)
+
+    def vectors(self) -> np.ndarray:
+        """The stored (unit, float16) vectors, in storage order (read-only for a view)."""
+        return self._snapshot()[1]
+
     @staticmethod
     def _search_coarse(coarse, vecs, q16, pool) -> tuple[np.ndarray, np.ndarray]:
         """The int8 scan's ``pool`` candidate rows and their exact distances, computed as
@@ -338,3 +408,44 @@ class VectorIndex:
         elif stored.companion is not None:
             index._coarse = Int8Scan.load(stored.companion, stored.dim, n, view=False)
         return index
+
+
+class SegmentedVectors:
+    """The vectors of an index's segments, one :class:`VectorIndex` each, searched together:
+    each segment's best ``k`` among its allowed rows, merged (ties to the earlier row).
+
+    ``rows[i]`` maps segment ``i``'s chunk rows to the caller's rows (-1: left out, a
+    tombstoned chunk); ``ids[i]`` are its chunk ids. A segment's vector rows are its chunk
+    rows when their keys are its ids (the indexer writes them so), else they are mapped by id.
+    """
+
+    def __init__(self, parts: list[VectorIndex], rows: list[np.ndarray], ids: list[np.ndarray]) -> None:
+        self.parts = parts
+        self.rows: list[np.ndarray] = []
+        for part, seg_rows, seg_ids in zip(parts, rows, ids):
+            keys = part.keys()
+            if len(keys) == len(seg_ids) and np.array_equal(keys, seg_ids):
+                self.rows.append(np.asarray(seg_rows, dtype=np.int64))
+                continue
+            pos = np.minimum(np.searchsorted(seg_ids, keys), max(len(seg_ids) - 1, 0))
+            found = (seg_ids[pos] == keys) if len(seg_ids) else np.zeros(len(keys), dtype=bool)
+            self.rows.append(np.where(found, np.asarray(seg_rows)[pos] if len(seg_ids) else -1, -1))
+        self._live = [None if (r >= 0).all() else r >= 0 for r in self.rows]
+
+    def search(self, vector: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` rows nearest ``vector`` (the caller's rows, similarities, descending) among
+        ``allowed`` (a boolean mask over the caller's rows; None: all)."""
+        found_rows, found_sims = [], []
+        for part, seg_rows, live in zip(self.parts, self.rows, self._live):
+            mask = live
+            if allowed is not None:
+                mask = (seg_rows >= 0) & allowed[np.maximum(seg_rows, 0)]
+            rows, sims = part.search_rows(vector, k, mask)
+            if rows.size:
+                found_rows.append(seg_rows[rows])
+                found_sims.append(sims)
+        if not found_rows:
+            return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
+        rows, sims = np.concatenate(found_rows), np.concatenate(found_sims)
+        order = np.lexsort((rows, -sims))[:k]
+        return rows[order], sims[order]

@@ -131,9 +131,9 @@ class Int8Scan:
     def kept(self, keep: np.ndarray) -> "Int8Scan":
         return Int8Scan(self.codes[keep])
 
-    def candidates(self, query: np.ndarray, pool: int) -> np.ndarray:
-        """The ``pool`` rows nearest ``query`` by int8 dot product, in row order (needs
-        :func:`numkong`)."""
+    def candidates(self, query: np.ndarray, pool: int, mask: np.ndarray | None = None) -> np.ndarray:
+        """The ``pool`` rows nearest ``query`` by int8 dot product, in row order, of the rows
+        ``mask`` allows (a boolean array; None: all) (needs :func:`numkong`)."""
         kernels = numkong()
         packed = self._packed
         if packed is None:
@@ -142,6 +142,12 @@ class Int8Scan:
                     self._packed = kernels.dots_pack(self.codes)
                 packed = self._packed
         sims = np.asarray(kernels.dots_packed(self.encode_query(query), packed))[0]
+        if mask is not None:
+            allowed = np.flatnonzero(mask)
+            if allowed.size <= pool:
+                return allowed
+            sims = sims[allowed]
+            return np.sort(allowed[np.argpartition(-sims, pool)[:pool]])
         return np.sort(np.argpartition(-sims, pool)[:pool])
 
     def save(self, path: Path) -> None:
