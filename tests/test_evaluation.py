@@ -21,7 +21,6 @@ from ranklens.core.evaluation import (
     QueryRun,
     Setting,
     Span,
-    _Scorer,
     coordinate_ascent,
     file_hit_at_k,
     first_hit_rank,
@@ -45,6 +44,7 @@ from ranklens.core.evaluation import (
     run_queries,
     tune,
 )
+from ranklens.core.evaluation.tuning import _Scorer
 from ranklens.core.types import ConsolidatedHit, Hit, make_docid
 from cli_helpers import run
 
