@@ -371,7 +371,7 @@ class Engine:
         check_top_k(top_k)
         fs = self.fusion(settings, arms=arms, weights=weights, k=k, priors=priors)
         names = list(fs.arms)
-        self.view  # fail fast, before any thread, when the index is not open
+        _ = self.view  # fail fast, before any thread, when the index is not open
 
         def job(name: str) -> ArmResult:
             result = self.run_arm(name, text, top_k=top_k, path_glob=path_glob, language=language)

@@ -15,7 +15,6 @@ import click
 from .core.arms import DEFAULT_ARMS, REGISTRY, default_arms
 from .core.discovery import DiscoveryOptions
 from .core.engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
-from .core.settings import FusionSettings
 from .core.evaluation import SEED
 from .core.handoff import write_json_atomic
 from .core.indexer import STAGES, Progress
@@ -32,6 +31,7 @@ from .core.service import (
     open_engine,
     settings_for,
 )
+from .core.settings import FusionSettings
 
 #: What "all" fuses, for the help (the same text whatever is installed here).
 ALL_ARMS = f"{', '.join(DEFAULT_ARMS)}, plus deep when installed"

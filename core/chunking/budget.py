@@ -30,7 +30,7 @@ class _Unit:
     start: int
     end: int
     chunk: Chunk
-    children: list["_Unit"]
+    children: list[_Unit]
 
 
 class Budget:
@@ -119,10 +119,7 @@ class Budget:
             end -= 1  # blank lines between chunks belong to neither
         defs = [u.chunk for _, _, u in run if u is not None]
         named = ([header.chunk] if header is not None else []) + defs
-        if header is not None:
-            context = _join_names(header.chunk.context, defs)
-        else:
-            context = _join_names(scope, defs)
+        context = _join_names(header.chunk.context if header is not None else scope, defs)
         if named:
             self.out.append(
                 self._chunk(

@@ -68,9 +68,10 @@ def _end_row(node: Node, lines: list[str] | None = None) -> int:
     file's ``lines``) on the indentation of its last row, ends above (tree-sitter-scala
     ends an indented block at the next statement's indentation)."""
     row, col = node.end_point
-    if row > node.start_point[0]:
-        if col == 0 or (lines is not None and row < len(lines) and not lines[row][:col].strip()):
-            return row - 1
+    if row > node.start_point[0] and (
+        col == 0 or (lines is not None and row < len(lines) and not lines[row][:col].strip())
+    ):
+        return row - 1
     return row
 
 

@@ -130,10 +130,7 @@ def parse_queries(
         line = raw.strip().lstrip("\ufeff") if number == 1 else raw.strip()
         if not line:
             continue
-
-        def bad(message: str) -> EvalFileError:
-            return EvalFileError(f"{source}:{number}: {message}")
-
+        bad = _error_at(f"{source}:{number}")
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -180,10 +177,7 @@ def parse_annotations(
     out: list[LabeledQuery] = []
     ignored: set[str] = set()
     for number, item in enumerate(items, start=1):
-
-        def bad(message: str) -> EvalFileError:
-            return EvalFileError(f"{source}: item {number}: {message}")
-
+        bad = _error_at(f"{source}: item {number}")
         if not isinstance(item, dict):
             raise bad(f"expected a JSON object, got {type(item).__name__}")
         ignored.update(set(item) - _BENCH_KEYS)
@@ -198,6 +192,11 @@ def parse_annotations(
         raise EvalFileError(f"{source}: holds no queries")
     _note_ignored(source, ignored, notify)
     return out
+
+
+def _error_at(where: str) -> Callable[[str], EvalFileError]:
+    """The error for a line or item of a file: ``where: message``."""
+    return lambda message: EvalFileError(f"{where}: {message}")
 
 
 def _note_ignored(source: str, ignored: set[str], notify: Notify | None) -> None:

@@ -20,8 +20,8 @@ from pilot_helpers import (
 )
 from textual.widgets import Input
 
-from ranklens.core.config import default_config
 from ranklens.core.arms import DEFAULT_ARMS
+from ranklens.core.config import default_config
 from ranklens.core.engine import ArmResult, Engine
 from ranklens.core.handoff import span_text, validate_handoff
 from ranklens.core.indexer import STAGES, IndexSettings
@@ -507,7 +507,7 @@ async def test_help_lists_the_keys(engine) -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         source = app.screen.markdown
-        for key, text in HELP_KEYS:
+        for _key, text in HELP_KEYS:
             assert text.replace("|", "\\|") in source
         for needle in ("agree", "conf", "via", "Σ w_i / (k + rank_i)"):
             assert needle in source

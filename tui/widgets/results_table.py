@@ -16,13 +16,13 @@ from typing import ClassVar
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.binding import Binding, BindingType
-from textual.message import Message
-from textual.widgets import DataTable
 from textual._two_way_dict import TwoWayDict
+from textual.binding import Binding, BindingType
 from textual.css.styles import RenderStyles
 from textual.geometry import Region
+from textual.message import Message
 from textual.strip import Strip
+from textual.widgets import DataTable
 from textual.widgets.data_table import CellKey, ColumnKey, RowKey
 
 from ranklens.core.types import ConsolidatedHit
