@@ -33,7 +33,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Input
+from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
 
 from ranklens.core.engine import ArmResult, Engine, QueryError
@@ -433,8 +433,8 @@ class RanklensApp(IndexOrchestration, HandoffActions, App[None]):
 
     # -- preview --------------------------------------------------------------------------
 
-    @on(DataTable.RowHighlighted, "#results")
-    def _row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
+    @on(ResultsTable.CursorMoved)
+    def _cursor_moved(self, _event: ResultsTable.CursorMoved) -> None:
         self._update_preview()
 
     def _update_preview(self) -> None:
