@@ -311,10 +311,8 @@ class ResultsTable(ScrollView, can_focus=True):
         self._steady: dict[tuple, list[Text]] = {}
         #: Content width of each column, by key (COLUMNS gives the starting ones).
         self.widths: dict[str, int] = {key: width for key, _label, width in self.COLUMNS}
-        self.location_width = LOCATION_WIDTH
-        self.context_width = CONTEXT_MIN
-        #: Each row's cells, and a version that changes when they do (the line cache's key).
         self._labels = [Text.from_markup(label) for _key, label, _width in self.COLUMNS]
+        #: Each row's cells, and a version that changes when they do (the line cache's key).
         self._docids: list[str] = []
         self._cells: list[list[Text]] = []
         self._versions: list[int] = []
@@ -337,6 +335,10 @@ class ResultsTable(ScrollView, can_focus=True):
     @property
     def row_count(self) -> int:
         return len(self.hits)
+
+    @property
+    def location_width(self) -> int:
+        return self.widths["location"]
 
     @property
     def current_hit(self) -> ConsolidatedHit | None:
@@ -546,10 +548,9 @@ class ResultsTable(ScrollView, can_focus=True):
             # (A context column can not be narrower than one cell.)
             location = max(LOCATION_FLOOR, room - 1)
         context = max(1, room - location)
-        if (location, context) == (self.location_width, self.context_width):
+        if (location, context) == (self.widths["location"], self.widths["context"]):
             self._update_size()
             return
-        self.location_width, self.context_width = location, context
         self.widths["location"], self.widths["context"] = location, context
         if redraw and self.hits:
             self._update_rows()
