@@ -39,6 +39,7 @@ from textual.worker import Worker, WorkerState
 from ranklens.core.engine import ArmResult, Engine, QueryError
 from ranklens.core.judgments import QueryJudgments
 from ranklens.core.session import Session
+from ranklens.core.settings import FusedBy, FusionSettings
 from ranklens.core.types import ConsolidatedHit
 from ranklens.tui.handoff import HandoffActions
 from ranklens.tui.indexing import IndexOrchestration
@@ -78,7 +79,7 @@ HELP_KEYS: list[tuple[str, str]] = [
 ]
 
 
-class RanklensApp(IndexOrchestration, HandoffActions, App[None]):
+class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
     """Query a repository with several retrievers at once and explore the fused ranking.
 
     Parameters
@@ -169,17 +170,9 @@ class RanklensApp(IndexOrchestration, HandoffActions, App[None]):
         return self.session.hits
 
     @property
-    def weights(self) -> dict[str, float]:
-        return self.session.weights
-
-    @property
-    def k(self) -> float:
-        return self.session.k
-
-    @property
-    def priors(self) -> bool:
-        """Whether the ranking stage re-scores the fused list (``p`` toggles)."""
-        return self.session.priors
+    def settings(self) -> FusionSettings:
+        """The fusion settings in force (``weights``, ``k`` and ``priors`` read them)."""
+        return self.session.settings
 
     # -- layout ---------------------------------------------------------------------------
 

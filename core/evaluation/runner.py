@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..settings import FusionSettings
+from ..settings import FusedBy, FusionSettings
 from .labels import LabeledQuery
 from .metrics import TOP_K
 
@@ -35,7 +35,7 @@ class QueryRun:
 
 
 @dataclass
-class EvalRun:
+class EvalRun(FusedBy):
     """Everything one evaluation ran: enough to report and to re-fuse for tuning."""
 
     queries: list[QueryRun]
@@ -48,18 +48,6 @@ class EvalRun:
     @property
     def arms(self) -> list[str]:
         return list(self.settings.arms)
-
-    @property
-    def weights(self) -> dict[str, float]:
-        return self.settings.fused_weights()
-
-    @property
-    def k(self) -> float:
-        return self.settings.k
-
-    @property
-    def priors(self) -> bool:
-        return self.settings.priors
 
 
 def run_queries(
