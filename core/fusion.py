@@ -108,6 +108,6 @@ def reciprocal_rank_fusion(
     for i, ranking in enumerate(rankings):
         for rank, (doc_id, _score) in enumerate(_entries(ranking, i), start=1):
             parts.setdefault(doc_id, []).append(rrf_share(ws[i], kf, rank))
-    fused = [(doc_id, math.fsum(p)) for doc_id, p in parts.items()]
+    fused = [(doc_id, fused_score(p)) for doc_id, p in parts.items()]
     fused.sort(key=lambda item: (-item[1], item[0]))
     return fused
