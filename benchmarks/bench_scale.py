@@ -1,7 +1,7 @@
 """Scale benchmark: every figure of issue #14's targets, on an unpacked Linux kernel tree.
 
     python benchmarks/bench_scale.py TREE --cache DIR [--edit REL] [--skip-resume] [--skip-engine]
-                                     [--json FILE]
+                                     [--reuse-index --cold-seconds S] [--json FILE]
 
 It fetches nothing: TREE is a kernel source tree already on disk (78k files for 6.1). Debian's
 copy ends its top ``.gitignore`` with ``/*`` and ``!/debian/``; index it as upstream does from a
@@ -32,15 +32,17 @@ touched), then:
 6. one-file update: a function appended to ``--edit`` in place, then ``ranklens index``; the
    edit undone and indexed again (the second figure is shown beside the first); then one new
    file added and removed (a folder's listing changes: no target, shown for what it costs);
-7. resume after a kill at 50 %: the index deleted, a build started that prints its progress,
+7. the 50k-chunk figures of ``benchmarks/bench_engine.py`` (run as it is, deep off) against
+   those recorded in the README (:data:`ENGINE_REFERENCE`), allowing 20 % for a shared machine;
+8. resume after a kill at 50 %: the index deleted, a build started that prints its progress,
    ``kill -9`` of its process group once its chunk stage is half done (or, if it reports no
    such stage, at half the cold time), then ``ranklens index`` times the rest, against the cold
-   build;
-8. the 50k-chunk figures of ``benchmarks/bench_engine.py`` (run as it is, deep off) against
-   those recorded in the README (:data:`ENGINE_REFERENCE`), allowing 20 % for a shared machine.
+   build (last: the longest step).
 
-``--skip-resume`` and ``--skip-engine`` leave steps 7 and 8 out (their rows then say so). The
-table lists every figure with its target and whether it is met; a step that cannot run prints
+``--skip-engine`` and ``--skip-resume`` leave steps 7 and 8 out (their rows then say so);
+``--reuse-index`` keeps the root's index in DIR instead of step 1 (its first pass then lists
+the tree once, unmeasured), and ``--cold-seconds`` gives the cold build's time step 8 compares
+with (measured before: say under what load). The table lists every figure with its target and whether it is met; a step that cannot run prints
 "not yet" and why, never a made-up number. ``--json FILE`` also writes the rows.
 """
 
@@ -455,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--edit", default="kernel/sched/core.c", help="file the one-file update edits (relative)")
     ap.add_argument("--skip-resume", action="store_true", help="leave out the kill-at-50 %% resume step")
     ap.add_argument("--skip-engine", action="store_true", help="leave out bench_engine.py's 50k-chunk figures")
+    ap.add_argument("--reuse-index", action="store_true", help="keep the root's index in DIR: no cold build")
+    ap.add_argument("--cold-seconds", type=float, help="with --reuse-index: the cold build's time, for step 7")
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")
     args = ap.parse_args(argv)
 
@@ -480,26 +484,38 @@ def main(argv: list[str] | None = None) -> int:
     where = index_dir(tree, args.cache.resolve())
     import shutil
 
-    shutil.rmtree(where, ignore_errors=True)
+    if args.reuse_index and not args.cold_seconds and not args.skip_resume:
+        print("bench_scale: --reuse-index needs --cold-seconds for the resume step (or --skip-resume)",
+              file=sys.stderr)
+        return 2
+    if not args.reuse_index:
+        shutil.rmtree(where, ignore_errors=True)
     b = Bench(tree, env)
     load = os.getloadavg()[0]
     print(f"{tree}, cache {where}; load average {load:.1f} at the start; python {sys.version.split()[0]}",
           flush=True)
     t0 = time.perf_counter()
-    cold = cold_index(b)
+    if args.reuse_index:
+        first = checked(run(ranklens("index", str(b.tree), "--json"), b.env), "the first pass over the kept index")
+        b.add("cold index", "not run", "<= 6 min", "", f"--reuse-index; the first pass over it {first.wall:.1f} s")
+        size = du(where)
+        b.add("index on disk", f"{size / 1024**3:.2f} GB", "<= 3 GB", verdict(size, 3 * 1024**3), str(where))
+        cold = Run(args.cold_seconds or 0.0, 0, "", "", 0.0, 0.0)
+    else:
+        cold = cold_index(b)
     nothing_changed(b)
     fresh_query(b)
     in_process(b)
     tui(b)
     one_file(b, edit)
-    if args.skip_resume:
-        b.add("resume after a kill at 50 %", "not run", "<= 60 % of a full build", "", "--skip-resume")
-    else:
-        resume(b, cold, where)
     if args.skip_engine:
         b.add("bench_engine.py 50k-chunk figures", "not run", "no regression", "", "--skip-engine")
     else:
         engine_figures(b)
+    if args.skip_resume:
+        b.add("resume after a kill at 50 %", "not run", "<= 60 % of a full build", "", "--skip-resume")
+    else:
+        resume(b, cold, where)
     print(f"\n{tree} in {(time.perf_counter() - t0) / 60:.0f} min; load average {load:.1f} at the start, "
           f"{os.getloadavg()[0]:.1f} at the end\n")
     print(table(b.rows))
