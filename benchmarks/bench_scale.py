@@ -15,7 +15,8 @@ default ``kernel/sched/core.c``) is first given an inode of its own (copied and 
 place, before the cold index), so editing it in place never writes through a hard link into the
 original tree; the edits are undone in place at the end.
 
-Every step runs as a subprocess (``python -m ranklens …`` or a short driver) with
+Every step runs as a subprocess (``python -m ranklens …`` or a short driver, in an empty
+folder, so the ranklens measured is the one on ``PYTHONPATH`` or installed) with
 ``RANKLENS_CACHE_DIR=DIR`` and ``RANKLENS_DEEP=0``, so each figure is that process's own: wall
 time from spawn to exit, peak RSS from ``wait4`` (the largest single process of its tree: the
 indexer or one of its workers) and, sampled every 0.25 s from ``/proc``, the peak sum of the
@@ -64,6 +65,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 MB = 1024 * 1024
+#: Every step runs in an empty folder: ``python -m``/``-c`` put the working folder first on
+#: sys.path, and a checkout there would shadow the ranklens on PYTHONPATH (or installed).
+WORKDIR = tempfile.mkdtemp(prefix="bench-scale-")
 
 QUERIES = [
     "allocate pages for a slab cache",
@@ -211,7 +215,7 @@ def run(cmd: list[str], env: dict[str, str], *, on_line=None, kill_after: float 
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, start_new_session=True,
-                                text=True, cwd=HERE.parent)
+                                text=True, cwd=WORKDIR)
         peak = [0]
         done = threading.Event()
         killed = [""]
