@@ -196,6 +196,13 @@ class Engine:
             stats.deep = unavailable() or f"switched off ({ENV_SWITCH}=0)"
         return stats
 
+    def check(self):
+        """Whether the tree changed since the last index pass, by a stat pass over what that
+        pass listed (:func:`core.freshness.check`; ``.unchanged``, ``.verdict``, ``.reason``)."""
+        from .indexer import Indexer
+
+        return Indexer(self.root, self.directory, self.settings, self.notify).check()
+
     def build_deep(
         self,
         progress: Callable[[int, int], None] | None = None,
