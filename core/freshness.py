@@ -71,6 +71,7 @@ class Snapshot:
     watched: dict[str, tuple[int, int, int]]  # rel or absolute path -> (size, mtime, ctime)
     rules: list[dict] = field(default_factory=list)  # the rules of ``exclusions``
     exclusions: list[tuple[int, str, bool]] = field(default_factory=list)  # (rule index, path, is_dir)
+    digests: dict[str, str] = field(default_factory=dict)  # ignore file -> digest of the text listed with
     report: dict = field(default_factory=dict)  # what an unchanged pass reports (IndexStats fields)
 
     def save(self, directory: Path) -> None:
@@ -78,7 +79,7 @@ class Snapshot:
             "version": VERSION, "generation": self.generation, "key": self.key, "discovery": self.discovery,
             "files": self.files, "sizes": self.sizes, "mtimes": self.mtimes, "ctimes": self.ctimes,
             "folders": self.folders, "watched": self.watched, "rules": json.dumps(self.rules),
-            "exclusions": self.exclusions, "report": json.dumps(self.report),
+            "exclusions": self.exclusions, "digests": self.digests, "report": json.dumps(self.report),
         }
         path = Path(directory) / SNAPSHOT_FILE
         tmp = path.with_name(f"{SNAPSHOT_FILE}.tmp-{os.getpid()}")
@@ -95,7 +96,7 @@ class Snapshot:
             return cls(
                 data["generation"], data["key"], data["discovery"], data["files"], data["sizes"], data["mtimes"],
                 data["ctimes"], data["folders"], data["watched"], json.loads(data["rules"]), data["exclusions"],
-                json.loads(data["report"]),
+                data["digests"], json.loads(data["report"]),
             )
         except (OSError, ValueError, EOFError, TypeError, KeyError):
             return None
@@ -152,7 +153,7 @@ def make_snapshot(found, started_ns: int, generation: int, key: str, discovery: 
     ]
     rules = [{"kind": r.kind, "name": r.name, "line": r.line, "pattern": r.pattern} for r in index]
     return Snapshot(generation, key, {**discovery, "mode": found.mode}, files, sizes, mtimes, ctimes, folders,
-                    watched, rules, exclusions, report)
+                    watched, rules, exclusions, dict(found.digests), report)
 
 
 @dataclass
@@ -165,6 +166,7 @@ class Check:
     changed: dict[str, os.stat_result] = field(default_factory=dict)  # path -> new stat ("files")
     moved: list[str] = field(default_factory=list)  # folders whose entries changed ("folders")
     restat: dict[str, os.stat_result] = field(default_factory=dict)  # ctime moved, content did not
+    rewatched: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # the same for watched files
     seconds: float = 0.0
     started_ns: int = 0  # time.time_ns() when the check began: its stats are no older
     files: int = 0  # files, folders and watched files stat'ed
@@ -185,7 +187,8 @@ class Check:
                 "watched": self.watched, "changed": len(self.changed), "seconds": round(self.seconds, 4)}
 
     def refreshed(self) -> Snapshot:
-        """The snapshot with the ctimes that moved without a change of content (``restat``)."""
+        """The snapshot with the ctimes that moved without a change of content (``restat``,
+        ``rewatched``)."""
         snap = self.snapshot
         assert snap is not None
         cutoff = time.time_ns() - RACY_NS
@@ -194,8 +197,11 @@ class Check:
             st = self.restat.get(path)
             if st is not None:
                 ctimes[i] = _RACY if st.st_ctime_ns >= cutoff else st.st_ctime_ns
+        watched = dict(snap.watched)
+        for key, (size, mtime, ctime) in self.rewatched.items():
+            watched[key] = (size, mtime, _RACY if ctime >= cutoff else ctime)
         return Snapshot(snap.generation, snap.key, snap.discovery, snap.files, snap.sizes, snap.mtimes, ctimes,
-                        snap.folders, snap.watched, snap.rules, snap.exclusions, snap.report)
+                        snap.folders, watched, snap.rules, snap.exclusions, snap.digests, snap.report)
 
     def listing(self, root: Path, options):
         """The listing this check allows without listing the whole tree: the snapshot's with the
@@ -214,7 +220,8 @@ class Check:
         rules = [Rule(**r) for r in snap.rules]
         exclusions = [(rules[i], rel, bool(is_dir)) for i, rel, is_dir in snap.exclusions]
         base = DiscoveryResult(files, [], [], snap.discovery.get("mode", "walk"), dict(snap.folders),
-                               {k: tuple(v) for k, v in snap.watched.items()}, exclusions)
+                               {k: tuple(v) for k, v in snap.watched.items()}, exclusions, dict(snap.digests))
+        base.watched.update(self.rewatched)
         base = with_stats(base, {**self.restat, **self.changed})
         return relist(root, options, base, self.moved if self.verdict == "folders" else ())
 
@@ -267,6 +274,12 @@ def _check(root: str, directory: Path, key_for) -> Check:
         except OSError:
             now = (-1, -1, -1)
         if now != tuple(state):
+            if now[:2] == tuple(state[:2]) and state[2] not in (_RACY, -1):
+                out.rewatched[key] = now  # chmod, a new hard link: the same content
+                continue
+            if key in snap.digests and now[0] >= 0 and _same_text(base + key, snap.digests[key]):
+                out.rewatched[key] = now  # saved again (or racy) with the text the listing read
+                continue
             out.verdict, out.reason = "listing", f"{key} changed"
             return out
     out.files = len(snap.files)
@@ -300,6 +313,17 @@ def _check(root: str, directory: Path, key_for) -> Check:
         first = next(iter(changed))
         out.reason = f"{first} changed" if len(changed) == 1 else f"{len(changed)} files changed ({first} …)"
     return out
+
+
+def _same_text(path: str, expected: str) -> bool:
+    """Whether the ignore file at ``path`` still holds the text its digest was made of."""
+    from .discovery.ignore import digest
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return digest(fh.read()) == expected
+    except OSError:
+        return False
 
 
 def _max_bytes(key: str) -> int:

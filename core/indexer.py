@@ -221,7 +221,7 @@ class Indexer:
         stats.warning, stats.dense = report["warning"], report["dense"]
         stats.seconds["check"] = checked.seconds
         stats.check = checked.to_dict()
-        if checked.restat:  # ctimes moved (chmod, a new hard link): note them, if no indexer is busy
+        if checked.restat or checked.rewatched:  # ctimes moved (chmod, a new hard link): note them
             from filelock import FileLock, Timeout
 
             try:

@@ -316,3 +316,42 @@ def test_what_a_folder_alone_cannot_decide_lists_the_whole_tree(tmp_path, change
     assert_as_a_whole_listing(engine, root, stats)
     if change == "new ignore file":
         assert "a/b/two.py" not in paths(engine)
+
+
+def test_a_new_hard_link_changes_no_content_and_lists_nothing(tree, no_listing, monkeypatch, tmp_path):
+    # `cp -al` of the tree elsewhere moves every file's ctime (its link count), ignore files too.
+    engine, _ = build_unpatched(tree, monkeypatch)
+    os.link(tree / ".gitignore", tmp_path / "gitignore-link")
+    os.link(tree / "src" / "alpha.py", tmp_path / "alpha-link")
+    stats = engine.ensure_index()
+    assert stats.check["verdict"] == "unchanged" and stats.up_to_date
+    snap = freshness.Snapshot.load(engine.directory)  # the new ctimes are noted
+    assert snap.watched[".gitignore"][2] == os.stat(tree / ".gitignore").st_ctime_ns
+    assert engine.ensure_index().check["verdict"] == "unchanged"
+
+
+def test_an_ignore_file_saved_with_the_same_text_lists_nothing_in_walk_mode(tree, monkeypatch):
+    engine, _ = build(tree)
+    ignore = tree / ".gitignore"
+    before = ignore.stat()
+    ignore.write_text(ignore.read_text())  # saved again: its mtime moves, its text does not
+    os.utime(ignore, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000))
+    stats = engine.ensure_index()
+    # Walk mode compares the text its own listing read; git reads .gitignore itself.
+    assert stats.check["verdict"] == ("unchanged" if walk_mode(engine) else "listing")
+    assert engine.ensure_index().check["verdict"] == "unchanged"
+
+
+def test_a_racy_ignore_file_is_compared_by_its_text(tmp_path, monkeypatch):
+    monkeypatch.setattr(freshness, "RACY_NS", 60_000_000_000)  # every entry is racy
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("def a():\n    pass\n")
+    (root / "src" / "b.py").write_text("def b():\n    pass\n")
+    (root / ".gitignore").write_text("*.log\n")
+    engine, _ = build(root)
+    with open(root / ".gitignore", "a") as fh:  # in place, within the same second
+        fh.write("b.py\n")
+    stats = engine.ensure_index()
+    assert stats.check["verdict"] == "listing" and stats.removed == 1
+    assert "src/b.py" not in paths(engine)

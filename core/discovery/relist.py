@@ -121,6 +121,8 @@ def relist(root: Path | str, options: DiscoveryOptions, base: DiscoveryResult,
         k: v for k, v in base.watched.items() if os.path.isabs(k) or _parent(k) not in drop
     }
     keep.watched.update(out.watched)
+    keep.digests = {k: v for k, v in base.digests.items() if _parent(k) not in drop}
+    keep.digests.update(out.digests)
     return keep.result("walk")
 
 
@@ -132,4 +134,5 @@ def with_stats(base: DiscoveryResult, stats: dict[str, os.stat_result]) -> Disco
         FileEntry(f.path, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if (st := stats.get(f.path)) is not None else f
         for f in base.files
     ]
-    return DiscoveryResult(files, base.skipped, base.excluded, base.mode, base.folders, base.watched, base.exclusions)
+    return DiscoveryResult(files, base.skipped, base.excluded, base.mode, base.folders, base.watched,
+                           base.exclusions, base.digests)

@@ -127,6 +127,10 @@ class DiscoveryResult:
     #: made from these, so a listing redone folder by folder (:mod:`~core.discovery.relist`)
     #: can count them again.
     exclusions: list[tuple[Rule, str, bool]] = field(default_factory=list, repr=False)
+    #: The ignore files this listing read itself (walk mode), each with a digest of the text
+    #: it read: one whose stat moved but whose text did not (a new hard link, a save of the
+    #: same text) changes nothing.
+    digests: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def excluded_entries(self) -> int:

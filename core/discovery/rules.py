@@ -221,6 +221,7 @@ class _Collector:
         self.folders: dict[str, int] = {}
         self.watched: dict[str, tuple[int, int, int]] = {}
         self.entries: list[tuple[Rule, str, bool]] = []  # every exclusion, as (rule, rel, is_dir)
+        self.digests: dict[str, str] = {}  # ignore file -> digest of the text this listing read
 
     def folder(self, rel_dir: str, st: os.stat_result) -> None:
         """Note folder ``rel_dir``'s state, stat'ed before its entries are listed."""
@@ -288,7 +289,8 @@ class _Collector:
         self.files.sort(key=lambda f: f.path)
         self.skipped.sort()
         excluded = sorted(self.tally.values(), key=lambda e: (-e.entries, str(e.rule)))
-        return DiscoveryResult(self.files, self.skipped, excluded, mode, self.folders, self.watched, self.entries)
+        return DiscoveryResult(self.files, self.skipped, excluded, mode, self.folders, self.watched, self.entries,
+                               self.digests)
 
 
 #: The state of a watched file that does not exist.

@@ -63,7 +63,7 @@ def _walk(root_real: str, rules: _Rules, out: _Collector, stack: list[tuple[str,
             prefix = rel_dir + "/" if rel_dir else ""
             for name in present:
                 out.watch(prefix + name, os.path.join(abs_dir, name))
-            spec = _compile(_read_ignore_lines(abs_dir, present, rel_dir))
+            spec = _compile(_read_ignore_lines(abs_dir, present, rel_dir, out.digests))
             if spec is not None:
                 layers = (*layers, (rel_dir + "/" if rel_dir else "", spec))
 
