@@ -34,7 +34,8 @@ touched), then:
    edit undone and indexed again (the second figure is shown beside the first); then one new
    file added and removed (a folder's listing changes: no target, shown for what it costs);
 7. the 50k-chunk figures of ``benchmarks/bench_engine.py`` (run as it is, deep off) against
-   those recorded in the README (:data:`ENGINE_REFERENCE`), allowing 20 % for a shared machine;
+   those recorded in docs/benchmarks.md (:data:`ENGINE_REFERENCE`), allowing 20 % for a shared
+   machine;
 8. resume after a kill at 50 %: the index deleted, a build started that prints its progress,
    ``kill -9`` of its process group once its chunk stage is half done (or, if it reports no
    such stage, at half the cold time), then ``ranklens index`` times the rest, against the cold
@@ -50,6 +51,7 @@ with (measured before: say under what load). The table lists every figure with i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -92,7 +94,7 @@ QUERIES = [
     "open a file descriptor system call",
 ]
 
-#: bench_engine.py's 50k-chunk figures as the README records them (2026-11-30 22:50): the
+#: bench_engine.py's 50k-chunk figures as docs/benchmarks.md records them (2026-11-30 22:50): the
 #: "do not regress" reference. name -> (regex on its output, reference, unit).
 ENGINE_REFERENCE = {
     "cold index": (r"cold index: ([\d.]+) s", 46.5, "s"),
@@ -223,10 +225,8 @@ def run(cmd: list[str], env: dict[str, str], *, on_line=None, kill_after: float 
         def kill(reason: str) -> None:
             if not killed[0]:
                 killed[0] = reason
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
 
         def sample() -> None:
             while not done.wait(0.25):
@@ -273,16 +273,14 @@ def du(path: Path) -> int:
     total = 0
     for folder, _dirs, files in os.walk(path):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(folder, name)).st_blocks * 512
-            except OSError:
-                pass
     return total
 
 
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def verdict(value: float, limit: float) -> str:

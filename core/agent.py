@@ -446,8 +446,8 @@ def _find_moved(text: str, start: int, end: int, sha: str) -> dict | None:
     lines = text.split("\n")
     n = end - start + 1
     best = None
-    for i in range(0, len(lines) - n + 1):
-        if text_sha256("\n".join(lines[i : i + n])) == sha:
-            if best is None or abs(i + 1 - start) < abs(best - start):
-                best = i + 1
+    for i in range(len(lines) - n + 1):
+        nearer = best is None or abs(i + 1 - start) < abs(best - start)
+        if nearer and text_sha256("\n".join(lines[i : i + n])) == sha:
+            best = i + 1
     return None if best is None else {"start_line": best, "end_line": best + n - 1}

@@ -27,3 +27,37 @@ def atomic_write(path: Path, mode: str = "wb", *, encoding: str | None = None, c
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make the renames in ``directory`` durable (best effort: not every platform can open a
+    directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def publish_folder(tmp: Path, final: Path) -> None:
+    """Give a folder written under a temporary name its final name, durably: every file in it
+    and the folder itself fsynced first (so no reader, and no crash, can find the final name
+    with a file missing or half written), then renamed, then the parent fsynced.
+
+    ``final`` must not exist (a folder is renamed over nothing).
+    """
+    for entry in os.scandir(tmp):
+        if entry.is_file(follow_symlinks=False):
+            fd = os.open(entry.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    fsync_dir(tmp)
+    os.replace(tmp, final)
+    fsync_dir(final.parent)

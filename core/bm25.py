@@ -29,7 +29,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -77,7 +76,7 @@ class Vocabulary:
             cols.append(col)
         return cols
 
-    def copy(self) -> "Vocabulary":
+    def copy(self) -> Vocabulary:
         out = Vocabulary.__new__(Vocabulary)
         out.tokens = list(self.tokens)
         out.index = dict(self.index)
@@ -86,7 +85,7 @@ class Vocabulary:
     # -- in the index database (table ``vocab``, see core.store) ---------------------------
 
     @classmethod
-    def read(cls, conn: sqlite3.Connection, stamp: str | None = None) -> "Vocabulary":
+    def read(cls, conn: sqlite3.Connection, stamp: str | None = None) -> Vocabulary:
         """The stored vocabulary, shared: a caller that grows it takes a :meth:`copy`.
 
         ``stamp`` names the stored state (the indexer writes a new one with every change);
@@ -218,7 +217,7 @@ class TokenBatch:
 
     tokens: list[str]
     first: dict[str, np.ndarray]
-    tf: dict[str, "sparse.csr_matrix"]
+    tf: dict[str, sparse.csr_matrix]
 
 
 def count_batch(
@@ -281,7 +280,7 @@ class TokenMerger:
             self.vocab.add(tokens[col])
         self._first.clear()
 
-    def tf(self, name: str) -> "sparse.csr_matrix":
+    def tf(self, name: str) -> sparse.csr_matrix:
         """The term frequencies of matrix ``name`` over the grown ``vocab`` (after :meth:`finish`);
         its batches are let go."""
         from scipy import sparse
@@ -357,7 +356,7 @@ class BM25Matrix:
         docs: Iterable[Sequence[str] | Mapping[str, int]],
         keys: Sequence[int] | np.ndarray | None = None,
         **params,
-    ) -> "BM25Matrix":
+    ) -> BM25Matrix:
         """Build from tokenized (or already counted) documents; ``keys`` default to 0..n-1."""
         from scipy import sparse
 
@@ -375,7 +374,7 @@ class BM25Matrix:
         n = tf.shape[0]
         return cls(tf, vocab, np.arange(n) if keys is None else keys, **params)
 
-    def updated(self, remove_keys: Iterable[int], tf_new: sparse.csr_matrix, keys: Sequence[int]) -> "BM25Matrix":
+    def updated(self, remove_keys: Iterable[int], tf_new: sparse.csr_matrix, keys: Sequence[int]) -> BM25Matrix:
         """A new matrix without the rows of ``remove_keys`` and with ``tf_new`` appended.
 
         ``tf_new``'s columns are ids of this matrix's vocabulary, which may have grown. The
@@ -384,7 +383,7 @@ class BM25Matrix:
         conversion would put them, so the result equals building the matrix anew.
         """
         data, indices, indptr = self._columns
-        n_old, old_width = self._shape
+        _n_old, old_width = self._shape
         keep = ~np.isin(self.keys, np.fromiter(remove_keys, dtype=np.int64))
         if keep.all():
             data, indices, indptr = np.asarray(data), np.asarray(indices), np.asarray(indptr)
@@ -511,7 +510,7 @@ class BM25Matrix:
         (directory / f"{name}.json").write_text(json.dumps(header), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path, name: str, vocab: "Vocabulary | StoredVocabulary") -> "BM25Matrix":
+    def load(cls, directory: Path, name: str, vocab: Vocabulary | StoredVocabulary) -> BM25Matrix:
         """Memory-map a saved matrix: nothing is read until a query touches its columns."""
         header = json.loads((directory / f"{name}.json").read_text(encoding="utf-8"))
         # Plain ndarray views of the maps: slicing a np.memmap runs Python code per slice
@@ -539,6 +538,14 @@ def widen(matrix: sparse.csr_matrix, width: int) -> sparse.csr_matrix:
 
 
 __all__ = [
-    "BM25Matrix", "StoredVocabulary", "TokenBatch", "TokenCounter", "TokenMerger", "Vocabulary", "count_batch",
-    "K1", "B", "EPSILON",
+    "EPSILON",
+    "K1",
+    "B",
+    "BM25Matrix",
+    "StoredVocabulary",
+    "TokenBatch",
+    "TokenCounter",
+    "TokenMerger",
+    "Vocabulary",
+    "count_batch",
 ]

@@ -26,20 +26,34 @@ CONFIG_FILE = "config.json"
 # benchmark pooled with both labelled sets, cross-validated by repository
 # (`python -m evals.tune_stage`; the README's "Measuring and tuning" gives the figures).
 DEFAULT_K = 5.0
-#: The four arms every install has.
-DEFAULT_WEIGHTS: dict[str, float] = {"bm25": 1.2, "fts5": 0.4, "dense": 0.8, "symbols": 0.8}
-#: With the deep extra installed (deep fused by default): held out 0.762 against `bm25`'s 0.724.
-DEFAULT_WEIGHTS_DEEP: dict[str, float] = {"bm25": 0.8, "fts5": 0.4, "dense": 0.4, "symbols": 0.8, "deep": 1.4}
 
 
 def default_weights(with_deep: bool | None = None) -> dict[str, float]:
-    """The shipped weights for the arms fused here: with ``deep`` or without (None: whether it
-    is a default arm; a caller that knows deep cannot answer now passes False)."""
-    if with_deep is None:
-        from .arms import default_arms
+    """The shipped weights of the arms fused by default, each arm's from its spec
+    (:mod:`core.arms`): tuned with the optional ``deep`` arm or without it (None: whether it is
+    a default arm here; a caller that knows deep cannot answer now passes False, and the
+    optional arms are then left out)."""
+    from . import arms
 
-        with_deep = "deep" in default_arms()
-    return dict(DEFAULT_WEIGHTS_DEEP if with_deep else DEFAULT_WEIGHTS)
+    if with_deep is None:
+        with_deep = "deep" in arms.default_arms()
+    return {
+        s.name: s.default_weight(with_deep)
+        for s in arms.REGISTRY.values()
+        if s.fused_by_default and (with_deep or not s.optional)
+    }
+
+
+def __getattr__(name: str):
+    # Derived from the registry when asked, so no copy goes stale: ``DEFAULT_WEIGHTS``, the
+    # four arms every install has (bm25 1.2, fts5 0.4, dense 0.8, symbols 0.8), and
+    # ``DEFAULT_WEIGHTS_DEEP``, with the deep extra installed and deep fused by default (bm25
+    # 0.8, fts5 0.4, dense 0.4, symbols 0.8, deep 1.4: held out 0.762 against bm25's 0.724).
+    if name == "DEFAULT_WEIGHTS":
+        return default_weights(False)
+    if name == "DEFAULT_WEIGHTS_DEEP":
+        return default_weights(True)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ConfigError(ValueError):

@@ -16,26 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from .fusion import check_k, check_weights
 from .ranking import Stage
 from .types import (
-    LEXICAL,
-    SEMANTIC,
-    STRUCTURAL,
     AppliedPrior,
     ConsolidatedHit,
     Contribution,
     Hit,
     make_docid,
 )
-
-#: The family of each built-in arm. ``hybrid`` already mixes lexical and semantic evidence.
-ARM_FAMILIES: dict[str, str] = {
-    "bm25": LEXICAL,
-    "fts5": LEXICAL,
-    "lexical+ctx": LEXICAL,
-    "dense": SEMANTIC,
-    "deep": SEMANTIC,
-    "hybrid": SEMANTIC,
-    "symbols": STRUCTURAL,
-}
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
 

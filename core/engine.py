@@ -19,7 +19,7 @@ from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
 from .consolidate import Groups, check_ranking, single_arm
 from .priors import adjuster, apply_priors
 from .ranking import Params, Stage
-from .settings import FusionSettings
+from .settings import FusedBy, FusionSettings
 from .store import IndexError_, IndexView, index_dir
 from .tokenize import code_tokens
 from .types import ConsolidatedHit, Hit
@@ -84,7 +84,7 @@ class ArmResult:
 
 
 @dataclass
-class SearchResult:
+class SearchResult(FusedBy):
     """Every arm's result for a query, and the fused list."""
 
     query: str
@@ -95,18 +95,8 @@ class SearchResult:
     settings: FusionSettings
     elapsed_ms: float
 
-    @property
-    def weights(self) -> dict[str, float]:
-        return self.settings.fused_weights()
 
-    @property
-    def k(self) -> float:
-        return self.settings.k
 
-    @property
-    def priors(self) -> bool:
-        """Whether the ranking stage re-scored ``hits``."""
-        return self.settings.priors
 
     @property
     def answered(self) -> list[str]:
@@ -279,7 +269,7 @@ class Engine:
             found = self._arms.get(name)
             if found is None:
                 try:
-                    found = REGISTRY[name](view)
+                    found = REGISTRY[name].open(view)
                 except ArmUnavailable as exc:
                     found = exc
                 except ImportError as exc:
@@ -385,7 +375,7 @@ class Engine:
         check_top_k(top_k)
         fs = self.fusion(settings, arms=arms, weights=weights, k=k, priors=priors)
         names = list(fs.arms)
-        self.view  # fail fast, before any thread, when the index is not open
+        _ = self.view  # fail fast, before any thread, when the index is not open
 
         def job(name: str) -> ArmResult:
             result = self.run_arm(name, text, top_k=top_k, path_glob=path_glob, language=language)

@@ -87,7 +87,7 @@ class Snapshot:
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, directory: Path) -> "Snapshot | None":
+    def load(cls, directory: Path) -> Snapshot | None:
         """The saved snapshot, or None when there is none or it is unreadable or of another version."""
         try:
             data = marshal.loads((Path(directory) / SNAPSHOT_FILE).read_bytes())

@@ -3,10 +3,12 @@
 A stat pass over the last pass's snapshot (:mod:`core.freshness`) first says whether anything
 changed, and what must be listed again (nothing, some folders, the tree). Files are compared
 with the last run by size + mtime, then by content hash; only added or changed files are
-re-read, re-chunked and re-embedded, and removed ones are dropped. All
-artifacts of the new state go into a fresh generation folder; committing ``generation`` in
-SQLite is the single switch-over (see :mod:`core.store`). A file lock makes a second indexer
-wait for the first instead of interleaving with it.
+re-read, re-chunked and re-embedded, and removed ones are dropped. The indexer stores the files
+and chunks and writes the chunk table; each arm of the registry (:mod:`core.arms`) writes and
+updates its own part through its :class:`core.arms.protocol.ArmBuild`. All artifacts of the
+new state go into a fresh generation folder, fsynced and renamed into place; committing
+``generation`` in SQLite is the single switch-over (see :mod:`core.store`). A file lock makes a
+second indexer wait for the first instead of interleaving with it.
 """
 
 from __future__ import annotations
@@ -16,9 +18,7 @@ import functools
 import hashlib
 import json
 import os
-import queue
 import shutil
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -29,11 +29,10 @@ import numpy as np
 
 from . import __version__
 from ._sqlite import sqlite3
-from .arms import bm25 as bm25_arm
-from .arms import dense as dense_arm
-from .arms import fts5 as fts5_arm
-from .arms import symbols as symbols_arm
-from .bm25 import BM25Matrix, TokenBatch, TokenMerger, Vocabulary, count_batch
+from .arms import REGISTRY
+from .arms.protocol import ArmBuild, Documents, Generation
+from .atomic import publish_folder
+from .bm25 import TokenBatch, TokenMerger, Vocabulary, count_batch
 from .chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
 from .discovery import DiscoveryOptions, FileEntry, discover, load_text
 from .languages import language_for
@@ -42,14 +41,6 @@ from .store import FORMAT_VERSION, SCHEMA, ChunkTable, connect, gen_dir_name, re
 from .types import Chunk
 from .workers import ordered_map
 
-#: Lexical matrices stored per generation: name -> (weighted chunk fields that make its
-#: documents, which chunks it holds). Fields shared by several matrices are counted once.
-MATRICES: dict[str, tuple[dict[str, float], Callable[[Chunk], bool]]] = {
-    "bm25": (bm25_arm.FIELDS, lambda chunk: True),
-    "symbols": (symbols_arm.FIELDS, symbols_arm.include),
-}
-
-EMBED_BATCH = 512
 #: Files are chunked and their tokens counted in batches of about this much text.
 CHUNK_BATCH_BYTES = 256_000
 #: An update with at least this much text to chunk does it in a worker process: tree-sitter and
@@ -268,18 +259,13 @@ class Indexer:
             with clock("read"):
                 plan = self._plan(conn, found.files, progress, stats, checked.recheck if not rebuilt else set())
             prev_gen = int(meta.get("generation", "0"))
-            model, dense_reason = self._model()
-            same_model = (
-                prev_gen > 0
-                and (model.name if model else "") == meta.get("dense_model", "")
-                and (dense_reason or "") == meta.get("dense_reason", "")
-            )
-            if prev_gen and not plan.dirty and same_model:
+            parts = arm_builds(self.settings)
+            if prev_gen and not plan.dirty and not any(p.stale(meta) for p in parts.values()):
                 self._touch(conn, plan)
                 self._store_discovery(conn, meta, stats.discovery)
-                stats = self._finish(stats, conn, prev_gen, dense_reason)
+                stats = self._finish(stats, conn, prev_gen, parts)
             else:
-                stats = self._write(conn, meta, plan, model, dense_reason, same_model, stats, clock, progress)
+                stats = self._write(conn, meta, plan, parts, stats, clock, progress)
         finally:
             conn.close()
         self._save_snapshot(found, started_ns, stats)
@@ -317,7 +303,7 @@ class Indexer:
         self._stored_discovery = {}
         try:
             conn = connect(self.db_path)
-            conn.executescript(SCHEMA)
+            conn.executescript(_schema(self.settings))
             meta = read_meta(conn)
             self._stored_discovery = _json_object(meta.get("discovery"))
             if not _schema_matches(conn):  # e.g. a first build of an older version cut short
@@ -329,6 +315,8 @@ class Indexer:
                 reason = "the credential rules changed" if meta.get("secret_rules") else "it predates credential redaction"
             elif meta and meta.get("settings") != self.settings.fingerprint():
                 reason = "chunking or discovery settings changed"
+            elif meta and meta.get("arms") != _built_arms():  # an arm's part would be missing
+                reason = "the retriever arms changed"
             elif meta.get("generation") and not (self.directory / gen_dir_name(int(meta["generation"]))).is_dir():
                 reason = "index files are missing"
         except (sqlite3.DatabaseError, ValueError) as exc:
@@ -341,7 +329,7 @@ class Indexer:
         self.notify(f"rebuilding the index of {self.root}: {reason}")
         self._reset()
         conn = connect(self.db_path)
-        conn.executescript(SCHEMA)
+        conn.executescript(_schema(self.settings))
         return conn, {}, reason
 
     def _reset(self) -> None:
@@ -394,14 +382,6 @@ class Indexer:
         stats.removed = len(plan.removed)
         return plan
 
-    def _model(self):
-        from .embedding import ModelUnavailable, load_model
-
-        try:
-            return load_model(self.settings.model), None
-        except ModelUnavailable as exc:
-            return None, str(exc)
-
     def _touch(self, conn: sqlite3.Connection, plan: "_Plan") -> None:
         if plan.touched:
             conn.executemany(
@@ -409,44 +389,56 @@ class Indexer:
                 [(e.size, e.mtime_ns, sha, e.path) for e, sha in plan.touched],
             )
 
-    def _write(self, conn, meta, plan, model, dense_reason, same_model, stats, clock, progress) -> IndexStats:
+    def _write(self, conn, meta, plan, parts: dict[str, ArmBuild], stats, clock, progress) -> IndexStats:
         prev_gen = int(meta.get("generation", "0"))
         gen = prev_gen + 1
         final = self.directory / gen_dir_name(gen)
         tmp = self.directory / f"{gen_dir_name(gen)}.tmp-{os.getpid()}"
-        shutil.rmtree(final, ignore_errors=True)  # left by a run that died before committing
-        shutil.rmtree(tmp, ignore_errors=True)
+        for stale in self.directory.glob(f"{gen_dir_name(gen)}*"):  # left by a run that died before committing
+            shutil.rmtree(stale, ignore_errors=True)
         tmp.mkdir()
         conn.execute("BEGIN IMMEDIATE")
-        embedder = None
+        build = Generation(
+            conn=conn,
+            out=tmp,
+            prev=self.directory / gen_dir_name(prev_gen) if prev_gen else None,
+            meta=meta,
+            settings=self.settings,
+            progress=lambda stage, done, total: progress(Progress(stage, done, total)),
+            seconds=stats.seconds,
+        )
         try:
-            old_ids = self._delete_chunks(conn, plan)
-            if model is not None:
-                # Embedding runs mostly outside the GIL (Rust tokenizer, BLAS): it consumes
-                # chunks on another core while this thread chunks files and builds the
-                # lexical matrices, so a cold index costs little more than embedding alone.
-                base, backlog = self._vector_plan(conn, prev_gen if same_model else 0, model, old_ids)
-                embedder = _Embedder(base, model, progress, stats.seconds, tmp / dense_arm.VECTORS_FILE)
-                embedder.feed(backlog)
-            prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
+            build.removed = self._stale_chunks(conn, plan)
+            for part in parts.values():
+                part.begin(build)
+            self._delete_chunks(conn, plan, build.removed)
             vocab = Vocabulary.read(conn, meta.get("vocab_stamp")).copy()  # it grows
             known = len(vocab)
-            tokens = TokenMerger(vocab, MATRICES)
+            documents = {name: p.documents for name, p in parts.items() if p.documents is not None}
+            build.tokens = TokenMerger(vocab, documents)
             with clock("chunk"):
-                new_chunks, new_ids = self._insert_chunks(conn, meta, plan, progress, embedder, tokens)
-            if embedder is not None:
-                embedder.close()
+                new_chunks, new_ids = self._insert_chunks(conn, meta, plan, progress, parts, build.tokens, documents)
+            build.added, build.added_ids = new_chunks, np.asarray(new_ids, dtype=np.int64)
+            for part in parts.values():
+                part.added()
             with clock("lexical"):
-                self._write_matrices(conn, tmp, prev, old_ids, new_chunks, new_ids, tokens, known, progress)
-                self._write_chunk_table(conn, tmp, prev_gen, old_ids, new_chunks, new_ids)
-                self._write_common_terms(conn, tmp, prev_gen, len(old_ids) + len(new_ids))
-            if embedder is not None:
-                with clock("embed wait"):
-                    embedder.result()
-                stats.embedded = embedder.count
+                steps = len(parts) + 1
+                progress(Progress("lexical", 0, steps))
+                build.tokens.finish()
+                build.vocab = vocab
+                for i, part in enumerate(parts.values(), start=1):
+                    part.write(build)
+                    progress(Progress("lexical", i, steps))
+                stamp = uuid.uuid4().hex
+                vocab.store(conn, known, stamp)
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('vocab_stamp', ?)", (stamp,))
+                self._write_chunk_table(conn, tmp, prev_gen, build.removed, new_chunks, new_ids)
+                progress(Progress("lexical", steps, steps))
+            for part in parts.values():
+                part.finish(build)
             with clock("write"):
                 progress(Progress("write", 0, 1))
-                os.replace(tmp, final)
+                publish_folder(tmp, final)
                 values = {
                     "format": str(FORMAT_VERSION),
                     "generation": str(gen),
@@ -454,68 +446,69 @@ class Indexer:
                     "settings": self.settings.fingerprint(),
                     "secret_rules": str(SECRET_RULES),
                     "discovery": json.dumps({k: stats.discovery[k] for k in ("hidden", "no_ignore")}, sort_keys=True),
-                    "dense_model": model.name if model else "",
-                    "dense_spec": self.settings.model or "",
-                    "dense_reason": dense_reason or "",
+                    "arms": _built_arms(),
                     "ranklens": __version__,
                     "updated": str(time.time()),
                 }
+                for part in parts.values():
+                    values.update(part.meta())
                 conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", values.items())
                 conn.execute("COMMIT")
                 progress(Progress("write", 1, 1))
         except BaseException:
-            if embedder is not None:
-                embedder.abandon()
+            for part in parts.values():
+                part.abandon()
             conn.execute("ROLLBACK")
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.rmtree(final, ignore_errors=True)
             raise
         self._drop_old_generations(gen)
-        return self._finish(stats, conn, gen, dense_reason)
+        return self._finish(stats, conn, gen, parts)
 
-    def _finish(self, stats: IndexStats, conn, gen: int, dense_reason: str | None) -> IndexStats:
+    def _finish(self, stats: IndexStats, conn, gen: int, parts: dict[str, ArmBuild]) -> IndexStats:
         stats.generation = gen
         stats.files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
         stats.chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
-        stats.dense = dense_reason
+        for part in parts.values():
+            part.report(stats)
         return stats
 
-    def _delete_chunks(self, conn, plan) -> list[int]:
-        """Delete the chunks of changed and removed files (in the open transaction)."""
+    def _stale_chunks(self, conn, plan) -> list[int]:
+        """The ids of the chunks of changed and removed files."""
         stale_paths = [c[0].path for c in plan.changed if c[3]] + plan.removed
         old_ids: list[int] = []
         for batch in _batches(stale_paths, 500):
             marks = ",".join("?" * len(batch))
             old_ids += [r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE path IN ({marks})", batch)]
+        return old_ids
+
+    def _delete_chunks(self, conn, plan, old_ids: list[int]) -> None:
+        """Delete the chunks of changed and removed files (in the open transaction)."""
         for batch in _batches(old_ids, 500):
             marks = ",".join("?" * len(batch))
-            conn.execute(
-                f"INSERT INTO fts(fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE id IN ({marks})",
-                batch,
-            )
             conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", batch)
         conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in plan.removed])
         self._touch(conn, plan)
-        return old_ids
 
-    def _insert_chunks(self, conn, meta, plan, progress, embedder: "_Embedder | None", tokens: TokenMerger):
-        """Chunk the changed files, store the chunks, hand each file's to the embedder and
-        their token counts to ``tokens``."""
+    def _insert_chunks(self, conn, meta, plan, progress, parts: dict[str, ArmBuild], tokens: TokenMerger,
+                       documents: dict[str, Documents]):
+        """Chunk the changed files, store the chunks, hand each file's to every arm and the
+        token counts of the arms' ``documents`` to ``tokens``."""
         # Chunk ids only grow, so an id never names two different chunks across generations.
         next_id = int(meta.get("next_chunk_id", "1"))
         new_chunks: list[Chunk] = []
         new_ids: list[int] = []
         total = len(plan.changed)
         done = 0
-        with contextlib.closing(self._chunked(plan.changed)) as batches:
+        with contextlib.closing(self._chunked(plan.changed, documents)) as batches:
             for batch, (per_file, counts) in batches:
                 tokens.add(counts)
                 for (entry, sha), chunks in zip(batch, per_file):
                     ids = list(range(next_id, next_id + len(chunks)))
                     next_id += len(chunks)
                     self._store_file(conn, entry, sha, ids, chunks)
-                    if embedder is not None:
-                        embedder.feed([(cid, dense_arm.document_text(c)) for cid, c in zip(ids, chunks)])
+                    for part in parts.values():
+                        part.add(ids, chunks)
                     new_chunks.extend(chunks)
                     new_ids.extend(ids)
                     done += 1
@@ -524,13 +517,14 @@ class Indexer:
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('next_chunk_id', ?)", (str(next_id),))
         return new_chunks, new_ids
 
-    def _chunked(self, changed: list) -> Iterator[tuple[list, tuple[list[list[Chunk]], TokenBatch]]]:
+    def _chunked(self, changed: list, documents: dict[str, Documents]) -> Iterator[tuple[list, tuple[list[list[Chunk]], TokenBatch]]]:
         """Each batch of ``changed`` files as ``(entry, sha)`` pairs with its chunks (per file) and
-        token counts, in order; from a worker process when there is enough text to pay for one.
-        Empties ``changed``."""
+        the token counts of ``documents``, in order; from a worker process when there is enough
+        text to pay for one. Empties ``changed``."""
         w, o = self.settings.window, self.settings.overlap
         groups = list(_file_batches(changed, CHUNK_BATCH_BYTES))
-        jobs = [([(entry.path, text, language_for(entry.path)) for entry, text, *_ in group], w, o) for group in groups]
+        jobs = [([(entry.path, text, language_for(entry.path)) for entry, text, *_ in group], w, o, documents)
+                for group in groups]
         batches = [[(entry, sha) for entry, _text, sha, _existed in group] for group in groups]
         pooled = sum(len(item[1]) for item in changed) >= POOL_MIN_BYTES
         del groups
@@ -557,37 +551,6 @@ class Indexer:
                 for cid, c in zip(ids, chunks)
             ],
         )
-        conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", [(cid, c.text) for cid, c in zip(ids, chunks)])
-
-    def _write_matrices(self, conn, out: Path, prev: Path | None, old_ids, new_chunks, new_ids, tokens: TokenMerger, known: int, progress) -> None:
-        steps = len(MATRICES) + 1
-        progress(Progress("lexical", 0, steps))
-        tokens.finish()
-        vocab = tokens.vocab
-        ids = np.asarray(new_ids, dtype=np.int64)
-        for i, (name, (_spec, include)) in enumerate(MATRICES.items(), start=1):
-            progress(Progress("lexical", i, steps))
-            rows = np.array([include(c) for c in new_chunks], dtype=bool)
-            if prev is not None:
-                matrix = BM25Matrix.load(prev, name, vocab).updated(old_ids, tokens.tf(name), ids[rows])
-            else:
-                matrix = BM25Matrix(tokens.tf(name), vocab, ids[rows])
-            matrix.save(out, name)
-        stamp = uuid.uuid4().hex
-        vocab.store(conn, known, stamp)
-        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('vocab_stamp', ?)", (stamp,))
-        progress(Progress("lexical", steps, steps))
-
-    def _write_common_terms(self, conn, out: Path, prev_gen: int, touched: int) -> None:
-        """FTS5's frequent terms; a small update keeps the last list (scanning costs ~0.1 s)."""
-        prev = self.directory / gen_dir_name(prev_gen) / fts5_arm.COMMON_TERMS_FILE if prev_gen else None
-        if prev is not None and prev.exists():
-            common = json.loads(prev.read_text(encoding="utf-8"))
-            if touched < 0.01 * common["n"]:  # shares of the chunks barely move
-                shutil.copyfile(prev, out / fts5_arm.COMMON_TERMS_FILE)
-                return
-        common = fts5_arm.common_terms(conn)
-        (out / fts5_arm.COMMON_TERMS_FILE).write_text(json.dumps(common), encoding="utf-8")
 
     def _write_chunk_table(self, conn, out: Path, prev_gen: int, old_ids, new_chunks, new_ids) -> None:
         prev = self.directory / gen_dir_name(prev_gen) if prev_gen else None
@@ -596,23 +559,6 @@ class Indexer:
         else:
             table = ChunkTable.load(conn)
         table.save(out)
-
-    def _vector_plan(self, conn, prev_gen: int, model, old_ids):
-        """The vector index to start from, and the surviving chunks it still lacks."""
-        from .vectors import VectorIndex
-
-        prev = self.directory / gen_dir_name(prev_gen) / dense_arm.VECTORS_FILE if prev_gen else None
-        if prev is not None and prev.exists():
-            index = VectorIndex.load(prev, view=False)
-            if old_ids:
-                index.remove(np.array(old_ids, dtype=np.int64))
-            return index, []
-        # First build, or another model: every chunk that stays must be embedded too.
-        rows = conn.execute(
-            "SELECT id, path, start_line, end_line, kind, language, context, symbol, signature,"
-            " docstring, text FROM chunks ORDER BY id"
-        )
-        return VectorIndex(model.dim), [(cid, dense_arm.document_text(_row_chunk(row))) for cid, *row in rows]
 
     def _drop_old_generations(self, current: int) -> None:
         """Keep the current generation and the one before (a reader may still be on it)."""
@@ -651,68 +597,6 @@ class _Clock:
 
     def __exit__(self, *exc) -> None:
         self.sink[self.stage] = self.sink.get(self.stage, 0.0) + time.perf_counter() - self.t0
-
-
-class _Embedder:
-    """Embeds (id, text) pairs fed from another thread, in batches, into a vector index, then
-    saves it to ``save_to`` (on its own thread too: the save overlaps the lexical stage)."""
-
-    _END = None
-
-    def __init__(self, index, model, progress: ProgressFn, seconds: dict[str, float], save_to: Path) -> None:
-        self.index, self.model, self.progress, self.seconds = index, model, progress, seconds
-        self.save_to = save_to
-        self.count = 0
-        self._fed = 0
-        self._queue: queue.Queue = queue.Queue()
-        self._error: BaseException | None = None
-        self._stop = False
-        self._thread = threading.Thread(target=self._run, name="ranklens-embed", daemon=True)
-        self._thread.start()
-
-    def feed(self, pairs: list[tuple[int, str]]) -> None:
-        if pairs:
-            self._fed += len(pairs)
-            self._queue.put(pairs)
-
-    def close(self) -> None:
-        self._queue.put(self._END)
-
-    def abandon(self) -> None:
-        self._stop = True
-        self._queue.put(self._END)
-
-    def result(self):
-        """Wait for the last batch and the save; re-raise what the thread raised."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self.index
-
-    def _run(self) -> None:
-        t0 = time.perf_counter()
-        pending: list[tuple[int, str]] = []
-        try:
-            while not self._stop:
-                item = self._queue.get()
-                if item is not self._END:
-                    pending.extend(item)
-                while len(pending) >= EMBED_BATCH or (item is self._END and pending):
-                    batch, pending = pending[:EMBED_BATCH], pending[EMBED_BATCH:]
-                    self._encode(batch)
-                if item is self._END:
-                    break
-            if not self._stop:
-                self.index.save(self.save_to)
-        except BaseException as exc:  # handed to the thread that calls result()
-            self._error = exc
-        self.seconds["embed"] = time.perf_counter() - t0
-
-    def _encode(self, batch: list[tuple[int, str]]) -> None:
-        vectors = self.model.encode([text for _, text in batch])
-        self.index.add(np.array([cid for cid, _ in batch], dtype=np.int64), vectors)
-        self.count += len(batch)
-        self.progress(Progress("embed", self.count, self._fed))
 
 
 def _fill(options: DiscoveryOptions, stored: dict) -> DiscoveryOptions:
@@ -773,22 +657,39 @@ def _schema_matches(conn: sqlite3.Connection) -> bool:
     return all(_columns(conn, t) == cols for t, cols in _expected_columns().items())
 
 
-def _row_chunk(row) -> Chunk:
-    path, start, end, kind, language, context, symbol, signature, docstring, text = row
-    return Chunk(path, start, end, text, language, context, kind, symbol, signature, docstring)
-
-
-def _chunk_batch(files: list[tuple[str, str, str]], window: int, overlap: int) -> tuple[list[list[Chunk]], TokenBatch]:
-    """Chunk ``(path, text, language)`` files and count the tokens of their chunks (in a worker
-    process for a large update, see :meth:`Indexer._chunked`)."""
+def _chunk_batch(
+    files: list[tuple[str, str, str]], window: int, overlap: int, documents: dict[str, Documents]
+) -> tuple[list[list[Chunk]], TokenBatch]:
+    """Chunk ``(path, text, language)`` files and count the tokens of each arm's ``documents``
+    of their chunks (in a worker process for a large update, see :meth:`Indexer._chunked`)."""
     per_file = [chunk_file(path, text, window=window, overlap=overlap, language=language) for path, text, language in files]
     chunks = [c for file_chunks in per_file for c in file_chunks]
-    fields = {f for spec, _ in MATRICES.values() for f in spec}
+    fields = {f for d in documents.values() for f in d.fields}
+    everything = np.ones(len(chunks), dtype=bool)
     counts = count_batch(
         {f: [getattr(c, f) for c in chunks] for f in fields},
-        {name: (spec, np.array([include(c) for c in chunks], dtype=bool)) for name, (spec, include) in MATRICES.items()},
+        {
+            name: (d.fields, everything if d.include is None else np.array([d.include(c) for c in chunks], dtype=bool))
+            for name, d in documents.items()
+        },
     )
     return per_file, counts
+
+
+def arm_builds(settings: IndexSettings) -> dict[str, ArmBuild]:
+    """This update's build of every arm that has files in a generation, in registry order."""
+    return {name: spec.build(settings) for name, spec in REGISTRY.items() if spec.build is not None}
+
+
+def _built_arms() -> str:
+    """The arms whose parts a generation holds (stored in the meta: an index built without
+    one of them is rebuilt, since an update only edits parts that exist)."""
+    return ",".join(name for name, spec in REGISTRY.items() if spec.build is not None)
+
+
+def _schema(settings: IndexSettings) -> str:
+    """The index database's tables: the store's and the arms' own (FTS5's index)."""
+    return SCHEMA + "".join(part.schema for part in arm_builds(settings).values())
 
 
 def _file_batches(changed: list, size: int):

@@ -86,6 +86,25 @@ def _name_forms(name: str) -> set[str]:
     return out
 
 
+def name_key(name: str) -> str:
+    """A name compared with file stems: its last part, normalised (``Rails::Engine`` -> engine)."""
+    return _norm(_SEPARATORS.split(name)[-1] if _SEPARATORS.search(name) else name)
+
+
+def stem_key(path: str) -> str:
+    """A file's stem as :func:`name_key` compares it."""
+    return _norm(_stem(path))
+
+
+def qualifiers(name: str) -> list[str]:
+    """The scope parts of a qualified name, lowercased: ``Rails::Engine`` -> ["rails"]."""
+    return [p.lower() for p in _SEPARATORS.split(name)[:-1] if p]
+
+
+def path_depth(path: str) -> int:
+    return path.count("/")
+
+
 def _matches(wanted: frozenset[str], defined: set[str]) -> set[str]:
     """The wanted names a chunk defines. A name with a capital letter must match exactly
     (``TypeAdapter`` is not the method ``typeAdapter``); an all-lowercase one (``formatter``)
@@ -236,12 +255,12 @@ class Stage:
             return scores, applied
         if q.names and p.definition:
             base = p.definition * (1.0 if q.lookup else p.embedded_share)
-            norm_names = {_norm(n.rsplit(":", 1)[-1].rsplit(".", 1)[-1]) for n in q.names}
+            norm_names = {name_key(n) for n in q.names}
             for i, syms in enumerate(symbols):
                 found = _matches(q.names, defined_names(syms))
                 if not found:
                     continue
-                bonus = p.stem_bonus if _norm(_stem(paths[i])) in norm_names else 1.0
+                bonus = p.stem_bonus if stem_key(paths[i]) in norm_names else 1.0
                 boost = unit * base * bonus
                 scores[i] += boost
                 name = max(found, key=len)

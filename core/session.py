@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .engine import ArmResult, Engine, check_query
 from .judgments import QueryJudgments, judge, judgments_for
-from .settings import FusionSettings
+from .settings import FusedBy, FusionSettings
 from .types import ConsolidatedHit
 
 
@@ -29,7 +29,7 @@ class Judged:
     error: str | None = None
 
 
-class Session:
+class Session(FusedBy):
     """The state of one interactive search over ``engine`` (see the module docstring).
 
     ``settings`` start as the root's (shipped defaults under its tuned config); when that
@@ -66,17 +66,8 @@ class Session:
     def arms(self) -> list[str]:
         return list(self.settings.arms)
 
-    @property
-    def weights(self) -> dict[str, float]:
-        return self.settings.fused_weights()
 
-    @property
-    def k(self) -> float:
-        return self.settings.k
 
-    @property
-    def priors(self) -> bool:
-        return self.settings.priors
 
     def tune(self, weights: dict[str, float] | None = None, k: float | None = None) -> None:
         """New weights and/or k (the sliders); :meth:`refuse` applies them."""

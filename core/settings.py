@@ -112,3 +112,24 @@ class FusionSettings:
             priors=True if priors is None else priors,
             stage=stage or DEFAULT_PARAMS,
         )
+
+
+class FusedBy:
+    """Read-only views of the :class:`FusionSettings` something was ranked with (its
+    ``settings``): a search result, an evaluation run, a session."""
+
+    settings: FusionSettings
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The weight of every arm asked for."""
+        return self.settings.fused_weights()
+
+    @property
+    def k(self) -> float:
+        return self.settings.k
+
+    @property
+    def priors(self) -> bool:
+        """Whether the ranking stage re-scores the fused list."""
+        return self.settings.priors

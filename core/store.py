@@ -6,10 +6,19 @@ Layout, one folder per root under the platformdirs user cache dir::
         index.lock          cross-process lock held by the indexer
         index.sqlite        files, chunks (with text), the FTS5 table, meta (format, generation)
         gen-000007/         the arm artifacts of generation 7 (BM25 matrices, vector index)
+        gen-000007.deep/    the deep arm's vectors for generation 7, committed after it (a sidecar)
 
-The indexer writes a new ``gen-N`` folder under a temporary name, renames it into place, and
-only then commits ``generation = N`` in SQLite. That commit is the single switch-over point:
-a crash before it leaves the previous generation intact and whole.
+The indexer writes a new ``gen-N`` folder under a temporary name (each arm its part of it,
+:mod:`core.arms`), fsyncs its files, renames it into place, and only then commits
+``generation = N`` in SQLite. That commit is the single switch-over point: a crash before it
+leaves the previous generation intact and whole. A committed generation's folder is never
+written again.
+
+An arm whose files take minutes (``deep``) writes them after the generation commits, as a
+*sidecar* ``gen-N.<arm>`` folder: written under a temporary name, fsynced, renamed into place
+(that rename is its commit) while generation N is still the committed one. A reader uses the
+sidecar of the generation it opened, if it exists; the indexer drops sidecars with their
+generation.
 """
 
 from __future__ import annotations
@@ -40,7 +49,10 @@ from .types import Hit, make_docid
 #: 9: a chunk packing definitions that share a scope keeps it in its breadcrumb.
 #: 10: C#, Kotlin, Scala, Swift, PHP, Haskell, Elixir, Lua, Zig and shell files are cut along
 #:    their definitions (they were windows).
-FORMAT_VERSION = 10
+#: 11: each arm writes its part of a generation (``lexical+ctx`` its matrix, built on first open
+#:    before), the generation's files are fsynced before it commits, the meta names the arms.
+#: 12: the deep arm's vectors live in a sidecar folder ``gen-N.deep``, not in ``gen-N``.
+FORMAT_VERSION = 12
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,11 +71,8 @@ CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 -- Token -> column of the lexical matrices; it only grows (core.bm25.Vocabulary).
 -- Rows in column order (reading it whole needs no sort), tokens unique (looked up by token).
 CREATE TABLE IF NOT EXISTS vocab (col INTEGER PRIMARY KEY, token TEXT NOT NULL UNIQUE);
--- Identifiers stay whole ('_' is a token character): this arm is the exact-symbol signal.
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    text, content='chunks', content_rowid='id', tokenize="unicode61 tokenchars '_'"
-);
 """
+# The arms add their own tables (core.arms.fts5: the FTS5 index over the chunks' text).
 
 
 class IndexError_(Exception):
@@ -90,6 +99,11 @@ def index_dir(root: Path, cache_dir: Path | None = None) -> Path:
 
 def gen_dir_name(generation: int) -> str:
     return f"gen-{generation:06d}"
+
+
+def sidecar_dir_name(generation: int, arm: str) -> str:
+    """The folder of ``arm``'s files committed on their own after ``generation`` (see above)."""
+    return f"{gen_dir_name(generation)}.{arm}"
 
 
 def connect(db_path: Path, *, readonly: bool = False) -> sqlite3.Connection:
@@ -178,6 +192,7 @@ class ChunkTable:
         # definition signal reads them (core.ranking).
         self.symbols = symbols if symbols is not None else [""] * len(self.ids)
         self._masks: dict[tuple[str | None, str | None], np.ndarray] = {}
+        self._definers: tuple[dict[str, list[int]], dict[str, list[int]]] | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -281,6 +296,28 @@ class ChunkTable:
                            (piece_start, piece_end) if piece_start else None, symbols[row]))
         return out
 
+    def definers(self, name: str, *, any_case: bool = False) -> list[int]:
+        """The rows of the chunks that define ``name`` (as written in a ``symbol`` field, or
+        its last part after ``.``/``::`` …: :func:`core.ranking.defined_names`), in any case
+        with ``any_case``.
+
+        The name -> rows maps are built on the first call (~30 ms at 50k chunks) and kept
+        with the table, which is never mutated."""
+        with self._lock:
+            if self._definers is None:
+                from .ranking import defined_names
+
+                exact: dict[str, list[int]] = {}
+                folded: dict[str, list[int]] = {}
+                for row, field in enumerate(self.symbols):
+                    if field:
+                        for defined in defined_names((field,)):
+                            exact.setdefault(defined, []).append(row)
+                            folded.setdefault(defined.lower(), []).append(row)
+                self._definers = (exact, folded)
+            exact, folded = self._definers
+            return folded.get(name.lower(), []) if any_case else exact.get(name, [])
+
     def mask(self, path_glob: str | None = None, language: str | None = None) -> np.ndarray | None:
         """Boolean row mask for the filters (``None`` when there is no filter).
 
@@ -334,6 +371,10 @@ class IndexView:
     @property
     def gen_dir(self) -> Path:
         return self.directory / gen_dir_name(self.generation)
+
+    def sidecar_dir(self, arm: str) -> Path:
+        """Where ``arm``'s sidecar of this generation is, once committed (it may not be)."""
+        return self.directory / sidecar_dir_name(self.generation, arm)
 
     @property
     def settings(self) -> dict:

@@ -30,16 +30,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evals import codesearch
 from ranklens.core.arms import DEFAULT_ARMS
-from ranklens.core.config import DEFAULT_K, DEFAULT_WEIGHTS
+from ranklens.core.config import DEFAULT_K, default_weights
 from ranklens.core.consolidate import Groups
 from ranklens.core.engine import MERGE_ADJACENT, Engine, fuse_groups
 from ranklens.core.evaluation import load_queries, ndcg_at_k
 from ranklens.core.priors import RULES, adjuster
 from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage
 from ranklens.core.settings import FusionSettings
-
-from evals import codesearch
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = (("polyglot", ROOT / "evals" / "polyglot.jsonl", ROOT / "tests" / "fixtures" / "polyglot"),
@@ -65,8 +64,13 @@ GRID: dict[str, tuple] = {
 }
 
 
+#: The arms tuned: the default install's, or with ``--deep`` the optional arm too.
+ARMS: tuple[str, ...] = DEFAULT_ARMS
+
+
 def default_setting() -> dict:
-    out: dict = {f"w:{a}": DEFAULT_WEIGHTS.get(a, 1.0) for a in DEFAULT_ARMS}
+    shipped = default_weights(with_deep="deep" in ARMS)
+    out: dict = {f"w:{a}": shipped.get(a, 1.0) for a in ARMS}
     out["k"] = DEFAULT_K
     out.update({f"p:{f.name}": getattr(DEFAULT_PARAMS, f.name) for f in dataclasses.fields(Params)})
     out.update({f"f:{r.name}": r.factor for r in RULES if f"f:{r.name}" in GRID})
@@ -88,7 +92,7 @@ class Unit:
 def collect(pool_top_k: int = 10) -> list[Unit]:
     units = []
     for repo in codesearch.load(codesearch.bench_dir()):
-        run = codesearch.collect(repo, pool_top_k=pool_top_k)
+        run = codesearch.collect(repo, arms=ARMS, pool_top_k=pool_top_k)
 
         def scorer(hits, i, repo=repo):
             task = repo.tasks[i]
@@ -102,7 +106,7 @@ def collect(pool_top_k: int = 10) -> list[Unit]:
         print(f"  {repo.name:20s} {run.index_s:5.1f}s", file=sys.stderr)
     for name, path, root in SHIPPED:
         engine = Engine(root)
-        engine.ensure_index(deep=False)
+        engine.ensure_index(deep="deep" in ARMS)
         queries = [q for q in load_queries(path) if q.gold]
 
         def scorer(hits, i, queries=queries):
@@ -110,7 +114,7 @@ def collect(pool_top_k: int = 10) -> list[Unit]:
 
         unit = Unit(name, "mixed", scorer, [q.query for q in queries], [q.kind or "-" for q in queries])
         for q in queries:
-            res = [engine.run_arm(a, q.query, top_k=pool_top_k) for a in DEFAULT_ARMS]
+            res = [engine.run_arm(a, q.query, top_k=pool_top_k) for a in ARMS]
             unit.groups.append(Groups({r.arm: r.hits for r in res if r.ok}, MERGE_ADJACENT, check=False))
         units.append(unit)
     return units
@@ -198,7 +202,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pool", type=int, default=10, help="each arm ranks pool_size(POOL) candidates")
     ap.add_argument("--json", default=None, help="write the figures here")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--deep", action="store_true", help="fuse the optional deep arm too (its extra installed; slow to index)")
+    ap.add_argument("--only", default=None, help="tune only these comma-separated constants (e.g. w:bm25,w:deep,k)")
     args = ap.parse_args(argv)
+    global ARMS
+    if args.deep:
+        ARMS = (*DEFAULT_ARMS, "deep")
+        GRID["w:deep"] = (0.4, 0.8, 1.2, 1.6, 2.4)
+    if args.only:
+        keep = set(args.only.split(","))
+        for name in [n for n in GRID if n not in keep]:
+            del GRID[name]
     log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     units = collect(args.pool)
@@ -225,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "by_repo": {u.name: statistics.fmean(held_out[u.name]) for u in units},
     }
-    final, final_score = ascend(units, start, args.rounds, log)
+    final, _final_score = ascend(units, start, args.rounds, log)
     out = {
         "held_out": cv,
         "start": {"setting": start, **report(units, start)},

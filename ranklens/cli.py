@@ -12,10 +12,9 @@ from pathlib import Path
 
 import click
 
-from .core.arms import DEFAULT_ARMS, REGISTRY, default_arms
+from .core.arms import REGISTRY, always_fused, default_arms, optional_defaults
 from .core.discovery import DiscoveryOptions
 from .core.engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
-from .core.settings import FusionSettings
 from .core.evaluation import SEED
 from .core.handoff import write_json_atomic
 from .core.indexer import STAGES, Progress
@@ -32,9 +31,10 @@ from .core.service import (
     open_engine,
     settings_for,
 )
+from .core.settings import FusionSettings
 
 #: What "all" fuses, for the help (the same text whatever is installed here).
-ALL_ARMS = f"{', '.join(DEFAULT_ARMS)}, plus deep when installed"
+ALL_ARMS = ", ".join([*always_fused(), *(f"plus {a} when installed" for a in optional_defaults())])
 
 CONFIDENCE_HELP = (
     "Each hit is a span merged from every arm that ranked an overlapping span of the same "
@@ -531,7 +531,7 @@ EVAL_HELP = (
 )
 @weights_option
 @click.option("--rrf-k", type=float, default=None, help="RRF constant k (default: the root's tuned config, else the shipped 5).")
-@click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings: no code-aware priors on any row.")
+@click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings and the plain fused list: no ranking stage on any row.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (with per-query details).")
 @model_option
 @discovery_options
@@ -562,9 +562,10 @@ def eval_command(
     settings = settings_for(engine, request)
     from .core.evaluation import report
 
-    # Every other arm gets a row, deep only where it is a default arm (installed, not switched
-    # off): its vectors take minutes to build, and a row that says "not installed" is noise.
-    also = [a for a in REGISTRY if a not in settings.arms and (a != "deep" or a in default_arms())]
+    # Every other arm gets a row, an optional one (deep) only where it is a default arm
+    # (installed, not switched off): deep's vectors take minutes to build, and a row that says
+    # "not installed" is noise.
+    also = [a for a, s in REGISTRY.items() if a not in settings.arms and (not s.optional or a in default_arms())]
     run = _run_labeled(engine, labeled, settings, also=also, top_k=top_k, quiet=as_json)
     data = {"root": str(engine.root), "file": queries, **report(run)}
     if as_json:

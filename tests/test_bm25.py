@@ -137,7 +137,6 @@ def test_incremental_update_equals_a_fresh_build(texts, corpus):
 
 def _vocab_db(tmp_path):
     from ranklens.core._sqlite import sqlite3
-
     from ranklens.core.store import SCHEMA
 
     conn = sqlite3.connect(tmp_path / "index.sqlite", check_same_thread=False)

@@ -14,10 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ranklens.core.arms import DEFAULT_ARMS, ArmUnavailable, default_arms
-from ranklens.core.arms import deep
-from ranklens.core.arms.deep import build as deep_build
-from ranklens.core.arms.deep import model as deep_model
+from ranklens.core.arms import DEFAULT_ARMS, ArmUnavailable, deep, default_arms
+from ranklens.core.arms.deep import build as deep_build, model as deep_model
 from ranklens.core.engine import Engine
 from ranklens.core.indexer import Indexer, IndexSettings
 
@@ -119,8 +117,10 @@ def test_index_builds_the_vectors_and_the_arm_answers(fake, sample_repo):
     engine = Engine(sample_repo)
     stats = engine.ensure_index()  # deep is a default arm here: a "deep" stage runs
     assert stats.deep is None and stats.deep_embedded == stats.chunks == len(set(fake.seen))
-    gen = engine.view.gen_dir
-    assert json.loads((gen / deep.STAMP_FILE).read_text())["chunks"] == stats.chunks
+    sidecar = engine.view.sidecar_dir("deep")
+    assert json.loads((sidecar / deep.STAMP_FILE).read_text())["chunks"] == stats.chunks
+    # The vectors are a sidecar committed after the generation, whose folder is left alone.
+    assert not (engine.view.gen_dir / deep.VECTORS_FILE).exists()
     result = engine.search("hash_password salt digest")
     assert "deep" in result.answered
     assert result.results["deep"].hits[0].path == "app/auth.py"
@@ -224,10 +224,44 @@ def test_a_stopped_build_keeps_its_vectors_and_resumes(fake, sample_repo, monkey
 
     build = engine.build_deep(progress, stop=stop)
     assert build.stopped and not build.complete and build.embedded == 4
-    assert not (engine.view.gen_dir / deep.STAMP_FILE).exists()
+    assert not engine.view.sidecar_dir("deep").exists()
     total = calls[0][1]
     rest = engine.build_deep()
     assert rest.complete and rest.embedded == total - 4
+
+
+def test_the_sidecar_commits_whole_or_not_at_all(fake, sample_repo, monkeypatch):
+    """A failed write leaves no sidecar and no temporary folder; the committed generation's
+    own folder is never touched; a sidecar goes when its generation does."""
+    from ranklens.core.vectors import VectorIndex
+
+    engine = Engine(sample_repo)
+    engine.ensure_index(deep=False)
+    generation = engine.view.gen_dir
+    before = {p.name: p.stat().st_mtime_ns for p in generation.iterdir()}
+    real_save, failing = VectorIndex.save, [True]
+
+    def save(self, path):
+        if failing:
+            raise OSError("disk full")
+        return real_save(self, path)
+
+    monkeypatch.setattr(VectorIndex, "save", save)
+    with pytest.raises(OSError, match="disk full"):
+        engine.build_deep()
+    assert not engine.view.sidecar_dir("deep").exists() and not list(engine.directory.glob("*.tmp-*"))
+    failing.clear()
+    build = engine.build_deep()
+    assert build.complete and build.embedded == 0  # the failed build's vectors were cached
+    assert engine.run_arm("deep", "hash a password").ok
+    assert {p.name: p.stat().st_mtime_ns for p in generation.iterdir()} == before
+    for i in range(3):
+        (sample_repo / "app" / f"extra{i}.py").write_text(f"def extra_{i}():\n    return {i}\n")
+        engine.ensure_index()
+    current = engine.view.generation
+    assert sorted(p.name for p in engine.directory.glob("gen-*.deep")) == [
+        f"gen-{current - 1:06d}.deep", f"gen-{current:06d}.deep"
+    ]
 
 
 def test_a_rebuild_keeps_the_deep_cache(fake, sample_repo):

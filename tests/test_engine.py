@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -99,7 +100,7 @@ def test_unknown_arm_is_refused_and_a_broken_arm_is_skipped(engine, monkeypatch)
     def broken(view):
         raise ImportError("No module named 'usearch'")
 
-    monkeypatch.setitem(arms.REGISTRY, "dense", broken)
+    monkeypatch.setitem(arms.REGISTRY, "dense", replace(arms.REGISTRY["dense"], open=broken))
     engine._arms.clear()
     result = engine.search("login user session")
     assert dict(result.skipped)["dense"].startswith("missing dependency")
@@ -187,12 +188,12 @@ def test_tables_of_an_older_version_without_meta_are_rebuilt(sample_repo):
 def test_a_failed_update_keeps_the_previous_generation(engine, sample_repo, monkeypatch):
     gen = engine.view.generation
     (sample_repo / "app/extra.py").write_text("def extra_function():\n    pass\n")
-    from ranklens.core import indexer
+    from ranklens.core.arms import dense
 
     def boom(*a, **kw):
         raise OSError("disk full")
 
-    monkeypatch.setattr(indexer._Embedder, "_encode", boom)
+    monkeypatch.setattr(dense._Embedder, "_encode", boom)
     with pytest.raises(OSError):
         engine.ensure_index()
     fresh = Engine(sample_repo)
@@ -286,9 +287,9 @@ def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_rep
 
 def test_bm25_documents_hold_path_and_symbol_tokens(engine):
     from ranklens.core.arms.bm25 import FIELDS
-    from ranklens.core.indexer import MATRICES
+    from ranklens.core.indexer import IndexSettings, arm_builds
 
-    assert FIELDS == {"text": 1, "path": 1, "symbol": 1} and MATRICES["bm25"][0] is FIELDS
+    assert FIELDS == {"text": 1, "path": 1, "symbol": 1} and arm_builds(IndexSettings())["bm25"].documents.fields is FIELDS
     # "auth" is only in the path app/auth.py, never a token of its text.
     hits = engine.run_arm("bm25", "auth").hits
     assert hits and {h.path for h in hits} == {"app/auth.py"}
@@ -393,7 +394,7 @@ def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on
     (root / "b.py").write_text("def other():\n    return parse_args()\n")
 
     class Twice:
-        name, family = "bad", "lexical"
+        name = "bad"
 
         def search(self, query, limit, allowed=None):
             hit = Hit("bad", "a.py:1-2", "a.py", 1, 2, 1, 1.0)
@@ -409,7 +410,7 @@ def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on
         return real(name)
 
     eng._arm_on_view = arm_on_view
-    arms_mod.REGISTRY["bad"] = None
+    arms_mod.REGISTRY["bad"] = arms_mod.ArmSpec("bad", "lexical", lambda view: Twice())
     try:
         result = eng.search("parse args", arms=["bad", "bm25"])
     finally:

@@ -11,8 +11,7 @@ import sys
 
 import pytest
 
-from ranklens.core import freshness
-from ranklens.core import indexer as indexer_mod
+from ranklens.core import freshness, indexer as indexer_mod
 from ranklens.core.engine import Engine
 from ranklens.core.freshness import SNAPSHOT_FILE
 
@@ -91,10 +90,12 @@ def assert_as_a_whole_listing(engine, root, stats):
 def test_nothing_changed_lists_nothing_and_loads_no_model(tree, no_listing, monkeypatch):
     engine, first = build_unpatched(tree, monkeypatch)
 
-    def no_model(self):
+    from ranklens.core import embedding
+
+    def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr(indexer_mod.Indexer, "_model", no_model)
+    monkeypatch.setattr(embedding, "load_model", no_model)
     stats = engine.ensure_index()
     assert stats.check["verdict"] == "unchanged"
     assert stats.up_to_date and stats.generation == first.generation

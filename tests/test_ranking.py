@@ -209,3 +209,23 @@ def test_a_bare_identifier_finds_the_file_that_defines_it(router_repo):
         assert all(not h.signals and h.fused_score is None for h in plain.hits)
     finally:
         engine.close()
+
+
+def test_the_symbols_arm_puts_the_exact_definition_of_a_bare_identifier_first(tmp_path):
+    """A definition whose name drowns in its long docs still leads the symbols arm for the
+    bare identifier; a capitalised name must match exactly, a lowercase one in any case."""
+    docs = "\n".join(f"    /// Visitor notes, visitor visits visitors, line {i}." for i in range(30))
+    (tmp_path / "de").mkdir()
+    (tmp_path / "de" / "mod.rs").write_text(f"pub trait Visitor {{\n{docs}\n    fn visit(&self);\n}}\n")
+    for i in range(12):  # many short chunks that mention the word more densely
+        (tmp_path / f"use{i}.rs").write_text(f"fn visitor_{i}(v: Visitor) {{ v.visit(); /* visitor */ }}\n")
+    (tmp_path / "other.rs").write_text("fn visitor() {}\n")
+    engine = Engine(tmp_path)
+    try:
+        engine.ensure_index(deep=False)
+        top = engine.run_arm("symbols", "Visitor", top_k=10).hits[0]
+        assert top.path == "de/mod.rs" and top.rank == 1
+        assert engine.run_arm("symbols", "visitor", top_k=10).hits[0].path in {"de/mod.rs", "other.rs"}
+        assert engine.search("Visitor").hits[0].path == "de/mod.rs"
+    finally:
+        engine.close()

@@ -1,99 +1,63 @@
 """Retriever arms: one small protocol, one module each, one registry line each.
 
-An arm turns a query into a ranking of chunks of the loaded index. Arms are built by the
-indexer (their artifacts live in the index generation) and opened over a loaded
-:class:`core.store.IndexView`; an arm that cannot open (missing dependency, no model) raises
-:class:`ArmUnavailable` and is skipped with that one-line reason.
+An arm turns a query into a ranking of chunks of the loaded index. Each arm module defines
+its ``SPEC`` (:class:`ArmSpec`: name, family, shipped weights, how it opens, and how it
+builds and updates its part of a generation, :class:`core.arms.protocol.ArmBuild`), and
+:data:`MODULES` lists the modules: :data:`REGISTRY`, the indexer's build, the default arms,
+the shipped weights (:mod:`core.config`) and the command line's arm lists all derive from it,
+so adding an arm is its module and a line there (``tests/toy_arm.py`` is one). An arm opens over a loaded :class:`core.store.IndexView`; one
+that cannot open (missing dependency, no model) raises :class:`ArmUnavailable` and is
+skipped with that one-line reason.
+
+Every arm module is imported with this package, so its top level imports nothing optional:
+a missing dependency is imported where the arm opens (and then only skips that arm).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from importlib import import_module
 
-import numpy as np
+from .protocol import Arm, ArmSpec, ArmUnavailable
 
-from ..types import Hit
+#: The arm modules under ``core.arms``, in the order their arms are listed, run and fused.
+MODULES = ("bm25", "fts5", "dense", "symbols", "deep", "hybrid", "lexical_ctx")
 
-if TYPE_CHECKING:
-    from ..store import IndexView
-
-
-class ArmUnavailable(Exception):
-    """Why an arm is skipped (one line, shown to the user)."""
-
-
-class Arm(Protocol):
-    name: str
-    family: str
-
-    def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
-        """The arm's best ``limit`` chunks, best first; ``allowed`` masks chunk rows."""
-        ...
+#: Every arm by name.
+REGISTRY: dict[str, ArmSpec] = {}
+for _module in MODULES:
+    _spec: ArmSpec = import_module(f".{_module}", __name__).SPEC
+    REGISTRY[_spec.name] = _spec
 
 
-def _bm25(view: "IndexView") -> Arm:
-    from .bm25 import Bm25Arm
-
-    return Bm25Arm(view)
-
-
-def _fts5(view: "IndexView") -> Arm:
-    from .fts5 import Fts5Arm
-
-    return Fts5Arm(view)
-
-
-def _dense(view: "IndexView") -> Arm:
-    from .dense import DenseArm
-
-    return DenseArm(view)
-
-
-def _symbols(view: "IndexView") -> Arm:
-    from .symbols import SymbolsArm
-
-    return SymbolsArm(view)
-
-
-def _deep(view: "IndexView") -> Arm:
-    from .deep import DeepArm
-
-    return DeepArm(view)
-
-
-def _hybrid(view: "IndexView") -> Arm:
-    from .hybrid import HybridArm
-
-    return HybridArm(view)
-
-
-def _lexical_ctx(view: "IndexView") -> Arm:
-    from .lexical_ctx import LexicalCtxArm
-
-    return LexicalCtxArm(view)
-
-
-#: Every arm by name. Imports are deferred so a broken optional dependency only skips its arm.
-REGISTRY: dict[str, Callable[["IndexView"], Arm]] = {
-    "bm25": _bm25,
-    "fts5": _fts5,
-    "dense": _dense,
-    "symbols": _symbols,
-    "deep": _deep,
-    "hybrid": _hybrid,
-    "lexical+ctx": _lexical_ctx,
-}
-
-#: The arms always fused by default (:func:`default_arms` adds the optional ``deep``).
-#: ``hybrid`` and ``lexical+ctx`` re-use other arms' signals and would double count them, so
-#: they are single-retriever modes only.
-DEFAULT_ARMS: tuple[str, ...] = ("bm25", "fts5", "dense", "symbols")
+def always_fused() -> tuple[str, ...]:
+    """The arms fused by default whatever is installed."""
+    return tuple(s.name for s in REGISTRY.values() if s.fused_by_default and not s.optional)
 
 
 def default_arms() -> tuple[str, ...]:
-    """The arms fused when none are named: :data:`DEFAULT_ARMS`, plus ``deep`` when its
-    extra is installed (``pip install 'ranklens[deep]'``) and ``RANKLENS_DEEP`` is not 0."""
-    from .deep.model import enabled_by_default
+    """The arms fused when none are named: :func:`always_fused`, plus each optional arm
+    (``deep``) whose extra is installed and not switched off (``RANKLENS_DEEP=0``)."""
+    return tuple(
+        s.name for s in REGISTRY.values() if s.fused_by_default and (s.enabled is None or s.enabled())
+    )
 
-    return (*DEFAULT_ARMS, "deep") if enabled_by_default() else DEFAULT_ARMS
+
+def optional_defaults() -> tuple[str, ...]:
+    """The optional arms fused by default where installed (``deep``)."""
+    return tuple(s.name for s in REGISTRY.values() if s.fused_by_default and s.optional)
+
+
+def __getattr__(name: str):
+    # Read from the registry when asked, so nothing holds a stale copy of it.
+    if name == "DEFAULT_ARMS":  # the arms always fused by default; ``hybrid`` and
+        # ``lexical+ctx`` re-use other arms' signals and would double count them
+        return always_fused()
+    if name == "ARM_FAMILIES":
+        return {s.name: s.family for s in REGISTRY.values()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "ARM_FAMILIES", "DEFAULT_ARMS", "MODULES", "REGISTRY", "Arm", "ArmSpec", "ArmUnavailable",
+    "always_fused", "default_arms", "optional_defaults",
+]

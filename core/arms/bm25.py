@@ -8,7 +8,8 @@ words than the code's still meets the file and function names that say what the 
 from __future__ import annotations
 
 from ..types import LEXICAL
-from ._matrix import MatrixArm
+from ._matrix import MatrixArm, MatrixBuild
+from .protocol import ArmSpec
 
 #: Chunk fields counted into this arm's documents, with their weights.
 FIELDS = {"text": 1, "path": 1, "symbol": 1}
@@ -16,5 +17,10 @@ FIELDS = {"text": 1, "path": 1, "symbol": 1}
 
 class Bm25Arm(MatrixArm):
     name = "bm25"
-    family = LEXICAL
     matrix_name = "bm25"
+
+
+SPEC = ArmSpec(
+    Bm25Arm.name, LEXICAL, Bm25Arm, fused_by_default=True, weight=1.2, weight_with_deep=0.8,
+    build=lambda _settings: MatrixBuild(Bm25Arm.matrix_name, FIELDS),
+)

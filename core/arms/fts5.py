@@ -17,13 +17,15 @@ repository and 0.814 -> 0.792 on polyglot (where 10 % of its few chunks is a han
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 
 from .._sqlite import sqlite3
 from ..store import IndexView
 from ..tokenize import identifiers
-from ..types import LEXICAL, Hit
+from ..types import LEXICAL, Chunk, Hit
+from .protocol import ArmBuild, ArmSpec, Generation
 
 PRUNE_FRACTION = 0.1
 #: Written per generation: the document frequency of every term above this share, and N.
@@ -55,7 +57,6 @@ def match_expression(query: str, common: dict | None = None) -> str:
 
 class Fts5Arm:
     name = "fts5"
-    family = LEXICAL
 
     def __init__(self, view: IndexView) -> None:
         self.view = view
@@ -87,3 +88,44 @@ class Fts5Arm:
         # FTS5's bm25() is lower-is-better (negative); report it as higher-is-better.
         scores = -np.array([rows[i][1] for i in kept.tolist()], dtype=np.float64)
         return chunks.hits(self.name, pos[kept], scores)
+
+
+class Fts5Build(ArmBuild):
+    """Keeps the ``fts`` table (an external-content FTS5 index over ``chunks.text``, in the
+    index database, committed with the generation) and writes the generation's common terms."""
+
+    # Identifiers stay whole ('_' is a token character): this arm is the exact-symbol signal.
+    schema = """
+    CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+        text, content='chunks', content_rowid='id', tokenize="unicode61 tokenchars '_'"
+    );
+    """
+
+    def begin(self, gen: Generation) -> None:
+        self.conn = gen.conn
+        # An external-content index deletes a row by the text it indexed: before the chunk goes.
+        for start in range(0, len(gen.removed), 500):
+            batch = gen.removed[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            gen.conn.execute(
+                f"INSERT INTO fts(fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE id IN ({marks})",
+                batch,
+            )
+
+    def add(self, ids: list[int], chunks: list[Chunk]) -> None:
+        self.conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", [(cid, c.text) for cid, c in zip(ids, chunks)])
+
+    def write(self, gen: Generation) -> None:
+        """FTS5's frequent terms; a small update keeps the last list (scanning costs ~0.1 s)."""
+        prev = gen.prev / COMMON_TERMS_FILE if gen.prev is not None else None
+        if prev is not None and prev.exists():
+            common = json.loads(prev.read_text(encoding="utf-8"))
+            if len(gen.removed) + len(gen.added_ids) < 0.01 * common["n"]:  # shares barely move
+                shutil.copyfile(prev, gen.out / COMMON_TERMS_FILE)
+                return
+        (gen.out / COMMON_TERMS_FILE).write_text(json.dumps(common_terms(gen.conn)), encoding="utf-8")
+
+
+SPEC = ArmSpec(
+    Fts5Arm.name, LEXICAL, Fts5Arm, fused_by_default=True, weight=0.4, build=lambda _settings: Fts5Build()
+)

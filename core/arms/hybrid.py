@@ -12,13 +12,13 @@ from ..store import IndexView
 from ..types import SEMANTIC, Hit
 from .bm25 import Bm25Arm
 from .dense import DenseArm
+from .protocol import ArmSpec
 
 RRF_K = 60
 
 
 class HybridArm:
     name = "hybrid"
-    family = SEMANTIC
 
     def __init__(self, view: IndexView) -> None:
         self.parts = (Bm25Arm(view), DenseArm(view))
@@ -31,3 +31,7 @@ class HybridArm:
             Hit(self.name, d, by_id[d].path, by_id[d].start_line, by_id[d].end_line, rank, score, by_id[d].context)
             for rank, (d, score) in enumerate(fused[:limit], start=1)
         ]
+
+
+#: A single-retriever mode: fused with ``bm25``/``dense`` it would count their evidence twice.
+SPEC = ArmSpec(HybridArm.name, SEMANTIC, HybridArm)

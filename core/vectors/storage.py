@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_write
+from ..atomic import atomic_write, fsync_dir
 from .scan import Int8Scan
 
 _MAGIC = b"RLVECIDX"
@@ -116,17 +116,3 @@ def read(path: Path, view: bool) -> Stored:
         keys = np.fromfile(path, dtype="<i8", count=n, offset=keys_off).astype(np.int64, copy=False)
         vecs = np.fromfile(path, dtype="<f2", count=n * dim, offset=vecs_off).reshape(n, dim)
     return Stored(dim, keys, vecs, companion_path(path, stamp) if stamp else None)
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make the rename durable (best effort: not every platform can open a directory)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

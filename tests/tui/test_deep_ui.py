@@ -66,5 +66,5 @@ async def test_quitting_stops_a_deep_build(fake_deep, sample_repo) -> None:
     fake_deep.gate.set()  # the batch in flight ends; the build sees the stop flag
     assert returned.wait(30)  # unstopped, it would return only after embedding all ~20 texts
     assert worker.is_finished
-    assert len(fake_deep.seen) < 20 and not engine.view.gen_dir.joinpath("deep.json").exists()
+    assert len(fake_deep.seen) < 20 and not engine.view.sidecar_dir("deep").exists()
     engine.close()

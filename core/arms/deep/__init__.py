@@ -14,16 +14,19 @@ from the rest of the index:
 * **Cache.** Vectors are cached by the content hash of the embedded text in
   ``<index dir>/deep/cache.npz`` (stamped with the model), so an incremental update, or a
   chunk whose file changed around it, embeds only text it has never seen.
-* **Per generation.** When every chunk of the committed generation has a vector, they are
-  written as ``deep.usearch`` (a :class:`core.vectors.VectorIndex` keyed by chunk id,
-  cosine, float16) plus the stamp ``deep.json`` in that generation's folder. The arm answers
-  only from a generation that has both; until then it is skipped with the reason.
+* **Per generation, as a sidecar.** When every chunk of the committed generation N has a
+  vector, they are written as ``deep.usearch`` (a :class:`core.vectors.VectorIndex` keyed by
+  chunk id, cosine, float16) plus the stamp ``deep.json`` into a temporary folder, fsynced,
+  and renamed to ``gen-N.deep`` (:func:`core.store.sidecar_dir_name`): that rename is the
+  sidecar's own commit, and generation N's folder, committed before, is never written again.
+  The arm answers only from a generation whose sidecar is committed; until then it is
+  skipped with the reason. The sidecar goes when its generation does.
 * **Background.** :func:`build_vectors` never holds the index lock while it embeds: it reads
   the committed generation, embeds outside the lock (saving the cache every
-  :data:`CHECKPOINT` vectors and when stopped), then takes the lock only to write. An index
-  update that commits meanwhile is not delayed; the build then starts over on the new
-  generation, re-using every vector it already has. ``deep.lock`` lets one builder run at
-  a time.
+  :data:`CHECKPOINT` vectors and when stopped), then takes the lock only to commit the
+  sidecar, if that generation is still the committed one. An index update that commits
+  meanwhile is not delayed; the build then starts over on the new generation, re-using every
+  vector it already has. ``deep.lock`` lets one builder run at a time.
 
 Without the extra (onnxruntime or the model package missing) the arm is skipped with
 :data:`INSTALL_HINT`; nothing here imports onnxruntime until an encoder is built.
@@ -33,6 +36,9 @@ Modules: :mod:`~core.arms.deep.model` (the encoder, and whether the extra is ins
 and :func:`build_vectors`).
 """
 
+from ...types import SEMANTIC
+from ..protocol import ArmSpec
+from . import model as _model
 from .arm import STAMP_FILE, VECTORS_FILE, DeepArm, read_stamp
 from .build import (
     CACHE_DIR,
@@ -62,9 +68,16 @@ from .model import (
     unavailable,
 )
 
+#: Fused by default where the extra is installed (and ``RANKLENS_DEEP`` is not 0); its vectors
+#: are built after the index commits, so it has no part in the indexer's build.
+SPEC = ArmSpec(
+    DeepArm.name, SEMANTIC, DeepArm, fused_by_default=True, weight_with_deep=1.4,
+    enabled=lambda: _model.enabled_by_default(),
+)
+
 __all__ = [
     "BATCH", "CACHE_DIR", "CACHE_FILE", "CHECKPOINT", "DIM", "ENV_SWITCH", "INSTALL_HINT", "LOCK_FILE",
-    "MAX_CHARS", "MAX_TOKENS", "MODEL_DIR", "STAMP_FILE", "TOKENIZER_FILE", "VECTORS_FILE", "DeepArm",
+    "MAX_CHARS", "MAX_TOKENS", "MODEL_DIR", "SPEC", "STAMP_FILE", "TOKENIZER_FILE", "VECTORS_FILE", "DeepArm",
     "DeepBuild", "DeepEncoder", "ProgressFn", "build_vectors", "document_text", "enabled_by_default",
     "encoder", "model_id", "read_stamp", "text_key", "unavailable", "vectors_ready",
 ]

@@ -1,4 +1,5 @@
-"""The ``deep`` arm itself: answers from a generation whose deep vectors are complete."""
+"""The ``deep`` arm itself: answers from a generation whose deep vectors are committed (its
+sidecar folder, :func:`core.store.sidecar_dir_name`)."""
 
 from __future__ import annotations
 
@@ -8,31 +9,33 @@ from pathlib import Path
 import numpy as np
 
 from ...store import IndexView
-from ...types import SEMANTIC, Hit
-from .. import ArmUnavailable
+from ...types import Hit
+from ..protocol import ArmUnavailable
 from . import model
 
+#: The arm's name, which names its sidecar folder.
+NAME = "deep"
 VECTORS_FILE = "deep.usearch"
 STAMP_FILE = "deep.json"
 
 
-def read_stamp(gen_dir: Path) -> dict | None:
+def read_stamp(folder: Path) -> dict | None:
     try:
-        return json.loads((gen_dir / STAMP_FILE).read_text(encoding="utf-8"))
+        return json.loads((folder / STAMP_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
 class DeepArm:
-    name = "deep"
-    family = SEMANTIC
+    name = NAME
 
     def __init__(self, view: IndexView) -> None:
         reason = model.unavailable()
         if reason:
             raise ArmUnavailable(reason)
-        stamp = read_stamp(view.gen_dir)
-        if stamp is None or not (view.gen_dir / VECTORS_FILE).exists():
+        folder = view.sidecar_dir(NAME)
+        stamp = read_stamp(folder)
+        if stamp is None or not (folder / VECTORS_FILE).exists():
             raise ArmUnavailable("its vectors are not built for this index yet (`ranklens index` builds them)")
         self.encoder = model.encoder()
         if stamp.get("model") != self.encoder.name:
@@ -40,7 +43,7 @@ class DeepArm:
         from ...vectors import VectorIndex
 
         self.view = view
-        self.vectors = view.cached("deep-vectors", lambda: VectorIndex.load(view.gen_dir / VECTORS_FILE, view=True))
+        self.vectors = view.cached("deep-vectors", lambda: VectorIndex.load(folder / VECTORS_FILE, view=True))
 
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
         if limit <= 0:

@@ -1,7 +1,8 @@
-"""The deep arm's vectors: embedded apart from the rest of the index, cached, written per generation.
+"""The deep arm's vectors: embedded apart from the rest of the index, cached, committed per
+generation as a sidecar folder.
 
-See :mod:`core.arms.deep` for the cache, the per-generation files and why the build never
-holds the index lock while it embeds.
+See :mod:`core.arms.deep` for the cache, the sidecar and why the build never holds the index
+lock while it embeds.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -19,10 +20,11 @@ from pathlib import Path
 import numpy as np
 
 from ..._sqlite import sqlite3
-from ...store import connect, gen_dir_name, read_meta
-from .. import ArmUnavailable
+from ...atomic import atomic_write, publish_folder
+from ...store import connect, gen_dir_name, read_meta, sidecar_dir_name
+from ..protocol import ArmUnavailable
 from . import model
-from .arm import STAMP_FILE, VECTORS_FILE, read_stamp
+from .arm import NAME, STAMP_FILE, VECTORS_FILE, read_stamp
 from .model import DIM
 
 #: Vectors embedded between two saves of the cache (a stopped or killed build resumes there).
@@ -92,20 +94,15 @@ class _Cache:
         return self.vecs[np.searchsorted(self.keys, keys)]
 
     def save(self, keep: np.ndarray | None = None) -> None:
-        """Write atomically; ``keep``: drop every other key first (texts no longer indexed)."""
+        """Write atomically (fsynced); ``keep``: drop every other key first (texts no longer
+        indexed)."""
         self._merge()
         if keep is not None:
             live = np.isin(self.keys, keep)
             self.keys, self.vecs = self.keys[live], self.vecs[live]
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".cache.", suffix=".npz", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, keys=self.keys, vecs=self.vecs, model=np.array(self.model))
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_write(self.path) as fh:
+            np.savez(fh, keys=self.keys, vecs=self.vecs, model=np.array(self.model))
 
     def _merge(self) -> None:
         if not self._new_keys:
@@ -126,8 +123,8 @@ def vectors_ready(directory: Path) -> bool:
         generation, _ = _committed(directory, texts=False)
     except (sqlite3.Error, OSError, ValueError):
         return False
-    gen_dir = directory / gen_dir_name(generation)
-    return generation > 0 and read_stamp(gen_dir) is not None and (gen_dir / VECTORS_FILE).exists()
+    folder = directory / sidecar_dir_name(generation, NAME)
+    return generation > 0 and read_stamp(folder) is not None and (folder / VECTORS_FILE).exists()
 
 
 def build_vectors(
@@ -137,7 +134,7 @@ def build_vectors(
     notify: Callable[[str], None] | None = None,
     limit: int | None = None,
 ) -> DeepBuild:
-    """Embed what the committed generation lacks and write its ``deep.usearch``.
+    """Embed what the committed generation lacks and commit its sidecar (``deep.usearch``).
 
     ``limit``: embed nothing when more than this many texts are missing (``deferred`` then
     says how many): a query should not wait minutes for a first build.
@@ -170,11 +167,11 @@ def build_vectors(
         cache = _Cache(directory, name)
         while True:
             generation, rows = _committed(directory, texts=True)
-            gen_dir = directory / gen_dir_name(generation)
-            stamp = read_stamp(gen_dir)
+            folder = directory / sidecar_dir_name(generation, NAME)
+            stamp = read_stamp(folder)
             if generation <= 0:
                 break
-            if stamp is not None and stamp.get("model") == name and (gen_dir / VECTORS_FILE).exists():
+            if stamp is not None and stamp.get("model") == name and (folder / VECTORS_FILE).exists():
                 result.generation, result.chunks = generation, len(rows)
                 break
             ids = np.fromiter((cid for cid, _, _ in rows), dtype=np.int64, count=len(rows))
@@ -213,7 +210,12 @@ def build_vectors(
                 if not result.stopped:
                     cache.save()
                 raise
-            if _write_generation(directory, generation, ids, keys, cache, name):
+            try:
+                committed = _commit_sidecar(directory, generation, ids, keys, cache, name)
+            except BaseException:  # the vectors are embedded: keep them for the next try
+                cache.save()
+                raise
+            if committed:
                 result.generation, result.chunks = generation, len(ids)
                 break
             cache.save()  # a newer generation landed while embedding: go again for it
@@ -240,25 +242,35 @@ def _committed(directory: Path, *, texts: bool) -> tuple[int, list[tuple[int, st
     return generation, rows
 
 
-def _write_generation(directory: Path, generation: int, ids, keys, cache: _Cache, model: str) -> bool:
-    """Under the index lock: write the generation's vectors if it is still the committed one."""
+def _commit_sidecar(directory: Path, generation: int, ids, keys, cache: _Cache, model: str) -> bool:
+    """Under the index lock, if ``generation`` is still the committed one: write its vectors
+    and stamp into a temporary folder, fsync them and rename it to the generation's sidecar
+    (the rename is the commit; the generation's own folder is never written again)."""
     from filelock import FileLock
 
     from ...vectors import VectorIndex
 
     with FileLock(str(directory / "index.lock")):
         current, _ = _committed(directory, texts=False)
-        gen_dir = directory / gen_dir_name(generation)
-        if current != generation or not gen_dir.is_dir():
+        if current != generation or not (directory / gen_dir_name(generation)).is_dir():
             return False
-        index = VectorIndex(DIM)
-        if len(ids):
-            index.add(ids, cache.vectors(keys).astype(np.float32))
-        index.save(gen_dir / VECTORS_FILE)  # atomic; the stamp, written last, publishes it
-        stamp = {"model": model, "generation": generation, "chunks": int(len(ids))}
-        fd, tmp = tempfile.mkstemp(prefix=".deep.", suffix=".json", dir=gen_dir)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(stamp, fh)
-        os.replace(tmp, gen_dir / STAMP_FILE)
+        final = directory / sidecar_dir_name(generation, NAME)
+        tmp = directory / f"{final.name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            index = VectorIndex(DIM)
+            if len(ids):
+                index.add(ids, cache.vectors(keys).astype(np.float32))
+            index.save(tmp / VECTORS_FILE)
+            with atomic_write(tmp / STAMP_FILE, "w", encoding="utf-8") as fh:
+                json.dump({"model": model, "generation": generation, "chunks": int(len(ids))}, fh)
+            # Vectors of another model (the only way a complete sidecar is redone): readers
+            # see none for a moment, never a mix.
+            shutil.rmtree(final, ignore_errors=True)
+            publish_folder(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         cache.save(keep=keys)
     return True

@@ -1,0 +1,163 @@
+"""What an arm is to the rest of ranklens: how it searches, and how it builds its files.
+
+:class:`ArmSpec` is the one place an arm's name, family, shipped weights and build are given
+(each arm module defines its ``SPEC``; :mod:`core.arms` lists them). :class:`Arm` is the
+opened arm that answers queries; :class:`ArmBuild` writes and updates the arm's part of a
+generation while the indexer prepares it (:class:`Generation`), before that generation
+commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+import numpy as np
+
+from ..types import Chunk, Hit
+
+if TYPE_CHECKING:
+    from .._sqlite import sqlite3
+    from ..bm25 import TokenMerger, Vocabulary
+    from ..indexer import IndexSettings, IndexStats
+    from ..store import IndexView
+
+
+class ArmUnavailable(Exception):
+    """Why an arm is skipped (one line, shown to the user)."""
+
+
+class Arm(Protocol):
+    name: str  # the arm's name, tagging its hits (its family is its spec's)
+
+    def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
+        """The arm's best ``limit`` chunks, best first; ``allowed`` masks chunk rows."""
+        ...
+
+
+@dataclass(frozen=True)
+class Documents:
+    """The BM25 documents an arm's matrix holds: chunk fields with their weights, and which
+    chunks have a document (``include``; None: every chunk). A module-level ``include`` (or
+    None), so a chunking worker process can be sent it."""
+
+    fields: Mapping[str, float]
+    include: Callable[[Chunk], bool] | None = None
+
+
+@dataclass
+class Generation:
+    """The generation an index update is writing, as an arm's build sees it."""
+
+    #: The index database, inside the update's open transaction (committed with the generation).
+    conn: "sqlite3.Connection"
+    #: The folder being written. Once every arm has written, its files are fsynced, it is
+    #: renamed into place, and the generation is committed in SQLite.
+    out: Path
+    #: The previous generation's folder, to update from; None: build from nothing.
+    prev: Path | None
+    #: The index meta as last committed.
+    meta: Mapping[str, str]
+    settings: "IndexSettings"
+    #: ``(stage, done, total)`` for the progress bar.
+    progress: Callable[[str, int, int], None]
+    #: Wall seconds per stage (the index summary's ``seconds``).
+    seconds: dict[str, float]
+    #: Chunk ids of the previous generation that are gone (changed and removed files).
+    removed: list[int] = field(default_factory=list)
+    #: The new chunks and their ids (ascending, above every kept id), once chunking is done.
+    added: list[Chunk] = field(default_factory=list)
+    added_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    #: Every arm's :class:`Documents` counted while chunking (``tokens.tf(name)``), over
+    #: ``vocab``, the index's one vocabulary (grown by this update; stored by the indexer).
+    tokens: "TokenMerger | None" = None
+    vocab: "Vocabulary | None" = None
+
+
+class ArmBuild:
+    """How an arm writes and updates its part of a generation; one object per index update.
+
+    The indexer calls, in this order (each a no-op here unless the arm overrides it):
+
+    1. :meth:`stale`, deciding whether an update with no changed file still writes a new
+       generation;
+    2. :meth:`begin`, in the update's transaction, before the rows of ``gen.removed`` leave
+       the ``chunks`` table;
+    3. :meth:`add` for each changed file's new chunks, as they are stored;
+    4. :meth:`added` once every new chunk is stored;
+    5. :meth:`write`: write its files into ``gen.out`` (the lexical stage, arm after arm);
+    6. :meth:`finish`: wait for work begun on another thread (after every arm's ``write``,
+       so that work overlaps them);
+    7. :meth:`meta`, committed with the generation;
+    8. :meth:`report` into the index summary (also after an update that found nothing to do).
+
+    :meth:`abandon` instead of the rest when the update fails.
+    """
+
+    #: The arm's BM25 matrix documents, counted in the chunking workers with every other
+    #: arm's (a field shared by several arms is counted once) into ``gen.tokens`` under the
+    #: arm's name (:class:`core.arms._matrix.MatrixBuild` writes them); None: no matrix.
+    documents: Documents | None = None
+    #: DDL of the arm's own tables in the index database.
+    schema: ClassVar[str] = ""
+
+    def stale(self, meta: Mapping[str, str]) -> bool:
+        """Whether the committed part is out of date though no file changed."""
+        return False
+
+    def begin(self, gen: Generation) -> None:
+        pass
+
+    def add(self, ids: list[int], chunks: list[Chunk]) -> None:
+        pass
+
+    def added(self) -> None:
+        pass
+
+    def write(self, gen: Generation) -> None:
+        pass
+
+    def finish(self, gen: Generation) -> None:
+        pass
+
+    def meta(self) -> dict[str, str]:
+        return {}
+
+    def report(self, stats: "IndexStats") -> None:
+        pass
+
+    def abandon(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One arm: everything the indexer, the engine, the defaults and the CLI know of it."""
+
+    name: str
+    family: str
+    #: Opens the arm over a committed generation (raises :class:`ArmUnavailable` to be skipped).
+    open: Callable[["IndexView"], Arm]
+    #: Fused when no arm is named (``all``) ...
+    fused_by_default: bool = False
+    #: ... with these shipped RRF weights, tuned without the optional ``deep`` arm and with
+    #: it (None: as ``weight``; an arm given none weighs 1.0).
+    weight: float | None = None
+    weight_with_deep: float | None = None
+    #: For an arm needing an optional extra: whether it is installed and switched on here
+    #: (only then is it fused by default). None: always.
+    enabled: Callable[[], bool] | None = None
+    #: Its part of each generation (a new :class:`ArmBuild` per update, given the index
+    #: settings). None: the arm has no files of its own: it is a view over other arms'
+    #: (``hybrid``), or builds them after the commit (``deep``'s sidecar).
+    build: Callable[["IndexSettings"], ArmBuild] | None = None
+
+    @property
+    def optional(self) -> bool:
+        return self.enabled is not None
+
+    def default_weight(self, with_deep: bool) -> float:
+        weight = self.weight_with_deep if with_deep and self.weight_with_deep is not None else self.weight
+        return 1.0 if weight is None else weight
