@@ -110,7 +110,12 @@ class Snapshot:
 def snapshot_key(options, fingerprint: str, model: str | None) -> str:
     """What the listing and the chunks depend on besides the tree: the discovery options as
     applied (``hidden``/``no_ignore`` resolved), the chunking settings, the model asked for, the
-    index format, the credential rules and this version."""
+    index format, the credential rules and this version.
+
+    An unchanged verdict skips the arms' ``stale(meta)`` too (:class:`core.arms.protocol.ArmBuild`):
+    ``dense`` is stale when its model changes, which ``model`` stands for here (the same spec is
+    taken to load the same model). An arm whose staleness reads anything else must put it here.
+    """
     from . import __version__
     from .secrets import RULES_VERSION
     from .store import FORMAT_VERSION
