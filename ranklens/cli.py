@@ -85,10 +85,12 @@ def _note(message: str) -> None:
     click.echo(f"ranklens: {message}", err=True)
 
 
-def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, deep_limit: int | None = None):
+def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, deep_limit: int | None = None,
+               open_view: bool = True):
     """``deep``: also build the deep arm's vectors (None: when it is fused by default);
-    ``deep_limit``: unless more than this many texts lack one (then say so)."""
-    stats = _run_index_stages(engine, show_progress, deep, deep_limit)
+    ``deep_limit``: unless more than this many texts lack one (then say so); ``open_view``:
+    open the index for querying."""
+    stats = _run_index_stages(engine, show_progress, deep, deep_limit, open_view)
     if stats.warning:
         _note(f"warning: {stats.warning}")
     if stats.deep_deferred:
@@ -99,9 +101,10 @@ def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, de
     return stats
 
 
-def _run_index_stages(engine: Engine, show_progress: bool, deep: bool | None, deep_limit: int | None):
+def _run_index_stages(engine: Engine, show_progress: bool, deep: bool | None, deep_limit: int | None,
+                      open_view: bool = True):
     if not show_progress:
-        return engine.ensure_index(deep=deep, deep_limit=deep_limit)
+        return engine.ensure_index(deep=deep, deep_limit=deep_limit, open_view=open_view)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
@@ -119,7 +122,7 @@ def _run_index_stages(engine: Engine, show_progress: bool, deep: bool | None, de
         def progress(p: Progress) -> None:
             bar.update(tasks[p.stage], completed=p.done, total=max(p.total, 1), visible=True)
 
-        return engine.ensure_index(progress, deep=deep, deep_limit=deep_limit)
+        return engine.ensure_index(progress, deep=deep, deep_limit=deep_limit, open_view=open_view)
 
 
 # Options shared by several commands, defined once so their help stays the same everywhere.
@@ -196,7 +199,9 @@ def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_i
     """Build or incrementally update the index of ROOT (default: .).
 
     Only files added, changed or removed since the last run are re-read, re-chunked and
-    re-embedded. The index lives in the user cache folder, one per root.
+    re-embedded. A stat pass over what the last run listed says first whether anything
+    changed: when nothing did, the tree is not listed again (--json: "check"). The index
+    lives in the user cache folder, one per root.
 
     When discovery keeps no file, or passes over more than half of what it met, a warning
     on stderr names the rule (an ignore file's path:line: pattern, or a built-in rule);
@@ -208,7 +213,7 @@ def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_i
     RANKLENS_DEEP=0 leaves it out.
     """
     engine = open_engine(root, model, _note, hidden, no_ignore)
-    stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty())
+    stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty(), open_view=False)
     if as_json:
         click.echo(json.dumps(stats.to_dict(), indent=2))
         return
@@ -216,10 +221,15 @@ def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_i
         _note(f"dense arm skipped: {stats.dense}")
     took = sum(stats.seconds.values())
     deep = f", {stats.deep_embedded} deep-embedded" if "deep" in stats.seconds else ""
+    check = stats.check
+    how = (
+        f"; nothing changed: {check['files']:,} files and {check['folders']:,} folders stat'ed, the tree not listed"
+        if check.get("verdict") == "unchanged" else ""
+    )
     click.echo(
         f"indexed {stats.files} files, {stats.chunks} chunks "
         f"(+{stats.added} ~{stats.changed} -{stats.removed}, {stats.embedded} embedded{deep}, "
-        f"{len(stats.skipped)} skipped) in {took:.2f}s -> {stats.index_dir}"
+        f"{len(stats.skipped)} skipped{how}) in {took:.2f}s -> {stats.index_dir}"
     )
 
 
