@@ -13,6 +13,9 @@ if TYPE_CHECKING:
 MAX_DOCSTRING = 500
 # How far up a block comment may reach: bounds the work on files of unterminated `*/`.
 _MAX_COMMENT_LINES = 200
+# The marks a comment line starts with: a block comment's leading `*`, a line comment's opener.
+_STAR = re.compile(r"^\*(?!/)\s?")
+_LINE_MARK = re.compile(r"^(//+|#+|--+)\s?")
 
 
 def comment_above(
@@ -60,14 +63,14 @@ def comment_block(
             if block[-1].endswith(closer):  # not when the opener already took it (`/**/`)
                 block[-1] = block[-1][: len(block[-1]) - len(closer)].rstrip(closer[0])
             if opener == "/*":
-                block = [re.sub(r"^\*(?!/)\s?", "", ln) for ln in block]
+                block = [_STAR.sub("", ln) for ln in block]
             collected.extend(reversed(block))
             top = j
             i = j - 1
             continue
         if not s.startswith(spec.line_comments) or s.startswith(("//!", "#!")):
             break
-        collected.append(re.sub(r"^(//+|#+|--+)\s?", "", s))
+        collected.append(_LINE_MARK.sub("", s))
         top = i
         i -= 1
     return top, cap("\n".join(reversed(collected)).strip())
