@@ -17,6 +17,7 @@ benchmark's ``repos.tar.xz``, unpacked by its ``run.py`` into ``$TMPDIR/ranklens
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -66,8 +67,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1, help="passes over the repositories (default 1)")
     args = ap.parse_args()
 
-    sys.path.insert(0, str(args.bench))
-    import run as bench_run  # the benchmark's own runner: its unpack() and folder
+    # the benchmark's own runner, loaded from its file: its unpack() and its folder
+    spec = importlib.util.spec_from_file_location("bench_run", args.bench / "run.py")
+    bench_run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_run)
 
     repos_dir = bench_run.WORK / "repos"
     bench_run.unpack(repos_dir)
