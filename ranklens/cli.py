@@ -152,6 +152,17 @@ def discovery_options(command):
     return hidden_option(no_ignore_option(command))
 
 
+def retriever_option(text: str):
+    """``--retriever``: which arms a command runs (all of them by default)."""
+    return click.option("--retriever", default="all", show_default=True, help=text)
+
+
+rrf_k_option = click.option(
+    "--rrf-k",
+    type=float,
+    default=None,
+    help="RRF constant k (1..1000000; default: the root's tuned config, else the shipped 5).",
+)
 weights_option = click.option(
     "--weights",
     metavar="ARM:W,…",
@@ -269,14 +280,9 @@ def mcp_command(root: str, model: str | None) -> None:
 @click.argument("text", required=False)
 @click.option("--root", default=".", show_default=True, help="Repository to search.")
 @click.option("--top-k", type=int, default=DEFAULT_TOP_K, show_default=True, help=f"Hits to show (1..{MAX_TOP_K}).")
-@click.option(
-    "--retriever",
-    default="all",
-    show_default=True,
-    help=f"all (fuse {ALL_ARMS}), one of: {', '.join(REGISTRY)} (its own ranking), or a comma-separated list to fuse.",
-)
+@retriever_option(f"all (fuse {ALL_ARMS}), one of: {', '.join(REGISTRY)} (its own ranking), or a comma-separated list to fuse.")
 @weights_option
-@click.option("--rrf-k", type=float, default=None, help="RRF constant k (1..1000000; default: the root's tuned config, else the shipped 5).")
+@rrf_k_option
 @click.option("--path", "path_glob", metavar="GLOB", help="Only paths matching GLOB (fnmatch; * crosses /).")
 @click.option("--lang", "language", metavar="NAME", help="Only chunks in this language (python, go, markdown …).")
 @click.option("--no-priors", "no_priors", is_flag=True, help=NO_PRIORS_HELP)
@@ -523,14 +529,9 @@ EVAL_HELP = (
 @click.argument("queries", metavar="QUERIES")
 @click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
 @click.option("--top-k", type=int, default=10, show_default=True, help="Ranking depth K scored (1..100).")
-@click.option(
-    "--retriever",
-    default="all",
-    show_default=True,
-    help=f"Configuration to fuse: all ({ALL_ARMS}), one of {', '.join(REGISTRY)}, or a comma-separated list.",
-)
+@retriever_option(f"Configuration to fuse: all ({ALL_ARMS}), one of {', '.join(REGISTRY)}, or a comma-separated list.")
 @weights_option
-@click.option("--rrf-k", type=float, default=None, help="RRF constant k (default: the root's tuned config, else the shipped 5).")
+@rrf_k_option
 @click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings and the plain fused list: no ranking stage on any row.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (with per-query details).")
 @model_option
@@ -640,12 +641,7 @@ def _print_calibration(console, cal: dict, queries: int) -> None:
 ))
 @click.argument("queries", metavar="QUERIES")
 @click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
-@click.option(
-    "--retriever",
-    default="all",
-    show_default=True,
-    help=f"Arms to fuse and tune: all ({ALL_ARMS}) or a comma-separated list of two or more.",
-)
+@retriever_option(f"Arms to fuse and tune: all ({ALL_ARMS}) or a comma-separated list of two or more.")
 @click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (2..20).")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Seed of the random fold split.")
 @click.option("--save", is_flag=True, help="Store the tuned weights and k in ROOT's config (used by query, eval and the TUI).")
