@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 from ranklens.core.embedding import load_model
 from ranklens.core.vectors import VectorIndex
 

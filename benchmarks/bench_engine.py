@@ -34,7 +34,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 QUERIES = [
     "parse command line arguments",
     "open a file and read bytes",
@@ -84,7 +83,7 @@ def _copy_corpus(dest: Path) -> None:
 
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def row(name: str, values: list[float]) -> str:
@@ -218,8 +217,7 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
     """The deep arm beside the others: index chunks/s, open cost, query latency, 1-file update."""
     import numpy as np
 
-    from ranklens.core.arms import DEFAULT_ARMS
-    from ranklens.core.arms import deep
+    from ranklens.core.arms import DEFAULT_ARMS, deep
 
     reason = deep.unavailable()
     if reason:

@@ -27,8 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
 from bench_engine import QUERIES, _copy_corpus, pct  # the same corpus and questions (a sibling script)
+
+HERE = Path(__file__).resolve().parent
 
 
 def ms_row(name: str, values: list[float]) -> str:

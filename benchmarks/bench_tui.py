@@ -33,11 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from ranklens.core.engine import ArmResult, Engine
 from ranklens.core.types import Hit, make_docid
 from ranklens.tui.app import RanklensApp
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SIZE = (140, 40)
 CANDIDATES = 500
@@ -150,7 +150,7 @@ async def query_times(root: Path, repeats: int) -> tuple[float, list[float], int
             if i and query == app.query_text:
                 continue
             app.search(query, force=True)
-            await wait_for(pilot, lambda: app.query_text == query and app.last_query_ms is not None)
+            await wait_for(pilot, lambda q=query: app.query_text == q and app.last_query_ms is not None)
             if first is None:
                 first = app.last_query_ms  # the arms' first use opens their artifacts
             else:

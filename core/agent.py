@@ -2,9 +2,10 @@
 the only ways an agent reads the repository (search hits with their text, spans, handoff
 checks, the index's state).
 
-Freshness: every call first runs :meth:`AgentService.prepare`. It stats the files the index
-holds and their folders (a file added, removed or renamed changes its folder's mtime) and, when
-anything moved, starts an incremental update in a background thread; the caller waits for it
+Freshness: every call first runs :meth:`AgentService.prepare`. It runs the indexer's freshness
+check (:mod:`core.freshness`: a stat pass over the files and folders the last listing saw, its
+ignore files and git's state) and, when anything moved, starts an incremental update in a
+background thread; the caller waits for it
 a little (:data:`REFRESH_WAIT_S`) and otherwise answers from the last generation with a note.
 The stat pass costs a few ms at 50k chunks, so a burst of calls runs it at most once a second
 (and on a large tree at most :data:`PROBE_SHARE` of the time).
@@ -58,7 +59,6 @@ class _Snapshot:
 
     generation: int
     files: dict[str, tuple[int, int]]  # path -> (size, mtime_ns) as the indexer last saw them
-    dirs: dict[str, int]  # folder ("" for the root) -> mtime_ns from before that update
 
 
 @dataclass
@@ -122,10 +122,9 @@ class AgentService:
             if self._snapshot is None:
                 # First call (or every update so far failed): open what exists, and update it
                 # anyway, since files may have changed while no server watched them.
-                before = self._stat_dirs([""])
-                if self.engine.ready or self.engine.open():
-                    before = self._read_snapshot(self.engine.view.generation, {}).dirs
-                return self._start(before)
+                if not self.engine.ready:
+                    self.engine.open()
+                return self._start()
             now = time.monotonic()
             if not force_probe and now < self._next_probe:
                 return None
@@ -135,21 +134,21 @@ class AgentService:
             self._next_probe = time.monotonic() + max(PROBE_EVERY_S, cost / PROBE_SHARE)
             if not stale:
                 return None
-            return self._start(self._stat_dirs(self._snapshot.dirs))
+            return self._start()
 
-    def _start(self, dirs_before: dict[str, int]) -> _Job:
+    def _start(self) -> _Job:
         job = self._job = _Job()
-        threading.Thread(target=self._update, args=(job, dirs_before), name="ranklens-mcp-index", daemon=True).start()
+        threading.Thread(target=self._update, args=(job,), name="ranklens-mcp-index", daemon=True).start()
         return job
 
-    def _update(self, job: _Job, dirs_before: dict[str, int]) -> None:
+    def _update(self, job: _Job) -> None:
         from .service import QUERY_DEEP_LIMIT
 
         try:
             # As `ranklens query` does: deep embeds a few new chunks, a first build is left to
             # `ranklens index` (index_status says so).
             stats = self.engine.ensure_index(job.progress, deep_limit=QUERY_DEEP_LIMIT)
-            snapshot = self._read_snapshot(stats.generation, dirs_before)
+            snapshot = self._read_snapshot(stats.generation)
         except Exception as exc:  # reported by the next calls; the last generation still answers
             job.error = f"{type(exc).__name__}: {exc}"
             with self._lock:
@@ -164,29 +163,9 @@ class AgentService:
         finally:
             job.done.set()
 
-    def _read_snapshot(self, generation: int, dirs_before: dict[str, int]) -> _Snapshot:
+    def _read_snapshot(self, generation: int) -> _Snapshot:
         rows = self.engine.view.connection().execute("SELECT path, size, mtime_ns FROM files").fetchall()
-        files = {path: (size, mtime) for path, size, mtime in rows}
-        folders = {""}
-        for path in files:
-            parent = PurePosixPath(path).parent
-            while str(parent) != "." and str(parent) not in folders:
-                folders.add(str(parent))
-                parent = parent.parent
-        # A folder's mtime from before the update: a file added while it ran is then seen by
-        # the next probe instead of being lost between the update's listing and this snapshot.
-        dirs = {d: dirs_before[d] for d in folders if d in dirs_before}
-        dirs.update(self._stat_dirs(folders - dirs.keys()))
-        return _Snapshot(generation, files, dirs)
-
-    def _stat_dirs(self, folders) -> dict[str, int]:
-        out = {}
-        for d in folders:
-            try:
-                out[d] = os.stat(os.path.join(self.root, d)).st_mtime_ns
-            except OSError:
-                out[d] = -1
-        return out
+        return _Snapshot(generation, {path: (size, mtime) for path, size, mtime in rows})
 
     def _stale(self, snap: _Snapshot) -> bool:
         """Whether the tree differs from what the index holds (or another process committed)."""
@@ -196,22 +175,10 @@ class AgentService:
                 return True
         except Exception:  # an unreadable database: let the update say why
             return True
-        base = str(self.root) + os.sep
-        stat = os.stat
-        for path, (size, mtime) in snap.files.items():
-            try:
-                st = stat(base + path)
-            except OSError:
-                return True
-            if st.st_size != size or st.st_mtime_ns != mtime:
-                return True
-        for d, mtime in snap.dirs.items():
-            try:
-                if stat(base + d if d else str(self.root)).st_mtime_ns != mtime:
-                    return True
-            except OSError:
-                return True
-        return False
+        # The indexer's own freshness check: the files and folders its last listing saw, the
+        # ignore files and git's state (a folder without indexed files, or an ignore file
+        # edited in place, counts too; nothing inside an ignored folder does).
+        return not self.engine.check().unchanged
 
     def freshness_notes(self, job: _Job | None) -> list[str]:
         """What the agent should know about how current this answer is (after waiting)."""
@@ -479,8 +446,8 @@ def _find_moved(text: str, start: int, end: int, sha: str) -> dict | None:
     lines = text.split("\n")
     n = end - start + 1
     best = None
-    for i in range(0, len(lines) - n + 1):
-        if text_sha256("\n".join(lines[i : i + n])) == sha:
-            if best is None or abs(i + 1 - start) < abs(best - start):
-                best = i + 1
+    for i in range(len(lines) - n + 1):
+        nearer = best is None or abs(i + 1 - start) < abs(best - start)
+        if nearer and text_sha256("\n".join(lines[i : i + n])) == sha:
+            best = i + 1
     return None if best is None else {"start_line": best, "end_line": best + n - 1}

@@ -32,7 +32,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -79,7 +78,7 @@ class Vocabulary:
             cols.append(col)
         return cols
 
-    def copy(self) -> "Vocabulary":
+    def copy(self) -> Vocabulary:
         out = Vocabulary.__new__(Vocabulary)
         out.tokens = list(self.tokens)
         out.index = dict(self.index)
@@ -88,7 +87,7 @@ class Vocabulary:
     # -- in the index database (table ``vocab``, see core.store) ---------------------------
 
     @classmethod
-    def read(cls, conn: sqlite3.Connection) -> "Vocabulary":
+    def read(cls, conn: sqlite3.Connection) -> Vocabulary:
         """The whole stored vocabulary (an index update reads only what it needs:
         :class:`IndexVocabulary`)."""
         tokens: list = []
@@ -201,7 +200,7 @@ class TokenBatch:
 
     tokens: list[str]
     first: dict[str, np.ndarray]
-    tf: dict[str, "sparse.csr_matrix"]
+    tf: dict[str, sparse.csr_matrix]
 
 
 def count_batch(
@@ -290,7 +289,7 @@ class TokenMerger:
     :class:`IndexVocabulary`; only the tokens new to it are held here.
     """
 
-    def __init__(self, vocab: "Vocabulary | IndexVocabulary", names: Iterable[str]) -> None:
+    def __init__(self, vocab: Vocabulary | IndexVocabulary, names: Iterable[str]) -> None:
         self.vocab = vocab  # grown by finish()
         self._base = len(vocab)
         self._new: dict[str, int] = {}  # tokens new to the vocabulary -> provisional column, in arrival order
@@ -326,7 +325,7 @@ class TokenMerger:
         self._first.clear()
         self._new = {}
 
-    def tf(self, name: str) -> "sparse.csr_matrix":
+    def tf(self, name: str) -> sparse.csr_matrix:
         """The term frequencies of matrix ``name`` over the grown ``vocab`` (after :meth:`finish`);
         its batches are let go."""
         from scipy import sparse
@@ -381,7 +380,7 @@ class Postings:
         return int(self.indptr[-1]) if len(self.indptr) else 0
 
     @classmethod
-    def from_tf(cls, tf: "sparse.csr_matrix", keys: Sequence[int] | np.ndarray) -> "Postings":
+    def from_tf(cls, tf: sparse.csr_matrix, keys: Sequence[int] | np.ndarray) -> Postings:
         """From a documents x columns count matrix (rows in key order)."""
         keys = np.asarray(keys, dtype=np.int64)
         if len(keys) != tf.shape[0]:
@@ -438,7 +437,7 @@ class Postings:
         pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
         return pos[np.asarray(self.keys)[pos] == keys]
 
-    def kept(self, keep: np.ndarray) -> "Postings":
+    def kept(self, keep: np.ndarray) -> Postings:
         """Without the rows where ``keep`` is False (renumbered, in order)."""
         keep = np.asarray(keep, dtype=bool)
         indices = np.asarray(self.indices)
@@ -455,7 +454,7 @@ class Postings:
         )
 
     @classmethod
-    def concat(cls, parts: Sequence["Postings"]) -> "Postings":
+    def concat(cls, parts: Sequence[Postings]) -> Postings:
         """The rows of ``parts``, one after the other (each column's rows stay ascending)."""
         parts = [p for p in parts if len(p)]
         if not parts:
@@ -485,7 +484,7 @@ class Postings:
                    np.concatenate([np.asarray(p.keys) for p in parts]))
 
     @classmethod
-    def empty(cls) -> "Postings":
+    def empty(cls) -> Postings:
         return cls(np.empty(0, dtype=np.int32), np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.uint16),
                    np.empty(0, dtype=np.uint8), np.empty(0), np.empty(0, dtype=np.int64))
 
@@ -507,7 +506,7 @@ class Postings:
             np.save(directory / f"{name}.{part}.npy", np.ascontiguousarray(array))
 
     @classmethod
-    def load(cls, directory: Path, name: str) -> "Postings":
+    def load(cls, directory: Path, name: str) -> Postings:
         # Plain ndarray views of the maps: slicing a np.memmap runs Python code per slice.
         main = [np.load(directory / f"{name}.{part}.npy", mmap_mode="r").view(np.ndarray) for part in cls._ARRAYS]
         over = tuple(np.load(directory / f"{name}.{part}.npy") for part in cls._OVER)
@@ -584,7 +583,7 @@ class CorpusStats:
         return idf
 
     @classmethod
-    def of(cls, segments: Sequence[Postings], width: int, **params) -> "CorpusStats":
+    def of(cls, segments: Sequence[Postings], width: int, **params) -> CorpusStats:
         """The statistics of every row of ``segments``."""
         df = np.zeros(width, dtype=np.int64)
         for seg in segments:
@@ -592,7 +591,7 @@ class CorpusStats:
         return cls(df.astype(np.int32), sum(len(s) for s in segments),
                    sum(float(np.asarray(s.doc_len).sum()) for s in segments), **params)
 
-    def updated(self, width: int, removed: Sequence[tuple[Postings, np.ndarray]], added: Sequence[Postings]) -> "CorpusStats":
+    def updated(self, width: int, removed: Sequence[tuple[Postings, np.ndarray]], added: Sequence[Postings]) -> CorpusStats:
         """Without the rows ``removed`` (``(segment, boolean row mask)`` pairs) and with every row
         of ``added``, over ``width`` columns (the vocabulary may have grown)."""
         df = np.zeros(width, dtype=np.int64)
@@ -611,7 +610,7 @@ class CorpusStats:
         return CorpusStats(df.astype(np.int32), n, total, k1=self.k1, b=self.b, epsilon=self.epsilon)
 
     @classmethod
-    def empty(cls, **params) -> "CorpusStats":
+    def empty(cls, **params) -> CorpusStats:
         return cls(np.zeros(0, dtype=np.int32), 0, 0.0, **params)
 
     def save(self, directory: Path, name: str) -> None:
@@ -621,7 +620,7 @@ class CorpusStats:
         (directory / f"{name}.stats.json").write_text(json.dumps(header), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path, name: str) -> "CorpusStats":
+    def load(cls, directory: Path, name: str) -> CorpusStats:
         header = json.loads((directory / f"{name}.stats.json").read_text(encoding="utf-8"))
         df = np.load(directory / f"{name}.df.npy", mmap_mode="r").view(np.ndarray)
         return cls(df, header["n"], header["total"], k1=header["k1"], b=header["b"], epsilon=header["epsilon"],
@@ -651,7 +650,7 @@ class BM25Matrix:
     # -- building -----------------------------------------------------------------------
 
     @classmethod
-    def from_tf(cls, tf: "sparse.csr_matrix", vocab, keys: Sequence[int] | np.ndarray, **params) -> "BM25Matrix":
+    def from_tf(cls, tf: sparse.csr_matrix, vocab, keys: Sequence[int] | np.ndarray, **params) -> BM25Matrix:
         """One segment holding ``tf``'s rows, every one live."""
         seg = Postings.from_tf(tf, keys)
         return cls([seg], CorpusStats.of([seg], max(len(vocab), tf.shape[1]), **params), vocab)
@@ -662,7 +661,7 @@ class BM25Matrix:
         docs: Iterable[Sequence[str] | Mapping[str, int]],
         keys: Sequence[int] | np.ndarray | None = None,
         **params,
-    ) -> "BM25Matrix":
+    ) -> BM25Matrix:
         """Build from tokenized (or already counted) documents; ``keys`` default to 0..n-1."""
         from scipy import sparse
 
@@ -797,7 +796,7 @@ class BM25Matrix:
     # -- persistence --------------------------------------------------------------------
 
     @classmethod
-    def load(cls, stats_dir: Path, segment_dirs: Sequence[Path], name: str, vocab) -> "BM25Matrix":
+    def load(cls, stats_dir: Path, segment_dirs: Sequence[Path], name: str, vocab) -> BM25Matrix:
         """Memory-map a generation's matrix: its statistics in ``stats_dir``, its rows in the
         segment folders, in order. Nothing is read until a query touches its columns."""
         return cls([Postings.load(d, name) for d in segment_dirs], CorpusStats.load(stats_dir, name), vocab)
@@ -813,7 +812,17 @@ def widen(matrix: sparse.csr_matrix, width: int) -> sparse.csr_matrix:
 
 
 __all__ = [
-    "BM25Matrix", "CorpusStats", "IndexVocabulary", "Postings", "StoredVocabulary", "TokenBatch", "TokenCounter",
-    "TokenMerger", "Vocabulary", "count_batch",
-    "K1", "B", "EPSILON",
+    "EPSILON",
+    "K1",
+    "B",
+    "BM25Matrix",
+    "CorpusStats",
+    "IndexVocabulary",
+    "Postings",
+    "StoredVocabulary",
+    "TokenBatch",
+    "TokenCounter",
+    "TokenMerger",
+    "Vocabulary",
+    "count_batch",
 ]

@@ -13,7 +13,7 @@ import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
 
-from .fusion import check_k, check_weights
+from .fusion import check_k, check_weights, fused_score, rrf_share
 from .ranking import Stage
 from .types import (
     AppliedPrior,
@@ -201,10 +201,9 @@ class Groups:
         if limit is not None and limit < len(self.groups):
             scored: list[tuple] = []
             for i, group in enumerate(self.groups):
-                voting = [v for v in [weight_of[h.arm] / (kf + h.rank) for h in group.best] if v > 0]
-                if not voting:
+                fused = self._score(group, weight_of, kf)
+                if fused is None:
                     continue
-                fused = voting[0] if len(voting) == 1 else math.fsum(voting)
                 factor = adjust(group.path)[0] if adjust is not None else 1.0
                 scored.append((-(fused * factor), group.path, group.start_line, group.end_line, group.docid, i))
             # Ties by (path, start, end, docid); a docid names one group, so `i` never decides.
@@ -222,16 +221,22 @@ class Groups:
         label(out)
         return out
 
+    @staticmethod
+    def _score(group: _Group, weight_of: Mapping[str, float], kf: float) -> float | None:
+        """A group's weighted RRF score, None when no arm votes for it (every weight 0)."""
+        shares = [v for v in [rrf_share(weight_of[h.arm], kf, h.rank) for h in group.best] if v > 0]
+        return fused_score(shares) if shares else None
+
     def _staged(self, kf: float, weight_of: dict[str, float], limit: int | None, stage: Stage) -> list[ConsolidatedHit]:
         """:meth:`fuse` through the ranking stage: every group is scored as floats, the stage's
         signals, priors and diversity order them, and hits are built for the kept ones."""
         kept: list[_Group] = []
         fused: list[float] = []
         for group in self.groups:
-            voting = [v for v in [weight_of[h.arm] / (kf + h.rank) for h in group.best] if v > 0]
-            if voting:
+            score = self._score(group, weight_of, kf)
+            if score is not None:
                 kept.append(group)
-                fused.append(voting[0] if len(voting) == 1 else math.fsum(voting))
+                fused.append(score)
         paths = [g.path for g in kept]
         boosted, applied = stage.score(paths, fused, [g.symbols for g in kept])
         order = stage.order(paths, boosted)
@@ -274,7 +279,7 @@ class Groups:
             if cached is not None and cached[0] == w and cached[1] == kf:
                 c = cached[2]
             else:
-                c = Contribution(h.arm, h.rank, h.docid, h.score, w / (kf + h.rank))
+                c = Contribution(h.arm, h.rank, h.docid, h.score, rrf_share(w, kf, h.rank))
                 group.memo[i] = (w, kf, c)
             contributors.append(c)
             if c.contribution > 0:
@@ -288,7 +293,7 @@ class Groups:
             # The lead (whose context the hit shows) is the biggest contribution; among equal
             # ones a definition (its context is not just the path), then the larger docid.
             lead_i = max((contributors[i].contribution, group.lead_key(i), i) for i in voting)[2]
-            fused = math.fsum(contributors[i].contribution for i in voting)
+            fused = fused_score([contributors[i].contribution for i in voting])
         provenance = [group.best[i].arm for i in voting]
         votes = sum(1 for i in voting if group.best[i].rank <= AGREEMENT_DEPTH)
         hit = ConsolidatedHit(
@@ -388,7 +393,7 @@ def single_arm(
     kf = check_k(k)
     out = []
     for rank, hit in enumerate(sorted(hits, key=lambda h: h.rank), start=1):
-        value = weight / (kf + hit.rank)
+        value = rrf_share(weight, kf, hit.rank)
         out.append(
             ConsolidatedHit(
                 path=hit.path,

@@ -19,9 +19,10 @@ import os
 import re
 import struct
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -287,14 +288,14 @@ class _PlainStatic:
 
     token_mapping = None
     weights = None
-    table: "_Table | None" = None
+    table: _Table | None = None
 
     @functools.cached_property
     def median_token_length(self) -> int:
         return int(np.median([len(t) for t in self.tokenizer.get_vocab()]))
 
     @classmethod
-    def load(cls, folder: Path) -> "_PlainStatic | None":
+    def load(cls, folder: Path) -> _PlainStatic | None:
         from tokenizers import Tokenizer
 
         tensors = _mapped_tensors(folder / "model.safetensors")
@@ -302,7 +303,7 @@ class _PlainStatic:
             from safetensors import safe_open
 
             with safe_open(str(folder / "model.safetensors"), framework="numpy") as opened:
-                tensors = {name: opened.get_tensor(name) for name in opened.keys()}
+                tensors = {name: opened.get_tensor(name) for name in opened.keys()}  # noqa: SIM118  (not a dict: keys() is its API)
         names = set(tensors)
         if "embeddings" not in names or not names <= {"embeddings", "weights", "mapping"}:
             return None

@@ -157,7 +157,12 @@ class Engine:
     # -- index --------------------------------------------------------------------------
 
     def ensure_index(
-        self, progress: ProgressFn | None = None, *, deep: bool | None = None, deep_limit: int | None = None
+        self,
+        progress: ProgressFn | None = None,
+        *,
+        deep: bool | None = None,
+        deep_limit: int | None = None,
+        open_view: bool = True,
     ) -> IndexStats:
         """Bring the index up to date (incrementally) and open it for querying.
 
@@ -166,6 +171,7 @@ class Engine:
         is committed and opened first, so the other arms never wait for it; the TUI passes
         False and runs :meth:`build_deep` in a worker of its own. ``deep_limit``: leave the
         deep vectors as they are when more texts than this lack one (``stats.deep_deferred``).
+        ``open_view=False`` leaves the index closed (``ranklens index`` only builds it).
         """
         from .indexer import Indexer
 
@@ -174,9 +180,10 @@ class Engine:
             with self._lock:
                 self._view, self._arms = None, {}
         stats = Indexer(self.root, self.directory, self.settings, self.notify).update(progress)
-        with self._lock:
-            if self._view is None or self._view.generation != stats.generation:
-                self._open()
+        if open_view:
+            with self._lock:
+                if self._view is None or self._view.generation != stats.generation:
+                    self._open()
         if deep if deep is not None else "deep" in default_arms():
             self._deep_stage(stats, progress, deep_limit)
         elif deep is None:
@@ -184,6 +191,13 @@ class Engine:
 
             stats.deep = unavailable() or f"switched off ({ENV_SWITCH}=0)"
         return stats
+
+    def check(self):
+        """Whether the tree changed since the last index pass, by a stat pass over what that
+        pass listed (:func:`core.freshness.check`; ``.unchanged``, ``.verdict``, ``.reason``)."""
+        from .indexer import Indexer
+
+        return Indexer(self.root, self.directory, self.settings, self.notify).check()
 
     def build_deep(
         self,
@@ -378,7 +392,7 @@ class Engine:
         names = list(fs.arms)
         if self.index_gone:  # deleted from under us: build it again, then answer
             self.ensure_index()
-        self.view  # fail fast, before any thread, when the index is not open
+        _ = self.view  # fail fast, before any thread, when the index is not open
 
         def job(name: str) -> ArmResult:
             result = self.run_arm(name, text, top_k=top_k, path_glob=path_glob, language=language)

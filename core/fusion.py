@@ -14,6 +14,18 @@ from collections.abc import Iterable, Mapping, Sequence
 MAX_K = 1_000_000
 
 
+def rrf_share(weight: float, k: float, rank: int) -> float:
+    """What one ranking gives a document it ranks ``rank`` (1-based): ``weight / (k + rank)``.
+    Every fused score in ranklens is a sum of these (:func:`reciprocal_rank_fusion`,
+    :class:`core.consolidate.Groups`, single-arm mode)."""
+    return weight / (k + rank)
+
+
+def fused_score(shares: list[float]) -> float:
+    """The sum of a document's shares, order-independent (``math.fsum``; one share as is)."""
+    return shares[0] if len(shares) == 1 else math.fsum(shares)
+
+
 def check_k(k: float) -> float:
     """Return ``k`` as a float, or raise ValueError when it is not a number in 1..10^6."""
     if isinstance(k, bool) or not isinstance(k, (int, float)):
@@ -95,7 +107,7 @@ def reciprocal_rank_fusion(
     parts: dict[str, list[float]] = {}
     for i, ranking in enumerate(rankings):
         for rank, (doc_id, _score) in enumerate(_entries(ranking, i), start=1):
-            parts.setdefault(doc_id, []).append(ws[i] / (kf + rank))
-    fused = [(doc_id, math.fsum(p)) for doc_id, p in parts.items()]
+            parts.setdefault(doc_id, []).append(rrf_share(ws[i], kf, rank))
+    fused = [(doc_id, fused_score(p)) for doc_id, p in parts.items()]
     fused.sort(key=lambda item: (-item[1], item[0]))
     return fused

@@ -1,14 +1,16 @@
 """Build and incrementally update a root's index: one pass builds every arm.
 
-Files are compared with the last run by size + mtime, then by content hash; only added or
-changed files are re-read, re-chunked and re-embedded, and removed ones are dropped. The
-indexer stores the files and chunks and writes each new segment's chunk table; each arm of
-the registry (:mod:`core.arms`) writes its part of the segment and of the generation through
-its :class:`core.arms.protocol.ArmBuild`. The new chunks go into a new segment, the old
-chunks of changed and removed files are tombstoned, and segments merge now and then
+A stat pass over the last pass's snapshot (:mod:`core.freshness`) first says whether anything
+changed, and what must be listed again (nothing, some folders, the tree). Files are compared
+with the last run by size + mtime, then by content hash; only added or changed files are
+re-read, re-chunked and re-embedded, and removed ones are dropped. The indexer stores the files
+and chunks and writes each new segment's chunk table; each arm of the registry
+(:mod:`core.arms`) writes its part of the segment and of the generation through its
+:class:`core.arms.protocol.ArmBuild`. The new chunks go into a new segment, the old chunks of
+changed and removed files are tombstoned, and segments merge now and then
 (:mod:`core.segments`); a cold build commits a generation every
-:data:`core.segments.SEGMENT_CHUNKS` chunks, so its memory stays bounded and a build killed
-at any point resumes after the last one. Every new folder is fsynced and renamed into place;
+:data:`core.segments.SEGMENT_CHUNKS` chunks, so its memory stays bounded and a build killed at
+any point resumes after the last one. Every new folder is fsynced and renamed into place;
 committing ``generation`` in SQLite is the single switch-over (see :mod:`core.store`). A file
 lock makes a second indexer wait for the first instead of interleaving with it.
 """
@@ -23,7 +25,6 @@ import json
 import os
 import shutil
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -134,6 +135,7 @@ class IndexStats:
     deep_embedded: int = 0  # texts the deep arm embedded (the rest came from its cache)
     deep_deferred: int = 0  # texts left for `ranklens index` (more than the caller would wait for)
     seconds: dict[str, float] = field(default_factory=dict)
+    check: dict = field(default_factory=dict)  # what the freshness check found (core.freshness.Check)
 
     @property
     def up_to_date(self) -> bool:
@@ -181,6 +183,10 @@ class Indexer:
         """
         from filelock import FileLock, Timeout
 
+        progress = progress or (lambda _p: None)
+        checked = self.check()
+        if checked.unchanged:
+            return self._unchanged(checked, progress)
         self.directory.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.directory / "index.lock"))
         try:
@@ -189,7 +195,7 @@ class Indexer:
             self.notify("another ranklens is indexing this root; waiting for it to finish")
             lock.acquire()
         try:
-            return self._update(progress or (lambda _p: None))
+            return self._update(progress, checked)
         except IndexWriteError:
             raise
         except OSError as exc:
@@ -208,18 +214,72 @@ class Indexer:
     def _write_failed(self, why: str) -> str:
         return f"cannot write the index in {self.directory} ({why}); the previous index is kept"
 
+    def check(self):
+        """Whether anything changed since the last pass, without listing the tree
+        (:func:`core.freshness.check`)."""
+        from .freshness import check, snapshot_key
+
+        def key_for(stored: dict) -> str:
+            return snapshot_key(_fill(self.settings.options, stored), self.settings.fingerprint(), self.settings.model)
+
+        return check(self.root, self.directory, key_for)
+
+    def _unchanged(self, checked, progress: ProgressFn) -> IndexStats:
+        """The stats of a pass that found nothing changed: the last pass's, from its snapshot."""
+        from .discovery import Exclusion, Rule
+
+        progress(Progress("discover", 1, 1))
+        report = checked.snapshot.report
+        stats = IndexStats(root=str(self.root), index_dir=str(self.directory), generation=checked.snapshot.generation)
+        stats.files, stats.chunks, stats.kept = report["files"], report["chunks"], report["kept"]
+        stats.unchanged = stats.files
+        stats.skipped = [tuple(s) for s in report["skipped"]]
+        stats.excluded = [
+            Exclusion(Rule(e["kind"], e["name"], e["line"], e["pattern"]), e["files"], e["dirs"], e["example"])
+            for e in report["excluded"]
+        ]
+        stats.discovery = {k: checked.snapshot.discovery[k] for k in ("mode", "hidden", "no_ignore")}
+        stats.warning, stats.dense = report["warning"], report["dense"]
+        stats.seconds["check"] = checked.seconds
+        stats.check = checked.to_dict()
+        if checked.restat or checked.rewatched:  # ctimes moved (chmod, a new hard link): note them
+            from filelock import FileLock, Timeout
+
+            try:
+                with FileLock(str(self.directory / "index.lock"), timeout=0):
+                    checked.refreshed().save(self.directory)
+            except (Timeout, OSError):
+                pass
+        return stats
+
     # -- the pass -----------------------------------------------------------------------
 
-    def _update(self, progress: ProgressFn) -> IndexStats:
+    def _update(self, progress: ProgressFn, checked) -> IndexStats:
         stats = IndexStats(root=str(self.root), index_dir=str(self.directory))
+        stats.seconds["check"] = checked.seconds
+        stats.check = checked.to_dict()
         clock = _Clock(stats.seconds)
         conn, meta, rebuilt = self._open()
         stats.rebuilt = rebuilt
+        # Another indexer may have committed while this one waited for the lock.
+        partial = (
+            checked.verdict in ("files", "folders") and not rebuilt
+            and meta.get("generation") == str(checked.snapshot.generation)
+        )
         try:
             with clock("discover"):
                 progress(Progress("discover", 0, 1))
                 options = self._options()
-                found = discover(self.root, options)
+                # Racy entries are judged against the oldest stat the listing may use: the check's.
+                started_ns = checked.started_ns or time.time_ns()
+                # Only files, or only some folders' entries, changed: the last listing with
+                # their new stats, those folders listed again.
+                found = checked.listing(self.root, options) if partial else None
+                if found is None:
+                    found = discover(self.root, options, watch=True)
+                    stats.check["listed"] = "whole tree"
+                else:
+                    stats.check["listed"] = f"{len(checked.moved)} folders" if checked.moved else "nothing"
                 stats.skipped.extend(found.skipped)
                 stats.kept = len(found.files)
                 stats.excluded = found.excluded
@@ -227,17 +287,36 @@ class Indexer:
                 stats.warning = found.warning(str(self.root))
                 progress(Progress("discover", 1, 1))
             with clock("read"):
-                plan = self._plan(conn, found.files, progress, stats)
+                plan = self._plan(conn, found.files, progress, stats, checked.recheck if not rebuilt else set())
             prev_gen = int(meta.get("generation", "0"))
             parts = arm_builds(self.settings)
             if prev_gen and not plan.dirty and not any(p.stale(meta) for p in parts.values()):
                 self._touch(conn, plan)
                 self._store_discovery(conn, meta, stats.discovery)
                 self._clean(meta)  # what a pass killed after its commit left behind
-                return self._finish(stats, conn, prev_gen, parts)
-            return self._write(conn, meta, plan, parts, stats, clock, progress)
+                stats = self._finish(stats, conn, prev_gen, parts)
+            else:
+                stats = self._write(conn, meta, plan, parts, stats, clock, progress)
         finally:
             conn.close()
+        self._save_snapshot(found, started_ns, stats)
+        return stats
+
+    def _save_snapshot(self, found, started_ns: int, stats: IndexStats) -> None:
+        """What this pass's discovery saw, for the next pass's :meth:`check` (after the commit:
+        a snapshot never describes a generation that is not committed)."""
+        from .freshness import make_snapshot, snapshot_key
+
+        applied = {k: stats.discovery[k] for k in ("hidden", "no_ignore")}
+        key = snapshot_key(_fill(self.settings.options, applied), self.settings.fingerprint(), self.settings.model)
+        report = {
+            "files": stats.files, "chunks": stats.chunks, "kept": stats.kept, "skipped": stats.skipped,
+            "excluded": [e.to_dict() for e in stats.excluded], "warning": stats.warning, "dense": stats.dense,
+        }
+        try:
+            make_snapshot(found, started_ns, stats.generation, key, applied, report).save(self.directory)
+        except OSError as exc:  # the next pass lists the tree again
+            self.notify(f"could not save the listing's snapshot: {exc.strerror or exc}")
 
     def _options(self) -> DiscoveryOptions:
         """The discovery options, ``hidden`` and ``no_ignore`` left at None taken from the
@@ -301,10 +380,15 @@ class Indexer:
             else:
                 entry.unlink(missing_ok=True)
 
-    def _plan(self, conn: sqlite3.Connection, files: list[FileEntry], progress: ProgressFn, stats: IndexStats) -> "_Plan":
+    def _plan(
+        self, conn: sqlite3.Connection, files: list[FileEntry], progress: ProgressFn, stats: IndexStats,
+        recheck: set[str] = frozenset(),
+    ) -> "_Plan":
         """What changed: each listed file compared with the last pass by size and mtime, then (a
-        known file whose stat moved) by content hash. New and changed files are read again when
-        they are chunked (in the chunking workers), so no text is held here."""
+        known file whose stat moved) by content hash; ``recheck``: files read and hashed whatever
+        their stat says (changed too close to the last listing for their timestamps to tell,
+        core.freshness). New and changed files are read again when they are chunked (in the
+        chunking workers), so no text is held here."""
         known = {
             path: (size, mtime, sha)
             for path, size, mtime, sha in conn.execute("SELECT path, size, mtime_ns, sha256 FROM files")
@@ -318,7 +402,8 @@ class Indexer:
             old = known.pop(entry.path, None)
             if old is None:
                 was = unread.pop(entry.path, None)
-                if was is not None and was[0] == entry.size and was[1] == entry.mtime_ns:
+                if (was is not None and was[0] == entry.size and was[1] == entry.mtime_ns
+                        and (entry.path not in recheck or self._still_unread(entry))):
                     stats.skipped.append((entry.path, was[2]))  # as when it was read
                     if was[3]:
                         stats.redacted.append((entry.path, json.loads(was[3])))
@@ -327,7 +412,7 @@ class Indexer:
                     plan.unread.add(entry.path)
                 plan.changed.append((entry, False))
                 continue
-            if old[0] == entry.size and old[1] == entry.mtime_ns:
+            if old[0] == entry.size and old[1] == entry.mtime_ns and entry.path not in recheck:
                 stats.unchanged += 1
                 continue
             loaded = load_text(self.root, entry, self.settings.options.max_bytes)
@@ -342,6 +427,11 @@ class Indexer:
         stats.changed = len(plan.changed) - stats.added
         stats.removed = len(plan.removed)
         return plan
+
+    def _still_unread(self, entry: FileEntry) -> bool:
+        """Whether a file found unreadable last time (binary, a key …) still cannot be indexed:
+        read again when its stat is too recent to tell (core.freshness's recheck)."""
+        return load_text(self.root, entry, self.settings.options.max_bytes).text is None
 
     def _touch(self, conn: sqlite3.Connection, plan: "_Plan") -> None:
         """Note the new stat of files whose content did not change, and forget unreadable files
@@ -642,10 +732,8 @@ class Indexer:
         for number in (current, current - 1):
             folder = self.directory / gen_dir_name(number)
             if number > 0 and folder.is_dir():
-                try:
+                with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
                     keep.update(s.name for s in Manifest.load(folder).segments)
-                except (OSError, ValueError, KeyError, TypeError):
-                    pass
         for entry in self.directory.iterdir():
             name = entry.name
             if name.startswith("gen-"):

@@ -38,8 +38,8 @@ import bisect
 import functools
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 __all__ = [
     "EXTRA_PATTERNS",

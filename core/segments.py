@@ -22,7 +22,6 @@ merges join neighbours only), and ``dead.npy`` the tombstoned ids among them.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,13 +86,13 @@ class Manifest:
         np.save(directory / DEAD, np.ascontiguousarray(self.dead, dtype=np.int64))
 
     @classmethod
-    def load(cls, directory: Path) -> "Manifest":
+    def load(cls, directory: Path) -> Manifest:
         data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
         dead = np.load(directory / DEAD)
         return cls([SegmentRef(**s) for s in data["segments"]], np.asarray(dead, dtype=np.int64))
 
     @classmethod
-    def empty(cls) -> "Manifest":
+    def empty(cls) -> Manifest:
         return cls([], np.empty(0, dtype=np.int64))
 
 

@@ -31,6 +31,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from ranklens.core.chunking import definitions
+
 REPO = Path(__file__).resolve().parent.parent
 #: The frozen sources the questions are asked of (the ``--root`` of the set).
 ROOT = REPO / "tests" / "fixtures" / "ranklens_snapshot" / "src"
@@ -39,9 +41,7 @@ ROOT = REPO / "tests" / "fixtures" / "ranklens_snapshot" / "src"
 SNAPSHOT_PARTS = ("core", "tui", "tests", "README.md")
 SNAPSHOT_SKIP = ("core/models", "tests/fixtures", "tests/tui/__snapshots__", "__pycache__")
 
-from ranklens.core.chunking import definitions
-
-I, P = "identifier", "paraphrase"
+I, P = "identifier", "paraphrase"  # noqa: E741  (one letter keeps each row of the table below on one line)
 
 
 def span(path: str, what) -> tuple[int, int]:

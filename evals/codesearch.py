@@ -150,11 +150,11 @@ def hits_for(run: Run, i: int, *, top_k: int = 10, **fuse) -> list:
     return run.engine.fuse(arm_results, top_k=top_k, query=run.repo.tasks[i].query, **fuse)
 
 
-def score(runs: Sequence[Run], fuse: Mapping | Callable[[Run], Mapping] = {}, k: int = 10) -> list[dict]:
-    """Per question: its score and top k under these fusion settings."""
+def score(runs: Sequence[Run], fuse: Mapping | Callable[[Run], Mapping] | None = None, k: int = 10) -> list[dict]:
+    """Per question: its score and top k under these fusion settings (none: the engine's defaults)."""
     rows = []
     for run in runs:
-        settings = fuse(run) if callable(fuse) else fuse
+        settings = fuse(run) if callable(fuse) else (fuse or {})
         for i, task in enumerate(run.repo.tasks):
             hits = hits_for(run, i, top_k=k, **settings)
             results = [(run.repo.located(h.path), h.start_line, h.end_line) for h in hits]

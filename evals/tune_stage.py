@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evals import codesearch
 from ranklens.core.arms import DEFAULT_ARMS
 from ranklens.core.config import DEFAULT_K, default_weights
 from ranklens.core.consolidate import Groups
@@ -38,8 +39,6 @@ from ranklens.core.evaluation import load_queries, ndcg_at_k
 from ranklens.core.priors import RULES, adjuster
 from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage
 from ranklens.core.settings import FusionSettings
-
-from evals import codesearch
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = (("polyglot", ROOT / "evals" / "polyglot.jsonl", ROOT / "tests" / "fixtures" / "polyglot"),
@@ -240,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "by_repo": {u.name: statistics.fmean(held_out[u.name]) for u in units},
     }
-    final, final_score = ascend(units, start, args.rounds, log)
+    final, _final_score = ascend(units, start, args.rounds, log)
     out = {
         "held_out": cv,
         "start": {"setting": start, **report(units, start)},

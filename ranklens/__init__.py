@@ -16,7 +16,7 @@ from pathlib import Path as _Path
 
 _here = _Path(__file__).resolve().parent
 if not (_here / "core").is_dir() and (_here.parent / "core" / "__init__.py").is_file():
-    __path__.append(str(_here.parent))  # noqa: F821  (a package's own __path__)
+    __path__.append(str(_here.parent))
 
 from .core import __version__  # noqa: E402  (the path above first)
 

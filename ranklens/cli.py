@@ -15,8 +15,6 @@ import click
 from .core.arms import REGISTRY, always_fused, default_arms, optional_defaults
 from .core.discovery import DiscoveryOptions
 from .core.engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
-from .core.settings import FusionSettings
-from .core.store import IndexWriteError
 from .core.evaluation import SEED
 from .core.handoff import write_json_atomic
 from .core.indexer import STAGES, Progress
@@ -33,6 +31,8 @@ from .core.service import (
     open_engine,
     settings_for,
 )
+from .core.settings import FusionSettings
+from .core.store import IndexWriteError
 
 #: What "all" fuses, for the help (the same text whatever is installed here).
 ALL_ARMS = ", ".join([*always_fused(), *(f"plus {a} when installed" for a in optional_defaults())])
@@ -87,13 +87,13 @@ def _note(message: str) -> None:
 
 
 def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, deep_limit: int | None = None,
-               *, keep_serving: bool = True):
+               open_view: bool = True, *, keep_serving: bool = True):
     """``deep``: also build the deep arm's vectors (None: when it is fused by default);
-    ``deep_limit``: unless more than this many texts lack one (then say so). ``keep_serving``:
-    when the update cannot be written (disk full), say so and answer from the index as it was
-    committed, if there is one."""
+    ``deep_limit``: unless more than this many texts lack one (then say so); ``open_view``:
+    open the index for querying. ``keep_serving``: when the update cannot be written (disk
+    full), say so and answer from the index as it was committed, if there is one."""
     try:
-        stats = _run_index_stages(engine, show_progress, deep, deep_limit)
+        stats = _run_index_stages(engine, show_progress, deep, deep_limit, open_view)
     except IndexWriteError as exc:
         if not keep_serving or not engine.open():
             raise
@@ -112,9 +112,10 @@ def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, de
     return stats
 
 
-def _run_index_stages(engine: Engine, show_progress: bool, deep: bool | None, deep_limit: int | None):
+def _run_index_stages(engine: Engine, show_progress: bool, deep: bool | None, deep_limit: int | None,
+                      open_view: bool = True):
     if not show_progress:
-        return engine.ensure_index(deep=deep, deep_limit=deep_limit)
+        return engine.ensure_index(deep=deep, deep_limit=deep_limit, open_view=open_view)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
@@ -132,7 +133,7 @@ def _run_index_stages(engine: Engine, show_progress: bool, deep: bool | None, de
         def progress(p: Progress) -> None:
             bar.update(tasks[p.stage], completed=p.done, total=max(p.total, 1), visible=True)
 
-        return engine.ensure_index(progress, deep=deep, deep_limit=deep_limit)
+        return engine.ensure_index(progress, deep=deep, deep_limit=deep_limit, open_view=open_view)
 
 
 # Options shared by several commands, defined once so their help stays the same everywhere.
@@ -162,6 +163,17 @@ def discovery_options(command):
     return hidden_option(no_ignore_option(command))
 
 
+def retriever_option(text: str):
+    """``--retriever``: which arms a command runs (all of them by default)."""
+    return click.option("--retriever", default="all", show_default=True, help=text)
+
+
+rrf_k_option = click.option(
+    "--rrf-k",
+    type=float,
+    default=None,
+    help="RRF constant k (1..1000000; default: the root's tuned config, else the shipped 5).",
+)
 weights_option = click.option(
     "--weights",
     metavar="ARM:W,…",
@@ -209,7 +221,9 @@ def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_i
     """Build or incrementally update the index of ROOT (default: .).
 
     Only files added, changed or removed since the last run are re-read, re-chunked and
-    re-embedded. The index lives in the user cache folder, one per root.
+    re-embedded. A stat pass over what the last run listed says first whether anything
+    changed: when nothing did, the tree is not listed again (--json: "check"). The index
+    lives in the user cache folder, one per root.
 
     When discovery keeps no file, or passes over more than half of what it met, a warning
     on stderr names the rule (an ignore file's path:line: pattern, or a built-in rule);
@@ -221,7 +235,7 @@ def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_i
     RANKLENS_DEEP=0 leaves it out.
     """
     engine = open_engine(root, model, _note, hidden, no_ignore)
-    stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty(), keep_serving=False)
+    stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty(), open_view=False, keep_serving=False)
     if as_json:
         click.echo(json.dumps(stats.to_dict(), indent=2))
         return
@@ -229,10 +243,15 @@ def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_i
         _note(f"dense arm skipped: {stats.dense}")
     took = sum(stats.seconds.values())
     deep = f", {stats.deep_embedded} deep-embedded" if "deep" in stats.seconds else ""
+    check = stats.check
+    how = (
+        f"; nothing changed: {check['files']:,} files and {check['folders']:,} folders stat'ed, the tree not listed"
+        if check.get("verdict") == "unchanged" else ""
+    )
     click.echo(
         f"indexed {stats.files} files, {stats.chunks} chunks "
         f"(+{stats.added} ~{stats.changed} -{stats.removed}, {stats.embedded} embedded{deep}, "
-        f"{len(stats.skipped)} skipped) in {took:.2f}s -> {stats.index_dir}"
+        f"{len(stats.skipped)} skipped{how}) in {took:.2f}s -> {stats.index_dir}"
     )
 
 
@@ -272,14 +291,9 @@ def mcp_command(root: str, model: str | None) -> None:
 @click.argument("text", required=False)
 @click.option("--root", default=".", show_default=True, help="Repository to search.")
 @click.option("--top-k", type=int, default=DEFAULT_TOP_K, show_default=True, help=f"Hits to show (1..{MAX_TOP_K}).")
-@click.option(
-    "--retriever",
-    default="all",
-    show_default=True,
-    help=f"all (fuse {ALL_ARMS}), one of: {', '.join(REGISTRY)} (its own ranking), or a comma-separated list to fuse.",
-)
+@retriever_option(f"all (fuse {ALL_ARMS}), one of: {', '.join(REGISTRY)} (its own ranking), or a comma-separated list to fuse.")
 @weights_option
-@click.option("--rrf-k", type=float, default=None, help="RRF constant k (1..1000000; default: the root's tuned config, else the shipped 5).")
+@rrf_k_option
 @click.option("--path", "path_glob", metavar="GLOB", help="Only paths matching GLOB (fnmatch; * crosses /).")
 @click.option("--lang", "language", metavar="NAME", help="Only chunks in this language (python, go, markdown …).")
 @click.option("--no-priors", "no_priors", is_flag=True, help=NO_PRIORS_HELP)
@@ -526,14 +540,9 @@ EVAL_HELP = (
 @click.argument("queries", metavar="QUERIES")
 @click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
 @click.option("--top-k", type=int, default=10, show_default=True, help="Ranking depth K scored (1..100).")
-@click.option(
-    "--retriever",
-    default="all",
-    show_default=True,
-    help=f"Configuration to fuse: all ({ALL_ARMS}), one of {', '.join(REGISTRY)}, or a comma-separated list.",
-)
+@retriever_option(f"Configuration to fuse: all ({ALL_ARMS}), one of {', '.join(REGISTRY)}, or a comma-separated list.")
 @weights_option
-@click.option("--rrf-k", type=float, default=None, help="RRF constant k (default: the root's tuned config, else the shipped 5).")
+@rrf_k_option
 @click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings and the plain fused list: no ranking stage on any row.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (with per-query details).")
 @model_option
@@ -643,12 +652,7 @@ def _print_calibration(console, cal: dict, queries: int) -> None:
 ))
 @click.argument("queries", metavar="QUERIES")
 @click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
-@click.option(
-    "--retriever",
-    default="all",
-    show_default=True,
-    help=f"Arms to fuse and tune: all ({ALL_ARMS}) or a comma-separated list of two or more.",
-)
+@retriever_option(f"Arms to fuse and tune: all ({ALL_ARMS}) or a comma-separated list of two or more.")
 @click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (2..20).")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Seed of the random fold split.")
 @click.option("--save", is_flag=True, help="Store the tuned weights and k in ROOT's config (used by query, eval and the TUI).")

@@ -17,10 +17,10 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 from ranklens.core.engine import Engine
 from ranklens.tui.app import RanklensApp
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SIZE = (140, 40)
 QUERY = "reciprocal rank fusion"

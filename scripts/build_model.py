@@ -203,7 +203,7 @@ def corpus_sources() -> list[tuple[str, str, Path]]:
         if spec is None or not spec.submodule_search_locations:
             missing.append(dist)
             continue
-        sources.append((name, _version(dist), Path(list(spec.submodule_search_locations)[0]).resolve()))
+        sources.append((name, _version(dist), Path(next(iter(spec.submodule_search_locations))).resolve()))
     if missing:
         raise SystemExit(f"corpus packages not installed: {', '.join(missing)} (install the distill extra)")
     for name, _v, folder in sources:

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import toy_arm
+
 from ranklens.core import arms, config
 from ranklens.core.engine import Engine
 

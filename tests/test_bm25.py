@@ -157,7 +157,6 @@ def test_merged_postings_equal_a_fresh_build_of_the_kept_rows(texts):
 
 def _vocab_db(tmp_path):
     from ranklens.core._sqlite import sqlite3
-
     from ranklens.core.store import SCHEMA
 
     conn = sqlite3.connect(tmp_path / "index.sqlite", check_same_thread=False)
@@ -228,7 +227,7 @@ def test_the_index_vocabulary_reads_only_the_tokens_a_batch_needs(tmp_path):
 def test_batches_merged_equal_one_counting_pass(texts):
     """TokenMerger numbers tokens and counts them as one TokenCounter pass over every
     document, field after field, would (the indexer counts batches in a worker process)."""
-    from ranklens.core.bm25 import TokenMerger, count_batch, widen
+    from ranklens.core.bm25 import TokenMerger, count_batch
 
     docs = texts[:400]
     fields = {"text": docs, "head": [t.split("\n", 1)[0] for t in docs]}

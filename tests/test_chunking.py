@@ -2,13 +2,13 @@ import os
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from ranklens.core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file, definitions, even_spans, line_windows
 from ranklens.core.arms import symbols as symbols_arm
+from ranklens.core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file, definitions, even_spans, line_windows
 from ranklens.core.languages import TREE_SITTER_LANGUAGES, language_for
 
 
@@ -312,7 +312,7 @@ GO = src(
     func (p *Point) Move(dx int) {
     	p.X += dx
     }
-    """
+    """  # noqa: E101  (Go source: gofmt indents with tabs)
 )
 
 
@@ -684,7 +684,7 @@ def test_windows_cover_every_line_and_never_exceed_the_size(n_lines, window, dat
         covered.update(range(start, end + 1))
     assert covered == set(range(1, n_lines + 1))
     assert spans_[0][0] == 1 and spans_[-1][1] == n_lines
-    for (s1, e1), (s2, e2) in zip(spans_, spans_[1:]):
+    for (s1, e1), (s2, _e2) in pairwise(spans_):
         assert s2 - s1 == window - overlap  # uniform stride
         assert e1 - s2 + 1 == overlap  # neighbours share exactly `overlap` lines
         assert e1 - s1 + 1 == window  # only the last window may be short
@@ -851,7 +851,7 @@ def test_even_spans_cover_with_the_fewest_near_equal_spans(n_lines, window, data
     assert len(spans_) == len(line_windows(n_lines, window, overlap)) or n_lines <= window
     lengths = [e - s + 1 for s, e in spans_]
     assert max(lengths) <= window and max(lengths) - min(lengths) <= 1
-    for (s1, e1), (s2, e2) in zip(spans_, spans_[1:]):
+    for (_s1, e1), (s2, _e2) in pairwise(spans_):
         assert e1 - s2 + 1 == overlap
 
 

@@ -6,9 +6,9 @@ import json
 import re
 
 import pytest
+from cli_helpers import run
 
 from ranklens.core.config import default_config
-from cli_helpers import run
 
 LINE = re.compile(
     r"^(?P<loc>\S+:\d+-\d+)  \[score=(?P<score>\d\.\d{4}) agree=(?P<n>\d)/(?P<m>\d) "

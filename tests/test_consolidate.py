@@ -1,6 +1,5 @@
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from ranklens.core.consolidate import confidence, consolidate
 from ranklens.core.types import Hit, make_docid

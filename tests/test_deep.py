@@ -14,10 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ranklens.core.arms import DEFAULT_ARMS, ArmUnavailable, default_arms
-from ranklens.core.arms import deep
-from ranklens.core.arms.deep import build as deep_build
-from ranklens.core.arms.deep import model as deep_model
+from ranklens.core.arms import DEFAULT_ARMS, ArmUnavailable, deep, default_arms
+from ranklens.core.arms.deep import build as deep_build, model as deep_model
 from ranklens.core.engine import Engine
 from ranklens.core.indexer import Indexer, IndexSettings
 

@@ -12,8 +12,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import ranklens.core.discovery as discovery
 import ranklens.core.discovery.git as discovery_git

@@ -6,35 +6,33 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from cli_helpers import run
+from hypothesis import given, settings, strategies as st
 
 from ranklens.core.config import default_config
 from ranklens.core.consolidate import consolidate
-from ranklens.core.settings import FusionSettings
 from ranklens.core.evaluation import (
     FUSED,
     K_GRID,
+    MAX_SPAN_LINES,
     WEIGHT_GRID,
     EvalFileError,
     EvalRun,
     QueryRun,
     Setting,
     Span,
-    _Scorer,
+    calibration,
     coordinate_ascent,
     file_hit_at_k,
     first_hit_rank,
     folds,
     hit_at_k,
     load_queries,
+    locates,
     metric_names,
     metrics_for,
     ndcg_at_k,
     overlaps,
-    locates,
-    MAX_SPAN_LINES,
-    calibration,
     parse_annotations,
     parse_queries,
     percentile,
@@ -45,8 +43,9 @@ from ranklens.core.evaluation import (
     run_queries,
     tune,
 )
+from ranklens.core.evaluation.tuning import _Scorer
+from ranklens.core.settings import FusionSettings
 from ranklens.core.types import ConsolidatedHit, Hit, make_docid
-from cli_helpers import run
 
 
 def S(path, start, end):

@@ -2,8 +2,7 @@ import math
 import random
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from ranklens.core.fusion import reciprocal_rank_fusion
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from cli_helpers import run
 from jsonschema import Draft202012Validator
 
 from ranklens.core.handoff import (
@@ -19,7 +20,6 @@ from ranklens.core.handoff import (
     text_sha256,
     validate_handoff,
 )
-from cli_helpers import run
 
 
 def test_the_schema_is_a_valid_2020_12_schema_shipped_in_the_package():

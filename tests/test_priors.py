@@ -12,7 +12,8 @@ import textwrap
 import pytest
 
 from ranklens.core.consolidate import consolidate
-from ranklens.core.evaluation import EvalRun, LabeledQuery, QueryRun, Setting, Span, _Scorer
+from ranklens.core.evaluation import EvalRun, LabeledQuery, QueryRun, Setting, Span
+from ranklens.core.evaluation.tuning import _Scorer
 from ranklens.core.languages import language_for
 from ranklens.core.priors import RULES, apply_priors, describe, matching_rules
 from ranklens.core.types import ConsolidatedHit, Hit, make_docid

@@ -15,8 +15,8 @@ import string
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import run
+
 from ranklens.core import secrets
 from ranklens.core.engine import Engine
 from ranklens.core.handoff import envelope, span_sha256, span_text
@@ -239,7 +239,7 @@ def test_the_preview_reads_redacted_text(corpus_engine):
 @pytest.mark.slow  # ~4.5 s: the CLI run twice for each of five credentials
 def test_query_output_holds_no_credential(corpus_engine):
     engine, _stats = corpus_engine
-    for rel, _t, cred in CORPUS[:5]:
+    for _rel, _t, cred in CORPUS[:5]:
         out = run("query", cred, "--root", str(engine.root), "--json")
         assert out.returncode == 0, out.stderr
         data = json.loads(out.stdout)

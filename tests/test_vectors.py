@@ -6,12 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import assert_python_prints_ok
 
 import ranklens.core.vectors.index as vectors_mod
-from ranklens.core.vectors import scan, storage
-from ranklens.core.vectors import VectorIndex
-
-from cli_helpers import assert_python_prints_ok
+from ranklens.core.vectors import VectorIndex, scan, storage
 
 DIM = 16
 

@@ -11,40 +11,40 @@ cached rankings (``engine.fuse``) and redraws the table, so ``agree`` grows live
 tuning sliders and the priors toggle (``p``) re-fuse the same cached rankings; no arm runs
 again. ``+`` / ``-`` judge the hit under the cursor relevant / not relevant for the query
 (:mod:`core.judgments` keeps the marks per root); the status line then shows the query's
-MRR@10 and nDCG@10 against them, recomputed after every re-fuse. The index is opened
-and refreshed in a thread worker of its own. Only the handlers here, on the UI thread,
-touch widgets.
+MRR@10 and nDCG@10 against them, recomputed after every re-fuse. Only handlers on the UI
+thread touch widgets.
+
+The class here is the wiring: layout, keys, the query, fusion, judgments and preview handlers.
+Two mixins hold the rest: :class:`~tui.indexing.IndexOrchestration` (the index and the deep
+arm's vectors, built in workers of their own) and :class:`~tui.handoff.HandoffActions` (the
+export modal and the editor hand-off); :class:`~tui.notes.StatusNotes` is the status note.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
 import time
-from collections.abc import Callable
-from functools import partial, wraps
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
 from textual import on
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Input
+from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
 
 from ranklens.core.engine import ArmResult, Engine, QueryError
-from ranklens.core.handoff import write_json_atomic
 from ranklens.core.judgments import QueryJudgments
-from ranklens.core.indexer import STAGES, IndexStats, Progress
 from ranklens.core.session import Session
 from ranklens.core.settings import FusedBy, FusionSettings
 from ranklens.core.types import ConsolidatedHit
-from ranklens.tui.messages import ArmFinished, DeepDone, DeepProgress, IndexDone, IndexOpened, IndexProgress
-from ranklens.tui.screens.export import DEFAULT_PATH, ExportScreen
+from ranklens.tui.handoff import HandoffActions
+from ranklens.tui.indexing import IndexOrchestration
+from ranklens.tui.messages import ArmFinished, while_open
+from ranklens.tui.notes import StatusNotes, one_line
 from ranklens.tui.screens.help import HelpScreen
 from ranklens.tui.widgets.arm_status import ArmStatus
 from ranklens.tui.widgets.preview import Preview
@@ -79,52 +79,7 @@ HELP_KEYS: list[tuple[str, str]] = [
 ]
 
 
-def describe_stats(stats: IndexStats, first_build: bool) -> str:
-    """The status-line note after an indexing pass."""
-    size = f"{stats.files} files · {stats.chunks} chunks"
-    if first_build or stats.rebuilt:
-        return f"indexed {size}"
-    if stats.up_to_date:
-        return f"index up to date · {size}"
-    return f"index refreshed (+{stats.added} ~{stats.changed} -{stats.removed}) · {size}"
-
-
-def describe_write_error(path: Path, error: OSError) -> str:
-    """A one-line reason an export to ``path`` failed, about ``path`` (not a temp file)."""
-    parent = path.expanduser().parent
-    if isinstance(error, IsADirectoryError) or path.is_dir():
-        return f"{path} is a folder; give a file name"
-    if not parent.exists():
-        return f"the folder {parent} does not exist"
-    if not parent.is_dir():
-        return f"{parent} is not a folder"
-    if isinstance(error, PermissionError):
-        return f"no permission to write in {parent}"
-    return f"cannot write {path}: {error.strerror or error}"
-
-
-def describe_progress(progress: Progress) -> str:
-    stage = progress.stage
-    step = f" ({STAGES.index(stage) + 1}/{len(STAGES)})" if stage in STAGES else ""
-    count = f" {progress.done}/{progress.total}" if progress.total > 1 else ""
-    return f"indexing: {stage}{count}{step}"
-
-
-def _while_open(handler: Callable[..., None]) -> Callable[..., None]:
-    """Drop a worker's late message once the app is closing (its widgets are gone)."""
-
-    @wraps(handler)
-    def guarded(self: RanklensApp, *args: object) -> None:
-        try:
-            handler(self, *args)
-        except NoMatches:
-            if not (self._exit or self._closing):
-                raise
-
-    return guarded
-
-
-class RanklensApp(FusedBy, App[None]):
+class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
     """Query a repository with several retrievers at once and explore the fused ranking.
 
     Parameters
@@ -181,24 +136,12 @@ class RanklensApp(FusedBy, App[None]):
         self._pending: str | None = None  # a query waiting for the index
         self._debounce: Timer | None = None
         self._arm_workers: dict[Worker, tuple[str, int]] = {}
-        self._index_worker: Worker | None = None
-        self._index_again = False
-        self._index_note = ""
-        # The deep arm's vectors are built in a worker of their own, after the index commits.
-        self._deep_worker: Worker | None = None
-        self._deep_again = False
-        self._deep_progress: tuple[int, int] | None = None  # (done, total) while building
-        self._discovery_warning: str | None = None  # the last one notified
-        self._deep_recheck: int | None = None  # a query whose deep answer was in flight when built
-        self._query_note = ""
-        self._generation: int | None = None
-        self._index_refreshed = False
+        self.notes = StatusNotes()
         self._preview_key: tuple[str, int] | None = None  # (docid, fuse version) shown
         self._preview_code: tuple[str, str] | None = None  # (docid, query) highlighted
         self._preview_timer: Timer | None = None
         self._fuse_version = 0
         self._judgments_error: str | None = None  # the last load error notified
-        self._metrics_note = ""
 
     # -- the session's state, read by the handlers and the tests ----------------------------
 
@@ -230,9 +173,6 @@ class RanklensApp(FusedBy, App[None]):
     def settings(self) -> FusionSettings:
         """The fusion settings in force (``weights``, ``k`` and ``priors`` read them)."""
         return self.session.settings
-
-
-
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -366,7 +306,7 @@ class RanklensApp(FusedBy, App[None]):
         self._update_metrics()
 
     @on(ArmFinished)
-    @_while_open
+    @while_open
     def _arm_finished(self, message: ArmFinished) -> None:
         self._record(message.query_id, message.result)
 
@@ -374,13 +314,8 @@ class RanklensApp(FusedBy, App[None]):
         if not self.session.accept(query_id, result):
             return  # an older query's, or deep's "not built yet" overtaken by its answer
         status = self.status
-        if result.skipped is not None and result.arm == "deep" and self.deep_building:
-            status.set_indexing("deep", *(self._deep_progress or (None, None)))
-        elif result.skipped is not None:
-            status.set_skipped(result.arm, result.skipped)
-            if result.arm == "deep" and self._deep_recheck == self.query_id:
-                self._deep_recheck = None
-                self._start_arm("deep", self.query_id, self.query_text)
+        if result.skipped is not None:
+            self._show_skipped(result)
         elif result.error is not None:
             status.set_failed(result.arm, result.error)
             if self.session.index_gone():
@@ -405,11 +340,6 @@ class RanklensApp(FusedBy, App[None]):
     def preview_pending(self) -> bool:
         """The preview is about to highlight the span under the cursor."""
         return self._preview_timer is not None
-
-    @property
-    def index_ready(self) -> bool:
-        """The index is open and the refresh pass started on mount has finished."""
-        return self.engine.ready and self._index_refreshed
 
     def answered(self) -> list[str]:
         """The arms that answered the current query so far, in arm order."""
@@ -471,8 +401,8 @@ class RanklensApp(FusedBy, App[None]):
         """The status line's MRR@10 / nDCG@10 of the fused list against the query's judgments."""
         self.current_judgments()  # reports an unreadable file once
         note = self.session.metrics_note()
-        if note != self._metrics_note:
-            self._metrics_note = note
+        if note != self.notes.metrics:
+            self.notes.metrics = note
             self._redraw_note()
 
     def action_judge(self, relevant: bool) -> None:
@@ -500,8 +430,8 @@ class RanklensApp(FusedBy, App[None]):
 
     # -- preview --------------------------------------------------------------------------
 
-    @on(DataTable.RowHighlighted, "#results")
-    def _row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
+    @on(ResultsTable.CursorMoved)
+    def _cursor_moved(self, _event: ResultsTable.CursorMoved) -> None:
         self._update_preview()
 
     def _update_preview(self) -> None:
@@ -571,153 +501,15 @@ class RanklensApp(FusedBy, App[None]):
         """A file of the root as the preview shows it (see :meth:`core.session.Session.read_file`)."""
         return self.session.read_file(path)
 
-    # -- index ----------------------------------------------------------------------------
-
-    def _start_index(self) -> None:
-        if self._index_worker is not None and not self._index_worker.is_finished:
-            self._index_again = True
-            return
-        self._index_again = False
-        self._index_worker = self.run_worker(
-            self._index_job, name="index", group="index", thread=True, exit_on_error=False
-        )
-
-    def _index_job(self) -> None:
-        """Worker body: open what is there (fast), then bring it up to date."""
-        self.post_message(IndexOpened(self.session.open_index()))
-        # Not the deep arm's vectors: minutes of work, done by _deep_job once this commits.
-        stats = self.session.update_index(lambda p: self.post_message(IndexProgress(p)))
-        self.post_message(IndexDone(stats))
-
-    @property
-    def deep_building(self) -> bool:
-        """The deep arm's vectors are being built in the background."""
-        return self._deep_worker is not None and not self._deep_worker.is_finished
-
-    def _start_deep(self) -> None:
-        if self.deep_building:
-            self._deep_again = True  # it may have checked the generation already: go again after
-            return
-        self._deep_again = False
-        self._deep_worker = self.run_worker(
-            self._deep_job, name="deep vectors", group="deep", thread=True, exit_on_error=False
-        )
-
-    def _deep_job(self) -> None:
-        """Worker body: embed what the committed index lacks for the deep arm (stoppable)."""
-        build = self.session.build_deep(lambda done, total: self.post_message(DeepProgress(done, total)))
-        self.post_message(DeepDone(build.complete))
-
-    @on(DeepProgress)
-    @_while_open
-    def _deep_progress_changed(self, message: DeepProgress) -> None:
-        self._deep_progress = (message.done, message.total)
-        result = self.results.get("deep")
-        if result is not None and result.skipped is not None:
-            self.status.set_indexing("deep", message.done, message.total)
-
-    @on(DeepDone)
-    @_while_open
-    def _deep_done(self, message: DeepDone) -> None:
-        self._deep_progress = None
-        result = self.results.get("deep")
-        if not (message.complete and self.query_text and "deep" in self.arms):
-            return
-        if result is None:
-            self._deep_recheck = self.query_id  # it may have looked before they were ready
-        elif not result.ok:
-            # Its vectors are ready: only deep runs again, and its ranking joins the table.
-            self._start_arm("deep", self.query_id, self.query_text)
-
-    def on_unmount(self) -> None:
-        self.session.deep_stop.set()  # a build in flight stops after its batch (the cache keeps it)
-
-    @on(IndexOpened)
-    @_while_open
-    def _index_opened(self, message: IndexOpened) -> None:
-        if message.ok:
-            self._generation = self._current_generation()
-            self._set_index_note("checking the index for changes…")
-            if self._pending is not None:
-                self.search(self._pending)
-        else:
-            self._set_index_note("building the index (first run)…")
-            if not self.query_text:
-                self.preview.clear(
-                    "Building the index of this folder (first run). You can type a query now: "
-                    "it runs as soon as the index is ready."
-                )
-
-    @on(IndexProgress)
-    @_while_open
-    def _index_progress(self, message: IndexProgress) -> None:
-        self._set_index_note(describe_progress(message.progress))
-
-    @on(IndexDone)
-    @_while_open
-    def _index_done(self, message: IndexDone) -> None:
-        first_build = self._generation is None
-        generation = self._current_generation()
-        changed = generation != self._generation
-        self._generation = generation
-        self._index_refreshed = True
-        self._set_index_note(describe_stats(message.stats, first_build))
-        warning = message.stats.warning
-        if warning and warning != self._discovery_warning:
-            # Said once per distinct warning, not on every refresh.
-            self.notify(warning, title="Discovery", severity="warning", timeout=15)
-        self._discovery_warning = warning
-        if self._pending is not None:
-            self.search(self._pending)
-        elif changed and self.query_text and not first_build:
-            # The rows may point at lines that moved: ask the arms again.
-            self.search(self.query_text, force=True)
-        elif first_build and not self.query_text:
-            if warning and not message.stats.kept:
-                self.preview.clear(f"Nothing to search: {warning}.")
-            else:
-                self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
-        if "deep" in self.arms:
-            self._start_deep()
-
-    def _rebuild_gone_index(self) -> None:
-        """The index folder was deleted while the app ran: say so once, rebuild it, and run the
-        query again on the new one (as on a first build)."""
-        if self._generation is None:
-            return  # already said, and rebuilding
-        self._generation = None
-        self._pending = self._pending or self.query_text or None
-        self.notify("The index folder was deleted: rebuilding it.", title="Index", severity="warning", timeout=10)
-        self._set_index_note("the index folder was deleted: rebuilding it…")
-        self._start_index()
-
-    def _current_generation(self) -> int | None:
-        return self.session.generation()
-
     # -- workers ----------------------------------------------------------------------------
 
-    @_while_open
+    @while_open
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # Every worker's failure is handled here: the index and deep workers' by their mixin.
+        if self._index_worker_changed(event):
+            return
         worker = event.worker
         finished = event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)
-        if worker is self._index_worker:
-            if event.state == WorkerState.ERROR:
-                self._set_index_note(f"indexing failed: {_one_line(worker.error)}")
-                if not self.engine.ready:
-                    self.preview.clear(f"Indexing failed: {_one_line(worker.error)}")
-            if finished and self._index_again:
-                self._start_index()
-            return
-        if worker is self._deep_worker:
-            if event.state == WorkerState.ERROR:
-                reason = f"its vectors could not be built: {_one_line(worker.error)}"
-                self._deep_progress = None
-                if "deep" in self.results and not self.results["deep"].ok:
-                    self.status.set_skipped("deep", reason)
-                self.notify(f"deep arm: {reason}", severity="error")
-            if finished and self._deep_again and not self.session.deep_stop.is_set():
-                self._start_deep()
-            return
         meta = self._arm_workers.get(worker)
         if meta is None:
             return
@@ -725,22 +517,20 @@ class RanklensApp(FusedBy, App[None]):
             del self._arm_workers[worker]
         arm, qid = meta
         if event.state == WorkerState.ERROR and qid == self.query_id and arm not in self.results:
-            self._record(qid, ArmResult(arm, error=_one_line(worker.error)))
+            self._record(qid, ArmResult(arm, error=one_line(worker.error)))
 
     # -- status ---------------------------------------------------------------------------
 
     def _set_index_note(self, text: str) -> None:
-        self._index_note = text
+        self.notes.index = text
         self._redraw_note()
 
     def _set_query_note(self, text: str) -> None:
-        self._query_note = text
+        self.notes.query = text
         self._redraw_note()
 
     def _redraw_note(self) -> None:
-        priors = "" if self.priors else "priors off"
-        parts = (self._query_note, self._metrics_note, priors, self._index_note)
-        self.status.set_note(" · ".join(t for t in parts if t))
+        self.status.set_note(self.notes.line(priors=self.priors))
 
     def _update_titles(self) -> None:
         table = self.table
@@ -804,69 +594,6 @@ class RanklensApp(FusedBy, App[None]):
     def action_clear_selection(self) -> None:
         self.table.clear_selection()
 
-    def action_export(self) -> None:
-        table = self.table
-        if not table.hits:
-            self.notify("Nothing to export yet: run a query first.", severity="warning")
-            return
-        selected = table.selected_hits
-        hits = selected or list(table.hits)
-        # What is exported is what is shown now, whatever lands or moves before the dialog closes.
-        data = self.session.handoff(hits)
-        writer = partial(self.write_handoff, data=data)
-
-        def done(path: Path | None) -> None:
-            if path is not None:
-                noun = "hit" if len(hits) == 1 else "hits"
-                self.notify(f"Exported {len(hits)} {noun} to {path}", title="Export")
-
-        self.push_screen(
-            ExportScreen(writer, count=len(hits), selected=bool(selected), default_path=DEFAULT_PATH), done
-        )
-
-    def write_handoff(self, path: Path, *, data: dict) -> None:
-        """Write a handoff envelope (as ``ranklens query --json``, with span hashes) atomically."""
-        try:
-            write_json_atomic(path, data)
-        except OSError as error:
-            # The raw error names the temporary file beside the target; say what to fix.
-            raise OSError(describe_write_error(Path(path), error)) from error
-
     @on(ResultsTable.OpenRequested)
     def _open_requested(self, event: ResultsTable.OpenRequested) -> None:
         self.open_in_editor(event.hit)
-
-    def open_in_editor(self, hit: ConsolidatedHit) -> None:
-        """Suspend the UI and open ``$EDITOR +line path``; refresh the index afterwards."""
-        editor = os.environ.get("EDITOR", "").strip()
-        if not editor:
-            self.notify("Set $EDITOR to open hits in your editor (e.g. export EDITOR=vim).", severity="warning")
-            return
-        try:
-            command = shlex.split(editor)
-        except ValueError as error:
-            self.notify(f"Cannot parse $EDITOR ({editor!r}): {error}", severity="error")
-            return
-        path = self.engine.root / hit.path
-        try:
-            with self.suspend():
-                self.run_editor([*command, f"+{hit.start_line}", str(path)])
-        except SuspendNotSupported:
-            self.notify("This terminal cannot hand over to an editor.", severity="error")
-            return
-        except OSError as error:
-            self.notify(f"Cannot run {command[0]}: {error.strerror or error}", severity="error")
-            return
-        # The file may have changed: refresh the index (the query re-runs if it did).
-        self._start_index()
-
-    def run_editor(self, argv: list[str]) -> None:
-        """Run the editor in the terminal the app handed over (blocks until it exits)."""
-        subprocess.run(argv, check=False)
-
-
-def _one_line(error: BaseException | None) -> str:
-    if error is None:
-        return "unknown error"
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

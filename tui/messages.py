@@ -1,13 +1,19 @@
 """Messages the app's thread workers post back to the UI thread.
 
 Workers never touch a widget: each ends (or reports progress) by posting one of these, and
-the app's handlers, which run on the UI thread, update the screen.
+the app's handlers, which run on the UI thread, update the screen. A worker's message may land
+after the app began closing: its handlers are wrapped in :func:`while_open`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import wraps
+from typing import Any
 
+from textual.app import App
+from textual.css.query import NoMatches
 from textual.message import Message
 
 from ranklens.core.engine import ArmResult
@@ -67,3 +73,17 @@ class DeepDone(Message):
     it was stopped."""
 
     complete: bool
+
+
+def while_open(handler: Callable[..., None]) -> Callable[..., None]:
+    """Drop a worker's late message once the app is closing (its widgets are gone)."""
+
+    @wraps(handler)
+    def guarded(self: App[Any], *args: object) -> None:
+        try:
+            handler(self, *args)
+        except NoMatches:
+            if not (self._exit or self._closing):
+                raise
+
+    return guarded

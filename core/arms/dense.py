@@ -258,8 +258,12 @@ class _Embedder:
         self._thread.join()
 
     def abandon(self) -> None:
+        """Stop after the batch or save in flight, and wait for it: the indexer then removes
+        the folders this thread writes into (a save landing after that left a partial file)."""
         self._stop = True
         self._queue.put(self._END)
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=60)
 
     def _run(self) -> None:
         from ..vectors import VectorIndex

@@ -35,7 +35,9 @@ Modules: :mod:`~core.discovery.listing` (:func:`discover`, :func:`explain`),
 :mod:`~core.discovery.git` and :mod:`~core.discovery.walk` (the two listing modes),
 :mod:`~core.discovery.rules` (the built-in rules, :class:`DiscoveryOptions`, the collector),
 :mod:`~core.discovery.ignore` (ignore-file matching), :mod:`~core.discovery.results` (what is
-reported) and :mod:`~core.discovery.read` (reading a file: :func:`read_text`, :func:`load_text`).
+reported), :mod:`~core.discovery.read` (reading a file: :func:`read_text`, :func:`load_text`) and
+:mod:`~core.discovery.relist` (a walk-mode listing redone in the folders that changed, for
+:mod:`core.freshness`).
 """
 
 from .listing import discover, explain

@@ -83,8 +83,10 @@ def _git_ignore_rule(root: str, rel: str) -> Rule | None:
     return Rule("ignore", source, int(line) if line.isdigit() else 0, pattern)
 
 
-def _discover_git(root: str, root_real: str, paths: list[str], rules: _Rules) -> DiscoveryResult:
+def _discover_git(root: str, root_real: str, paths: list[str], rules: _Rules, watch: bool = False) -> DiscoveryResult:
     out = _Collector(rules)
+    if watch:  # before the listing is read: a change while it is read shows next time
+        _watch_git(root, rules, out)
     # rel dir -> (excluded, layers); built lazily from the root down, once per directory.
     dirs: dict[str, tuple[bool, tuple[_Layer, ...]]] = {}
     # git has applied every .gitignore itself; .ignore and .ranklensignore are ours.
@@ -132,3 +134,73 @@ def _git_stat(abs_path: str, rel: str, root_real: str,
             st = os.stat(abs_path)
         return st
     return get
+
+
+def _watch_git(root: str, rules: _Rules, out: _Collector) -> None:
+    """Note what a later change to git's listing would change (:attr:`DiscoveryResult.folders`
+    and ``watched``): git's index, config and excludes files, the ignore files above ``root``
+    up to the work tree's top, and every folder git would look into for untracked files (those
+    it ignores left out, so nothing written inside them is taken for a change), with the
+    ignore files they hold."""
+    proc = _git(root, "rev-parse", "--absolute-git-dir", "--show-toplevel", "--git-path", "info/exclude")
+    if proc is None or proc.returncode != 0:
+        return
+    lines = os.fsdecode(proc.stdout).splitlines()
+    if len(lines) < 3:
+        return
+    git_dir, top, exclude = lines[0], lines[1], lines[2]
+    if not os.path.isabs(exclude):
+        exclude = os.path.join(root, exclude)
+    for path in (os.path.join(git_dir, "index"), os.path.join(git_dir, "config"), exclude,
+                 _global_excludes(root), os.path.expanduser("~/.gitconfig")):
+        if path:
+            out.watch(os.path.abspath(path))
+    rel_top = os.path.relpath(root, top)
+    if rel_top != ".":  # .gitignore files between the work tree's top and root apply too
+        folder = os.path.dirname(os.path.abspath(root))
+        for _ in rel_top.split(os.sep):
+            out.watch(os.path.join(folder, ".gitignore"))
+            folder = os.path.dirname(folder)
+    ignored: set[str] = set()
+    if rules.respect_ignores:
+        listing = _git(root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory",
+                       *_git_exclude_args(rules.excluded_dirs))
+        if listing is not None and listing.returncode == 0:
+            ignored = {p[:-1] for p in os.fsdecode(listing.stdout).split("\0") if p.endswith("/")}
+    names = _EXTRA_IGNORE_FILES if rules.respect_ignores else ()
+    stack: list[tuple[str, tuple[_Layer, ...]]] = [("", _extra_layer(root, "", (), names))]
+    while stack:
+        rel_dir, layers = stack.pop()
+        abs_dir = os.path.join(root, rel_dir) if rel_dir else root
+        try:
+            out.folder(rel_dir, os.stat(abs_dir))
+            with os.scandir(abs_dir) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        prefix = rel_dir + "/" if rel_dir else ""
+        for entry in entries:
+            name = entry.name
+            if name in (".gitignore", *_EXTRA_IGNORE_FILES):
+                out.watch(prefix + name, entry.path)
+                continue
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue  # git never descends through a directory link
+            except OSError:
+                continue
+            rel = prefix + name
+            if rel in ignored or rules.dir_rule(name, rel, layers) is not None:
+                continue
+            if os.path.lexists(os.path.join(entry.path, ".git")):
+                continue  # another repository (or a submodule): git does not list its files
+            stack.append((rel, _extra_layer(root, rel, layers, names)))
+
+
+def _global_excludes(root: str) -> str:
+    """git's global excludes file: ``core.excludesFile``, else ``$XDG_CONFIG_HOME/git/ignore``."""
+    proc = _git(root, "config", "--path", "--get", "core.excludesFile")
+    if proc is not None and proc.returncode == 0 and proc.stdout.strip():
+        return os.path.expanduser(os.fsdecode(proc.stdout.strip()))
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return os.path.join(config, "git", "ignore")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from typing import Iterable
@@ -100,9 +101,11 @@ def _compile(lines: Iterable[tuple[str, Rule]]) -> _IgnoreFile | None:
     return _IgnoreFile(patterns) if patterns else None
 
 
-def _read_ignore_lines(dir_path: str, names: Iterable[str], rel_dir: str) -> list[tuple[str, Rule]]:
+def _read_ignore_lines(dir_path: str, names: Iterable[str], rel_dir: str,
+                       digests: dict[str, str] | None = None) -> list[tuple[str, Rule]]:
     """The lines of one directory's ignore files, later files taking precedence, each with
-    its rule (file relative to the root, line number, the line as written)."""
+    its rule (file relative to the root, line number, the line as written). ``digests``
+    receives each file's :func:`digest` under its path relative to the root."""
     lines: list[tuple[str, Rule]] = []
     for name in names:
         try:
@@ -111,11 +114,18 @@ def _read_ignore_lines(dir_path: str, names: Iterable[str], rel_dir: str) -> lis
         except OSError:
             continue
         source = f"{rel_dir}/{name}" if rel_dir else name
+        if digests is not None:
+            digests[source] = digest(text)
         lines.extend(
             (line, Rule("ignore", source, number, line.strip()))
             for number, line in enumerate(text.splitlines(), start=1)
         )
     return lines
+
+
+def digest(text: str) -> str:
+    """What an ignore file's text is compared by (core.freshness: the text a listing used)."""
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _extra_layer(root: str, rel_dir: str, layers: tuple[_Layer, ...], names: tuple[str, ...]) -> tuple[_Layer, ...]:

@@ -8,10 +8,10 @@ from pathlib import Path
 from .git import _discover_git, _git_ignore_rule, _git_list
 from .ignore import _EXTRA_IGNORE_FILES, _WALK_IGNORE_FILES, _extra_layer
 from .results import DiscoveryResult, Rule, Verdict
-from .rules import _OUTSIDE, DiscoveryOptions, _Collector, _inside, _Rules
+from .rules import _OUTSIDE, ABSENT, DiscoveryOptions, _Collector, _inside, _Rules, file_state
 from .walk import _discover_walk
 
-def discover(root: Path | str, options: DiscoveryOptions | None = None) -> DiscoveryResult:
+def discover(root: Path | str, options: DiscoveryOptions | None = None, *, watch: bool = False) -> DiscoveryResult:
     """List the files under ``root`` worth indexing.
 
     Parameters
@@ -23,6 +23,10 @@ def discover(root: Path | str, options: DiscoveryOptions | None = None) -> Disco
     options : DiscoveryOptions, optional
         Extension filter, extra exclusions, the size limit, ``hidden`` and ``no_ignore``;
         defaults apply when None.
+
+    watch : bool
+        Also fill :attr:`DiscoveryResult.folders` and ``watched`` in git mode (a few more
+        git calls and a walk of the folders; the walk mode always fills them, at no cost).
 
     Returns
     -------
@@ -51,8 +55,24 @@ def discover(root: Path | str, options: DiscoveryOptions | None = None) -> Disco
     # An empty listing means root is itself git-ignored (or holds nothing git would
     # track): the user opened it on purpose, so walk it with its own ignore files.
     if paths:
-        return _discover_git(root_str, root_real, paths, rules)
-    return _discover_walk(root_str, root_real, rules)
+        return _discover_git(root_str, root_real, paths, rules, watch)
+    found = _discover_walk(root_str, root_real, rules)
+    if watch:
+        # A repository created above root would turn this listing into git's.
+        parent = os.path.dirname(root_str)
+        while True:
+            found.watched[os.path.join(parent, ".git")] = _state(os.path.join(parent, ".git"))
+            if os.path.dirname(parent) == parent:
+                break
+            parent = os.path.dirname(parent)
+    return found
+
+
+def _state(path: str) -> tuple[int, int, int]:
+    try:
+        return file_state(os.stat(path))
+    except OSError:
+        return ABSENT
 
 
 def explain(root: Path | str, path: str, options: DiscoveryOptions | None = None) -> Verdict:

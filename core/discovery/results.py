@@ -38,6 +38,7 @@ class FileEntry:
     path: str
     size: int
     mtime_ns: int
+    ctime_ns: int = field(default=0, compare=False)  # for core.freshness; 0 when not known
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,22 @@ class DiscoveryResult:
     skipped: list[tuple[str, str]]
     excluded: list[Exclusion] = field(default_factory=list)
     mode: str = "walk"  # "git": git's listing; "walk": the tree walked
+    #: What a later change to the listing would change (:mod:`core.freshness` stats them
+    #: instead of listing again): every folder whose entries were listed (relative, "" for the
+    #: root) -> its ctime in ns, taken before it was listed (an entry added, removed or renamed
+    #: changes it), and every other file whose edit can change the listing (ignore files read,
+    #: files passed over as too large; in git mode git's index and excludes files; absolute
+    #: when outside the root) -> (size, mtime_ns, ctime_ns), (-1, -1, -1) when absent.
+    folders: dict[str, int] = field(default_factory=dict, repr=False)
+    watched: dict[str, tuple[int, int, int]] = field(default_factory=dict, repr=False)
+    #: Every entry passed over, as ``(rule, path, is_dir)``: ``excluded`` and ``skipped`` are
+    #: made from these, so a listing redone folder by folder (:mod:`~core.discovery.relist`)
+    #: can count them again.
+    exclusions: list[tuple[Rule, str, bool]] = field(default_factory=list, repr=False)
+    #: The ignore files this listing read itself (walk mode), each with a digest of the text
+    #: it read: one whose stat moved but whose text did not (a new hard link, a save of the
+    #: same text) changes nothing.
+    digests: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def excluded_entries(self) -> int:

@@ -218,10 +218,29 @@ class _Collector:
         self.files: list[FileEntry] = []
         self.skipped: list[tuple[str, str]] = []
         self.tally: dict[Rule, Exclusion] = {}
+        self.folders: dict[str, int] = {}
+        self.watched: dict[str, tuple[int, int, int]] = {}
+        self.entries: list[tuple[Rule, str, bool]] = []  # every exclusion, as (rule, rel, is_dir)
+        self.digests: dict[str, str] = {}  # ignore file -> digest of the text this listing read
+
+    def folder(self, rel_dir: str, st: os.stat_result) -> None:
+        """Note folder ``rel_dir``'s state, stat'ed before its entries are listed."""
+        self.folders[rel_dir] = st.st_ctime_ns
+
+    def watch(self, key: str, path: str | None = None) -> None:
+        """Note the state of a file whose edit can change the listing (``key``: relative to the
+        root, or absolute; ``path``: where to stat it, default ``key``)."""
+        try:
+            st = os.stat(path or key)
+        except OSError:
+            self.watched[key] = ABSENT
+            return
+        self.watched[key] = file_state(st)
 
     def exclude(self, rule: Rule, rel: str, is_dir: bool = False) -> None:
         """Count ``rel`` as passed over by ``rule`` (and report it by path when the rule is
         one of the reported built-in ones)."""
+        self.entries.append((rule, rel, is_dir))
         found = self.tally.get(rule)
         if found is None:
             found = self.tally[rule] = Exclusion(rule, example=rel)
@@ -262,11 +281,22 @@ class _Collector:
             return  # FIFOs, sockets, devices, submodule directories: never read them
         if st.st_size > rules.max_bytes:
             self.exclude(rules.too_large, rel)
+            self.watched[rel] = file_state(st)  # shrunk in place, it would be listed
             return
-        self.files.append(FileEntry(rel, st.st_size, st.st_mtime_ns))
+        self.files.append(FileEntry(rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
 
     def result(self, mode: str) -> DiscoveryResult:
         self.files.sort(key=lambda f: f.path)
         self.skipped.sort()
         excluded = sorted(self.tally.values(), key=lambda e: (-e.entries, str(e.rule)))
-        return DiscoveryResult(self.files, self.skipped, excluded, mode)
+        return DiscoveryResult(self.files, self.skipped, excluded, mode, self.folders, self.watched, self.entries,
+                               self.digests)
+
+
+#: The state of a watched file that does not exist.
+ABSENT = (-1, -1, -1)
+
+
+def file_state(st: os.stat_result) -> tuple[int, int, int]:
+    """``(size, mtime_ns, ctime_ns)``: what a watched file is compared by."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns)

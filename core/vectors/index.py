@@ -391,7 +391,7 @@ class VectorIndex:
         storage.write(path, self.dim, keys, vecs, coarse)
 
     @classmethod
-    def load(cls, path: Path, *, view: bool = True) -> "VectorIndex":
+    def load(cls, path: Path, *, view: bool = True) -> VectorIndex:
         """view=True memory-maps the file read-only (warm start); view=False loads it for modification.
 
         Raises FileNotFoundError for a missing file and ValueError for one that is not a

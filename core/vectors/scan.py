@@ -39,7 +39,7 @@ class Float32Scan:
     def __len__(self) -> int:
         return len(self.vecs)
 
-    def subset(self, rows: np.ndarray) -> "Float32Scan":
+    def subset(self, rows: np.ndarray) -> Float32Scan:
         sub = Float32Scan.__new__(Float32Scan)
         sub.vecs, sub.inv_norms = self.vecs[rows], self.inv_norms[rows]
         return sub
@@ -125,10 +125,10 @@ class Int8Scan:
         peak = float(np.abs(q).max())
         return np.rint(q * (127.0 / peak) if peak > 0 else q).astype(np.int8)
 
-    def appended(self, vecs: np.ndarray) -> "Int8Scan":
+    def appended(self, vecs: np.ndarray) -> Int8Scan:
         return Int8Scan(np.concatenate([self.codes, self.encode(vecs)]))
 
-    def kept(self, keep: np.ndarray) -> "Int8Scan":
+    def kept(self, keep: np.ndarray) -> Int8Scan:
         return Int8Scan(self.codes[keep])
 
     def candidates(self, query: np.ndarray, pool: int, mask: np.ndarray | None = None) -> np.ndarray:
@@ -155,7 +155,7 @@ class Int8Scan:
             np.save(fh, self.codes, allow_pickle=False)
 
     @classmethod
-    def load(cls, path: Path, dim: int, n: int, view: bool) -> "Int8Scan | None":
+    def load(cls, path: Path, dim: int, n: int, view: bool) -> Int8Scan | None:
         """The companion of a vector file, or None when it is absent or does not match it
         (the vectors are then scanned without it; the next save writes a new one)."""
         try:

@@ -20,8 +20,8 @@ from pilot_helpers import (
 )
 from textual.widgets import Input
 
-from ranklens.core.config import default_config
 from ranklens.core.arms import DEFAULT_ARMS
+from ranklens.core.config import default_config
 from ranklens.core.engine import ArmResult, Engine
 from ranklens.core.handoff import span_text, validate_handoff
 from ranklens.core.indexer import STAGES, IndexSettings
@@ -507,7 +507,7 @@ async def test_help_lists_the_keys(engine) -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         source = app.screen.markdown
-        for key, text in HELP_KEYS:
+        for _key, text in HELP_KEYS:
             assert text.replace("|", "\\|") in source
         for needle in ("agree", "conf", "via", "Σ w_i / (k + rank_i)"):
             assert needle in source
@@ -565,3 +565,16 @@ def test_arm_results_are_plain_data() -> None:
     # ArmFinished carries the engine's ArmResult untouched (no widget, no lock).
     message = ArmFinished(3, ArmResult("bm25", skipped="no index"))
     assert message.query_id == 3 and not message.result.ok
+
+
+def test_the_app_mixins_handle_messages_by_name() -> None:
+    # Textual's @on registers handlers only in classes its metaclass builds (apps, screens,
+    # widgets): in a plain mixin it would never be called. The mixins name their handlers.
+    from textual.message_pump import MessagePump
+
+    mixins = [cls for cls in RanklensApp.__mro__ if not issubclass(cls, MessagePump) and cls is not object]
+    assert {cls.__name__ for cls in mixins} >= {"IndexOrchestration", "HandoffActions"}
+    for cls in mixins:
+        decorated = [name for name, value in vars(cls).items() if getattr(value, "_textual_on", None)]
+        assert not decorated, f"{cls.__name__} uses @on for {decorated}: name the handler instead"
+    assert callable(RanklensApp.on_index_done) and callable(RanklensApp.on_deep_done)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -24,7 +25,7 @@ KEYS = [("?", "Help"), ("ctrl+e", "Export hits"), ("t", "Toggle tuning | weights
 class HostApp(App[None]):
     """An empty app that opens the help with ``?`` and records what modals return."""
 
-    BINDINGS = [("question_mark", "help", "Help")]
+    BINDINGS: ClassVar = [("question_mark", "help", "Help")]
 
     def __init__(self) -> None:
         super().__init__()
@@ -196,7 +197,7 @@ class LayoutApp(App[None]):
     """The layout app.tcss describes, with the building blocks in place."""
 
     CSS_PATH = APP_TCSS
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-narrow"), (110, "-wide")]
 
     def compose(self) -> ComposeResult:
         yield Input(id="query")

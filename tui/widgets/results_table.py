@@ -1,29 +1,40 @@
-"""The consolidated results: one DataTable row per fused hit.
+"""The consolidated results: one row per fused hit, drawn on Textual's Line API.
 
 The table owns how a hit is drawn (rank, rank shift, score, agreement, confidence, the arms
-that found it, location, breadcrumb) and which hits are selected. Rows are keyed by the
-hit's docid. A consolidated hit's docid is its merged span, which grows as more arms land,
-so the cursor and the selection follow a hit by *overlap*: after a redraw they go to the
-hit of the same file whose span overlaps the old one most.
+that found it, location, breadcrumb) and which hits are selected. A consolidated hit's docid
+is its merged span, which grows as more arms land, so the cursor and the selection follow a
+hit by *overlap*: after a redraw they go to the hit of the same file whose span overlaps the
+old one most.
+
+Why not a ``DataTable``: to stay under a frame's budget on a re-rank, the table had to
+override its private members (the cell renderer, the row bookkeeping); a Textual release
+could change them under it. This widget is a ``ScrollView`` with the public Line API only
+(``render_line`` returns a :class:`~textual.strip.Strip`), drawn as the ``DataTable`` drew
+it: a fixed header, single-line cells padded by one column each side, a row cursor and a
+hover row styled by component classes (``results-table--cursor`` …, the ``DataTable``'s
+rules), and ``row``/``column`` meta on every cell so a click or a hover finds its row. What
+it no longer does, it never did here: sorting, cell cursors, multi-line rows, row labels.
+
+Rendering: each row's line is built once per content, cursor/hover state and style, and
+cached; a re-rank rebuilds only the rows whose cells changed (a rank and a score), a cursor
+move only the two rows it leaves and enters.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size, Spacing, clamp
 from textual.message import Message
-from textual.widgets import DataTable
-from textual._two_way_dict import TwoWayDict
-from textual.css.styles import RenderStyles
-from textual.geometry import Region
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets.data_table import CellKey, ColumnKey, RowKey
 
 from ranklens.core.types import ConsolidatedHit
 
@@ -51,6 +62,10 @@ LOCATION_WIDTH = 38
 LOCATION_MIN, LOCATION_MAX, LOCATION_FLOOR = 20, 60, 10
 #: Columns kept for the context before the location is narrowed; longer contexts are cut.
 CONTEXT_MIN = 12
+#: Blank cells on each side of every cell.
+CELL_PADDING = 1
+#: The header's row index (in the cells' meta, as a ``DataTable`` numbers it).
+HEADER = -1
 
 
 def span_of(hit: ConsolidatedHit) -> Span:
@@ -143,11 +158,6 @@ def breadcrumb(hit: ConsolidatedHit) -> str:
     return "" if hit.context == hit.path else hit.context
 
 
-def _rank_of(cell: Text) -> int:
-    """The rank in a rank cell (``"●✓ 3"`` -> 3), for sorting rows."""
-    return int(cell.plain[2:])
-
-
 def _same_cell(a: object, b: object) -> bool:
     """Cell equality including style (``Text.__eq__`` ignores the base style)."""
     if a is b:
@@ -157,27 +167,109 @@ def _same_cell(a: object, b: object) -> bool:
     return a == b
 
 
-class ResultsTable(DataTable):
+
+
+class _Styles(NamedTuple):
+    """The styles of one render pass (they change with focus, hover and the theme)."""
+
+    base: Style
+    header: Style
+    cursor: Style
+    hover: Style
+    header_hover: Style
+
+
+class ResultsTable(ScrollView, can_focus=True):
     """Fused hits, best first; space selects, enter or ``o`` asks to open the hit."""
 
+    ALLOW_SELECT = False
+
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Select", show=False),
+        Binding("up", "cursor_up", "Cursor up", show=False),
+        Binding("down", "cursor_down", "Cursor down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home,ctrl+home", "cursor_first", "Top", show=False),
+        Binding("end,ctrl+end", "cursor_last", "Bottom", show=False),
         Binding("space", "toggle_select", "Select"),
         Binding("o", "open", "Open"),
     ]
 
-    COLUMNS: ClassVar[list[tuple[str, str, int | None]]] = [
-        # key, label, width (None: fit the content). "rank" carries the selection mark and
-        # the relevance judgment (✓ / ✗) before the rank (two digits: ROW_LIMIT is 50);
-        # "location" and "context" are sized to the table (see _fit_columns).
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "results-table--header",
+        "results-table--cursor",
+        "results-table--hover",
+        "results-table--header-hover",
+    }
+
+    # DataTable's rules for what this table uses, so it looks as the DataTable it replaced.
+    DEFAULT_CSS = """
+    ResultsTable {
+        background: $surface;
+        color: $foreground;
+        height: auto;
+        max-height: 100%;
+
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .results-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .results-table--header {
+                background-tint: $foreground 5%;
+            }
+        }
+
+        & > .results-table--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .results-table--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .results-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        & > .results-table--header-hover {
+            background: $accent 30%;
+        }
+        & > .results-table--hover {
+            background: $block-hover-background;
+        }
+    }
+    """
+
+    COLUMNS: ClassVar[list[tuple[str, str, int]]] = [
+        # key, label, width. "rank" carries the selection mark and the relevance judgment
+        # (✓ / ✗) before the rank (two digits: ROW_LIMIT is 50); "via" is sized to the arms'
+        # tags, "location" and "context" to the table (see _fit_columns).
         ("rank", "   #", 4),
         ("move", "move", 4),
         ("score", "score", 6),
         ("agree", "agree", 5),
         ("conf", "conf", 4),
-        ("via", "via", None),
+        ("via", "via", 3),
         ("location", "location", LOCATION_WIDTH),
         ("context", "context", CONTEXT_MIN),
     ]
+
+    @dataclass
+    class CursorMoved(Message):
+        """The cursor moved to another row (``hit`` is the one under it now)."""
+
+        table: ResultsTable
+        hit: ConsolidatedHit
+
+        @property
+        def control(self) -> ResultsTable:
+            return self.table
 
     @dataclass
     class OpenRequested(Message):
@@ -208,7 +300,7 @@ class ResultsTable(DataTable):
         id: str | None = None,  # noqa: A002
         classes: str | None = None,
     ) -> None:
-        super().__init__(name=name, id=id, classes=classes, cursor_type="row", zebra_stripes=False)
+        super().__init__(name=name, id=id, classes=classes)
         self.hits: list[ConsolidatedHit] = []
         self.shifts: dict[str, int | None] = {}
         self.answered = 0
@@ -216,51 +308,42 @@ class ResultsTable(DataTable):
         self._letters: dict[str, str] = {}
         self._selected: list[Span] = []
         self._verdict: VerdictFn | None = None
-        self.location_width = LOCATION_WIDTH
         self._steady: dict[tuple, list[Text]] = {}
-        self.context_width = CONTEXT_MIN
-
-    def on_mount(self) -> None:
-        for key, label, width in self.COLUMNS:
-            self.add_column(label, key=key, width=width)
-
-    def on_resize(self) -> None:
-        self._fit_columns()
-
-    def _fit_columns(self) -> None:
-        """Share the width the fixed columns leave between location and context.
-
-        Both get fixed widths so the table never scrolls sideways: the location first
-        (it is what the user acts on), the context whatever is left (cut with "…").
-        """
-        if not self.columns:
-            return
-        flexible = ("location", "context")
-        pad = 2 * self.cell_padding
-        fixed = sum(c.get_render_width(self) for c in self.columns.values() if c.key.value not in flexible)
-        room = max(0, self.scrollable_content_region.width - fixed - 2 * pad)
-        if room - CONTEXT_MIN >= LOCATION_MIN:
-            location = min(LOCATION_MAX, room - CONTEXT_MIN)
-        else:
-            # Tight (narrow terminal, tuning panel open): the location takes all there is.
-            # (A context column can not be narrower than one cell.)
-            location = max(LOCATION_FLOOR, room - 1)
-        context = max(1, room - location)
-        if (location, context) == (self.location_width, self.context_width):
-            return
-        self.location_width, self.context_width = location, context
-        self.columns[ColumnKey("location")].width = location
-        self.columns[ColumnKey("context")].width = context
-        if self.hits:
-            self._update_rows()
-        self.refresh()
+        #: Content width of each column, by key (COLUMNS gives the starting ones).
+        self.widths: dict[str, int] = {key: width for key, _label, width in self.COLUMNS}
+        self._labels = [Text.from_markup(label) for _key, label, _width in self.COLUMNS]
+        #: Each row's cells, and a version that changes when they do (the line cache's key).
+        self._docids: list[str] = []
+        self._cells: list[list[Text]] = []
+        self._versions: list[int] = []
+        self._next_version = 0
+        self._cursor = 0
+        self._hover = 0
+        #: The hover row is shown only while the mouse is what moved last (as DataTable did).
+        self._show_hover = False
+        self._pass: _Styles | None = None
+        self._lines: dict[tuple, Strip] = {}
+        self._lines_key: tuple | None = None
 
     # -- public API -----------------------------------------------------------------------
 
     @property
+    def cursor_row(self) -> int:
+        """The index of the row under the cursor (0 when the table is empty)."""
+        return self._cursor
+
+    @property
+    def row_count(self) -> int:
+        return len(self.hits)
+
+    @property
+    def location_width(self) -> int:
+        return self.widths["location"]
+
+    @property
     def current_hit(self) -> ConsolidatedHit | None:
         """The hit under the cursor (None when the table is empty)."""
-        row = self.cursor_row
+        row = self._cursor
         return self.hits[row] if 0 <= row < len(self.hits) else None
 
     @property
@@ -294,70 +377,50 @@ class ResultsTable(DataTable):
             ``"top"``: go to the first row.
         """
         old_span = None if self.current_hit is None else span_of(self.current_hit)
-        old_row = self.cursor_row
+        old_row = self._cursor
+        old_docids = [hit.docid for hit in self.hits]
         self.hits = list(hits)
         self.shifts = dict(shifts or {})
         self.answered = answered
         if list(arms) != self.arms:
             self.arms = list(arms)
             self._letters = arm_letters(self.arms)
-            via = self.columns.get(ColumnKey("via"))
-            if via is not None:
-                via.width = max(len("via"), sum(len(tag) for tag in self._letters.values()))
-                via.auto_width = False
-                self._fit_columns()
+            self.widths["via"] = max(len("via"), sum(len(tag) for tag in self._letters.values()))
+            self._fit_columns(redraw=False)
         self._selected = self._remap_selection(self._selected)
 
+        wanted = {hit.docid for hit in self.hits}
+        if sum(docid not in wanted for docid in old_docids) > len(old_docids) // 2:
+            # Mostly new hits (a new query): start from the top, as a fresh table does.
+            self._cursor = self._hover = 0
+            self.scroll_to(0, 0, animate=False, immediate=True)
         row = 0
         if cursor == "keep" and old_span is not None:
             found = successor(old_span, self.hits)
             row = found if found is not None else min(old_row, max(0, len(self.hits) - 1))
-
         self._update_rows()
         if self.hits:
             self.move_cursor(row=row, animate=False, scroll=True)
-
-    def _update_rows(self) -> None:
-        """Make the rows show ``self.hits``, in order.
-
-        Rows are updated in place rather than cleared and refilled: they keep their keys,
-        the view keeps its scroll position, and when the same hits are only re-ranked (a
-        re-fuse) the table's size, and so the screen's layout, is untouched.
-        """
-        wanted = {hit.docid for hit in self.hits}
-        with self.app.batch_update():
-            stale = [k for k in self.rows if k.value not in wanted]
-            if len(stale) > len(self.rows) // 2:
-                self.clear()  # mostly new hits (a new query): refill
-            elif stale:
-                self._drop_rows(stale)
-            changed = False
-            for hit in self.hits:
-                cells = self._cells(hit)
-                row_key = RowKey(hit.docid)
-                data = self._data.get(row_key)
-                if data is None:
-                    self.add_row(*cells, key=hit.docid)
-                    continue
-                # What update_cell does, once per table rather than once per cell (every
-                # call refreshes the widget): every column has a fixed width, so no
-                # column needs measuring again.
-                for (column, _label, _width), new in zip(self.COLUMNS, cells):
-                    column_key = ColumnKey(column)
-                    if not _same_cell(data.get(column_key), new):
-                        data[column_key] = new
-                        changed = True
-            if changed:
-                self._update_count += 1
-                self.refresh()
-            self.sort("rank", key=_rank_of)
 
     def clear_hits(self) -> None:
         """Empty the table (the selection is forgotten)."""
         self.hits = []
         self.shifts = {}
         self._selected = []
-        self.clear()
+        self._cursor = self._hover = 0
+        self._update_rows()
+        self.scroll_to(0, 0, animate=False, immediate=True)
+
+    def move_cursor(self, *, row: int, animate: bool = False, scroll: bool = True) -> None:
+        """Put the cursor on ``row`` (clamped to the rows); ``scroll`` brings it into view."""
+        row = clamp(row, 0, len(self.hits) - 1) if self.hits else 0
+        moved = row != self._cursor
+        self._cursor = row
+        if moved:
+            self.refresh()
+            self.post_message(self.CursorMoved(self, self.hits[row]))
+        if moved or scroll:
+            self._scroll_cursor_into_view(animate=animate and scroll)
 
     def toggle_selected(self, hit: ConsolidatedHit) -> None:
         span = span_of(hit)
@@ -365,14 +428,13 @@ class ResultsTable(DataTable):
         if len(kept) == len(self._selected):
             kept.append(span)
         self._selected = kept
-        self._refresh_row_of(hit)
+        self._refresh_rank_cells()
         self.post_message(self.SelectionChanged(self, len(self.selected_hits)))
 
     def clear_selection(self) -> None:
         had = bool(self._selected)
         self._selected = []
-        for hit in self.hits:
-            self._refresh_row_of(hit)
+        self._refresh_rank_cells()
         if had:
             self.post_message(self.SelectionChanged(self, 0))
 
@@ -382,13 +444,8 @@ class ResultsTable(DataTable):
         ``redraw=False`` only records it, for a :meth:`set_hits` that follows.
         """
         self._verdict = verdict
-        if not redraw:
-            return
-        for hit in self.hits:
-            if hit.docid in self.rows:
-                cell = self._rank_cell(hit)
-                if not _same_cell(self.get_cell(hit.docid, "rank"), cell):
-                    self.update_cell(hit.docid, "rank", cell)
+        if redraw:
+            self._refresh_rank_cells()
 
     def verdict_of(self, hit: ConsolidatedHit) -> bool | None:
         """The judgment shown for ``hit`` (None when not judged)."""
@@ -396,8 +453,8 @@ class ResultsTable(DataTable):
 
     def cell_text(self, row: int, column: str) -> str:
         """The plain text of a cell (for tests and the benchmark)."""
-        value = self.get_cell(self.hits[row].docid, column)
-        return value.plain if isinstance(value, Text) else str(value)
+        index = next(i for i, (key, _label, _width) in enumerate(self.COLUMNS) if key == column)
+        return self._cells[row][index].plain
 
     # -- actions --------------------------------------------------------------------------
 
@@ -411,140 +468,250 @@ class ResultsTable(DataTable):
         if hit is not None:
             self.post_message(self.OpenRequested(self, hit))
 
-    def _on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        # Enter on a row (DataTable's own binding) means "open" here.
-        hit = self.current_hit
-        if event.data_table is self and hit is not None:
-            self.post_message(self.OpenRequested(self, hit))
+    def action_select_cursor(self) -> None:
+        # Enter on a row means "open" here.
+        self._set_hover(False)
+        self.action_open()
 
-    def _drop_rows(self, row_keys: list[RowKey]) -> None:
-        """``DataTable.remove_row`` for several rows, without the layout pass it asks for.
+    def action_cursor_up(self) -> None:
+        self._set_hover(False)
+        self.move_cursor(row=self._cursor - 1, scroll=False)
 
-        A re-fuse swaps a few rows out and as many in; ``remove_row`` would lay out the
-        whole screen for each (tens of ms, the preview's code included) although the table
-        keeps its size, and re-index every row each time. The dimensions are still
-        recomputed on idle, and a changed size relays out from there.
+    def action_cursor_down(self) -> None:
+        self._set_hover(False)
+        self.move_cursor(row=self._cursor + 1, scroll=False)
+
+    def action_cursor_first(self) -> None:
+        self._set_hover(False)
+        self.move_cursor(row=0, scroll=False)
+
+    def action_cursor_last(self) -> None:
+        self._set_hover(False)
+        self.move_cursor(row=len(self.hits) - 1, scroll=False)
+
+    def action_page_down(self) -> None:
+        """A page down: the view scrolls by its height and the cursor moves as far."""
+        self._set_hover(False)
+        height = self._page_height()
+        self.scroll_relative(y=height, animate=False, force=True)
+        self.move_cursor(row=self._cursor + min(height, len(self.hits) - 1 - self._cursor), scroll=False)
+
+    def action_page_up(self) -> None:
+        self._set_hover(False)
+        height = self._page_height()
+        self.scroll_relative(y=-height, animate=False)
+        self.move_cursor(row=self._cursor - min(height, self._cursor), scroll=False)
+
+    # -- mouse ----------------------------------------------------------------------------
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        self._set_hover(True)
+        meta = event.style.meta
+        if "row" not in meta:
+            self._set_hover(False)
+            return
+        if meta["row"] != self._hover:
+            self._hover = meta["row"]
+            self.refresh()
+
+    def on_leave(self, _event: events.Leave) -> None:
+        self._set_hover(False)
+
+    def on_click(self, event: events.Click) -> None:
+        self._set_hover(True)
+        row = event.style.meta.get("row")
+        if row is None or row == HEADER or not self.hits:
+            return
+        event.stop()
+        if row == self._cursor:  # a click on the row under the cursor opens it
+            self.action_open()
+        self.move_cursor(row=row, animate=True)
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def on_resize(self) -> None:
+        self._fit_columns()
+
+    def _fit_columns(self, redraw: bool = True) -> None:
+        """Share the width the fixed columns leave between location and context.
+
+        Both get fixed widths so the table never scrolls sideways: the location first
+        (it is what the user acts on), the context whatever is left (cut with "…").
         """
-        gone = set(row_keys)
-        for row_key in gone:
-            for column_key in self._data.get(row_key, {}):
-                self._updated_cells.discard(CellKey(row_key, column_key))
-            del self.rows[row_key]
-            del self._data[row_key]
-        locations = self._row_locations
-        kept = sorted((locations.get(key), key) for key in locations if key not in gone)
-        self._row_locations = TwoWayDict({key: index for index, (_old, key) in enumerate(kept)})
-        self._require_update_dimensions = True
-        self.cursor_coordinate = self.cursor_coordinate
-        self.hover_coordinate = self.hover_coordinate
-        self._update_count += 1
-        self.check_idle()
+        flexible = ("location", "context")
+        fixed = sum(self._render_width(key) for key, _label, _width in self.COLUMNS if key not in flexible)
+        room = max(0, self.scrollable_content_region.width - fixed - 4 * CELL_PADDING)
+        if room - CONTEXT_MIN >= LOCATION_MIN:
+            location = min(LOCATION_MAX, room - CONTEXT_MIN)
+        else:
+            # Tight (narrow terminal, tuning panel open): the location takes all there is.
+            # (A context column can not be narrower than one cell.)
+            location = max(LOCATION_FLOOR, room - 1)
+        context = max(1, room - location)
+        if (location, context) == (self.widths["location"], self.widths["context"]):
+            self._update_size()
+            return
+        self.widths["location"], self.widths["context"] = location, context
+        if redraw and self.hits:
+            self._update_rows()
+        self._update_size()
         self.refresh()
+
+    def _render_width(self, key: str) -> int:
+        return self.widths[key] + 2 * CELL_PADDING
+
+    @property
+    def _table_width(self) -> int:
+        return sum(self._render_width(key) for key, _label, _width in self.COLUMNS)
+
+    def _update_size(self) -> None:
+        self.virtual_size = Size(self._table_width, 1 + len(self.hits))
+
+    def _page_height(self) -> int:
+        return self.scrollable_content_region.height - 1  # the header stays
+
+    def _scroll_cursor_into_view(self, animate: bool = False) -> None:
+        if not self.hits:
+            return
+        region = Region(int(self.scroll_x), 1 + self._cursor, max(self.size.width, self._table_width), 1)
+        self.scroll_to_region(region, animate=animate, spacing=Spacing(1, 0, 0, 0), force=True)
+
+    # -- rows -----------------------------------------------------------------------------
+
+    def _update_rows(self) -> None:
+        """Make the rows show ``self.hits``, in order, keeping the cells that did not change.
+
+        A row keeps its version (and so its cached line) when its cells are the same
+        objects or equal ones; a re-rank changes a few cells of most rows and leaves the
+        table's size, and so the screen's layout, untouched.
+        """
+        previous = {docid: (cells, version) for docid, cells, version in zip(self._docids, self._cells, self._versions)}
+        rows, versions = [], []
+        for hit in self.hits:
+            cells = self._build_cells(hit)
+            found = previous.get(hit.docid)
+            if found is not None and all(_same_cell(a, b) for a, b in zip(found[0], cells)):
+                rows.append(found[0])
+                versions.append(found[1])
+                continue
+            rows.append(cells)
+            versions.append(self._new_version())
+        self._cells, self._versions = rows, versions
+        self._docids = [hit.docid for hit in self.hits]
+        self._update_size()
+        self.refresh()
+
+    def _refresh_rank_cells(self) -> None:
+        """Redraw the rank cells (selection marks and judgments) of the rows that changed."""
+        changed = False
+        for i, hit in enumerate(self.hits):
+            cell = self._rank_cell(hit)
+            if not _same_cell(self._cells[i][0], cell):
+                self._cells[i] = [cell, *self._cells[i][1:]]
+                self._versions[i] = self._new_version()
+                changed = True
+        if changed:
+            self.refresh()
+
+    def _new_version(self) -> int:
+        self._next_version += 1
+        return self._next_version
+
+    def _set_hover(self, show: bool) -> None:
+        if show != self._show_hover:
+            self._show_hover = show
+            self.refresh()
 
     # -- rendering --------------------------------------------------------------------------
 
+    def on_mount(self) -> None:
+        self._update_size()
+
     def render_lines(self, crop: Region) -> list[Strip]:
-        # DataTable asks for the same component styles and the node's style on every line
-        # (a new Styles object and an ancestor walk each time); within one pass they can
-        # not change, so they are computed once per pass.
-        self._pass_styles = {}
+        # The styles can not change within one pass: look them up once, not once a line.
+        self._pass = self._styles()
         try:
             return super().render_lines(crop)
         finally:
-            self._pass_styles = None
+            self._pass = None
 
-    def get_component_styles(self, *names: str) -> RenderStyles:
-        cache = getattr(self, "_pass_styles", None)
-        if cache is None:
-            return super().get_component_styles(*names)
-        styles = cache.get(names)
-        if styles is None:
-            styles = cache[names] = super().get_component_styles(*names)
-        return styles
+    def _styles(self) -> _Styles:
+        if self._pass is not None:
+            return self._pass
+        return _Styles(
+            base=self.rich_style,
+            header=self.get_component_styles("results-table--header").rich_style,
+            cursor=self.get_component_rich_style("results-table--cursor"),
+            hover=self.get_component_rich_style("results-table--hover"),
+            header_hover=self.get_component_rich_style("results-table--header-hover"),
+        )
 
-    @property
-    def rich_style(self) -> Style:
-        cache = getattr(self, "_pass_styles", None)
-        if cache is None:
-            return super().rich_style
-        style = cache.get("rich_style")
-        if style is None:
-            style = cache["rich_style"] = super().rich_style
-        return style
+    def render_line(self, y: int) -> Strip:
+        styles = self._styles()
+        width = self.size.width
+        scroll_x, scroll_y = self.scroll_offset
+        shared = (styles, width, scroll_x, tuple(self.widths.values()))
+        if shared != self._lines_key:
+            self._lines.clear()
+            self._lines_key = shared
+        row = y - 1 if y < 1 else y + scroll_y - 1  # the header stays put
+        if row >= len(self._cells):
+            return Strip.blank(width, styles.base)
+        cursor = row == self._cursor
+        hover = self._show_hover and row == self._hover
+        key = (row, self._versions[row] if row >= 0 else 0, cursor, hover)
+        line = self._lines.get(key)
+        if line is None:
+            line = self._lines[key] = self._render_row(row, cursor, hover, styles, width, scroll_x)
+        return line
 
-    def _render_cell(
-        self,
-        row_index: int,
-        column_index: int,
-        base_style: Style,
-        width: int,
-        cursor: bool = False,
-        hover: bool = False,
-    ) -> list[list[Segment]]:
-        """A one-line data cell, rendered without going through a Rich console.
+    def _render_row(self, row: int, cursor: bool, hover: bool, styles: _Styles, width: int, scroll_x: int) -> Strip:
+        """One line of the table: its cells, then the row's style out to the widget's edge."""
+        header = row == HEADER
+        component = Style()
+        if hover:
+            component += styles.hover
+            if header:
+                component += styles.header_hover
+        if cursor:
+            component += styles.cursor
+        # The cursor's colour wins over a cell's own; its background does not (DataTable's
+        # cursor_foreground_priority "css", cursor_background_priority "renderable").
+        post = Style.from_color(color=component.color)
+        row_style = styles.header if header else styles.base
+        segments: list[Segment] = []
+        for column, (key, _label, _width) in enumerate(self.COLUMNS):
+            pre = row_style + Style.from_meta({"row": row, "column": column}) + component
+            cell_width = self._render_width(key)
+            cell = self._labels[column] if header else self._cells[row][column]
+            segments.extend(self._cell(cell, pre, post, cell_width))
+        remaining = max(0, width - self._table_width)
+        extend = row_style + component + Style.from_meta({"row": row, "column": 0, "out_of_bounds": True})
+        segments.append(Segment(" " * remaining, extend))
+        return Strip(segments).crop(scroll_x, scroll_x + width).adjust_cell_length(width, styles.base).simplify()
 
-        DataTable renders every cell as ``Styled(Padding(cell))`` through the console,
-        about 0.3 ms a cell; a re-rank changes every visible row, so a full table cost
-        ~100 ms on a slow machine. Our cells are single-line ``Text``: aligning and
-        rendering them directly gives the same segments (the same styles, in the same
-        order: base, component, the cell's own, post) ~10x faster. Headers, labels and
-        anything else take DataTable's own path.
+    def _cell(self, cell: Text, pre: Style, post: Style, width: int) -> list[Segment]:
+        """A one-line cell, padded and aligned, without going through a Rich console.
+
+        The common case (plain ASCII text that fits, one style) is one segment; anything
+        else renders the ``Text`` and styles its segments the same way.
         """
-        if row_index < 0 or column_index < 0:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        row_key = self._row_locations.get_key(row_index)
-        column_key = self._column_locations.get_key(column_index)
-        row = self.rows.get(row_key) if row_key is not None else None
-        cell = self._data.get(row_key, {}).get(column_key) if row is not None else None
-        if row is None or row.height != 1 or not isinstance(cell, Text):
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        key = (
-            row_key,
-            column_key,
-            base_style,
-            cursor,
-            hover,
-            self._show_hover_cursor,
-            self._update_count,
-            self._pseudo_class_state,
-        )
-        cached = self._cell_render_cache.get(key)
-        if cached is not None:
-            return cached
-        component_style, post_style = self._get_styles_to_render_cell(
-            False,
-            False,
-            row_index < self.fixed_rows or column_index < self.fixed_columns,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
-        )
         console = self.app.console
-        # The meta lets a mouse click find the cell, as in DataTable's own path.
-        pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
         own = console.get_style(cell.style) if cell.style else Style.null()
-        pad = " " * self.cell_padding
-        inner = max(0, width - 2 * len(pad))
+        pad = " " * CELL_PADDING
+        inner = max(0, width - 2 * CELL_PADDING)
         justify = cell.justify if cell.justify in ("left", "center", "right") else "left"
         plain = cell.plain
         if not cell.spans and len(plain) <= inner and plain.isascii():
-            # The common case, one style and room to spare: one segment, no Text machinery.
             gap = inner - len(plain)
             left = {"left": 0, "center": gap // 2, "right": gap}[justify]
             body = f"{pad}{' ' * left}{plain}{' ' * (gap - left)}{pad}"
-            line = [Segment(body, pre_style + own + post_style if post_style else pre_style + own)]
-        else:
-            text = cell.copy()
-            text.end = ""
-            text.align(justify, inner)
-            segments = [Segment(pad), *text.render(console, end=""), Segment(pad)] if pad else list(text.render(console, end=""))
-            line = list(Segment.apply_style(segments, style=pre_style + own, post_style=post_style))
-        lines = [line]
-        self._cell_render_cache[key] = lines
-        return lines
+            return [Segment(body, pre + own + post if post else pre + own)]
+        text = cell.copy()
+        text.end = ""
+        text.align(justify, inner)
+        segments = [Segment(pad), *text.render(console, end=""), Segment(pad)]
+        return list(Segment.apply_style(segments, style=pre + own, post_style=post))
 
     # -- internals ------------------------------------------------------------------------
 
@@ -568,10 +735,6 @@ class ResultsTable(DataTable):
                 out.append(new)
         return out
 
-    def _refresh_row_of(self, hit: ConsolidatedHit) -> None:
-        if hit.docid in self.rows:
-            self.update_cell(hit.docid, "rank", self._rank_cell(hit))
-
     def _rank_cell(self, hit: ConsolidatedHit) -> Text:
         style = "dim" if hit.confidence == "low" else ""
         mark = (SELECTED_MARK, "bold magenta") if self._is_selected(hit) else " "
@@ -579,7 +742,7 @@ class ResultsTable(DataTable):
         judged = " " if verdict is None else VERDICT_MARKS[verdict]
         return Text.assemble(mark, judged, (f"{hit.rank:>2}", style))
 
-    def _cells(self, hit: ConsolidatedHit) -> list[Text]:
+    def _build_cells(self, hit: ConsolidatedHit) -> list[Text]:
         style = "dim" if hit.confidence == "low" else ""
         return [
             self._rank_cell(hit),

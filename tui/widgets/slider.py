@@ -164,7 +164,7 @@ class Slider(Widget, can_focus=True):
         # ``min``/``max`` are shadowed by the parameters here, hence ``builtins``.
         self._decimals = builtins.max(_decimals(self.step), _decimals(self.min))
         # Tolerance so a range of e.g. 0.3 / 0.1 = 2.9999999999999996 still counts 3 steps.
-        self._steps = int(math.floor((self.max - self.min) / self.step + 1e-9))
+        self._steps = math.floor((self.max - self.min) / self.step + 1e-9)
         self.value_width = builtins.max(
             value_width, len(self.format_value(self.min)), len(self.format_value(self._at(self._steps)))
         )

@@ -1,0 +1,133 @@
+"""Split a file into retrievable chunks: size-budgeted definitions, or line windows.
+
+Files in :data:`core.languages.TREE_SITTER_LANGUAGES` are cut along their definitions
+(function, method, class, struct, trait, Markdown section …) under a budget of ``window``
+lines a chunk: small neighbours are packed together, a long class is cut between its
+methods, a long function into overlapping pieces that consolidation shows as one hit (see
+:func:`chunk_file`). Each chunk carries the names, signatures, docstrings or leading
+comments of the definitions it holds, and a breadcrumb ``path > Class > method``. Every
+other text file gets overlapping line windows. :func:`definitions` is the raw tree-sitter
+reading, one chunk per definition whatever its size.
+
+Modules: :mod:`~core.chunking.specs` (what counts as a definition, per language family, with
+the readers of what a grammar's fields do not say), :mod:`~core.chunking.grammars` (loading
+grammars, one parser per thread), :mod:`~core.chunking.reading` (a file's definitions from
+its tree: names, signatures, breadcrumbs), :mod:`~core.chunking.comments` (the comment block
+above a definition), :mod:`~core.chunking.budget` (the packer) and
+:mod:`~core.chunking.windows` (line windows, and why 40/10).
+
+Throughput (``lib/python3.11/*.py``: 168 files, 4.7 MB, 132k lines; one thread): the budget
+gives 4 730 chunks where plain definitions plus windows gave 12 237, in 10% less time (3.6 s
+against 4.0 s, medians of three on a loaded 2-core machine; 1.37 s for the latter when it
+was quiet). About half is tree-sitter parsing, a quarter the definition query, the rest
+Python-side span work.
+"""
+
+from __future__ import annotations
+
+from ..languages import language_for
+from ..types import Chunk
+from .budget import PIECE, Budget
+from .comments import MAX_DOCSTRING
+from .reading import MAX_SIGNATURE, safe_definitions
+from .specs import DEFINITION, SECTION, SPECS
+from .windows import (
+    DEFAULT_OVERLAP,
+    DEFAULT_WINDOW,
+    WINDOW,
+    check_window,
+    even_spans,
+    line_windows,
+    split_lines,
+    window_chunks,
+)
+
+
+def chunk_file(
+    path: str,
+    text: str,
+    *,
+    window: int = DEFAULT_WINDOW,
+    overlap: int = DEFAULT_OVERLAP,
+    language: str | None = None,
+) -> list[Chunk]:
+    """The chunks of one file: size-budgeted definitions where a grammar exists, else windows.
+
+    With a grammar, the file is cut along its syntax tree under a budget of ``window`` lines:
+    neighbouring small units (definitions with their leading comments, and the code between
+    them) are packed together up to the budget; a longer definition with nested definitions
+    (a class) is cut the same way inside; a longer leaf definition (a long function) is split
+    into ``window``-line *pieces* sharing ``overlap`` lines, each recording the whole
+    definition's span in ``piece_of`` so consolidation shows them as one hit. Every
+    non-blank line lies in some chunk, and no chunk is longer than ``window`` lines.
+    Without a grammar (or with no definition in the file) the file gets overlapping line
+    windows (see :func:`line_windows`).
+
+    Parameters
+    ----------
+    path : str
+        POSIX path relative to the root; used in docids and breadcrumbs.
+    text : str
+        The file's content. Lines are split on ``\\n`` only (as tree-sitter and editors
+        count them); a trailing ``\\r`` is dropped from each line of chunk text.
+    window : int
+        The size budget: lines per chunk, >= 1.
+    overlap : int
+        Lines shared by consecutive windows and pieces, ``0 <= overlap < window``.
+    language : str or None
+        Language name; ``language_for(path)`` when None.
+
+    Returns
+    -------
+    list[Chunk]
+        Sorted by ``(start_line, end_line, kind)`` with unique docids. Empty for an
+        empty or whitespace-only file. Bad input (binary, syntax errors, a missing
+        grammar) never raises: the file still gets its windows.
+
+    Raises
+    ------
+    ValueError
+        When ``window`` or ``overlap`` is out of range.
+    """
+    check_window(window, overlap)
+    if not text.strip():
+        return []
+    language = language or language_for(path)
+    lines = split_lines(text)
+    defs = safe_definitions(path, text, lines, language, with_text=False)  # the budget cuts its own
+    if defs:
+        spec = SPECS[language]
+        chunks = Budget(path, lines, language, spec, window, overlap).chunks(defs)
+    else:
+        chunks = window_chunks(path, lines, language, path, 1, len(lines), window, overlap)
+    chunks.sort(key=lambda c: (c.start_line, c.end_line, c.kind))
+    return chunks
+
+
+def definitions(path: str, text: str, *, language: str | None = None) -> list[Chunk]:
+    """One chunk per tree-sitter definition, nested ones included, whatever its size.
+
+    The raw reading :func:`chunk_file` budgets: name, signature, docstring or leading comment
+    and breadcrumb of every function, method, class … (Markdown: every section). Empty when
+    the language has no grammar or the file does not parse into any definition.
+    """
+    if not text.strip():
+        return []
+    language = language or language_for(path)
+    return safe_definitions(path, text, split_lines(text), language)
+
+
+__all__ = [
+    "DEFAULT_OVERLAP",
+    "DEFAULT_WINDOW",
+    "DEFINITION",
+    "MAX_DOCSTRING",
+    "MAX_SIGNATURE",
+    "PIECE",
+    "SECTION",
+    "WINDOW",
+    "chunk_file",
+    "definitions",
+    "even_spans",
+    "line_windows",
+]
