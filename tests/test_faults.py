@@ -195,12 +195,53 @@ def test_random_kills_of_a_cold_build_leave_a_consistent_index_that_resumes(seed
     assert timed.communicate(timeout=300)[0].startswith("done")
     took = time.monotonic() - t0
     rng = random.Random(seed)
-    for _ in range(2):  # killed twice, at random moments of the build
+    interrupted = 0
+    for _ in range(2):  # killed twice, at random moments of the build's first half
         proc = child(repo, cache, pooled=seed == 3, start_new_session=True)
-        time.sleep(rng.uniform(0.3, took))
+        time.sleep(rng.uniform(0.3, took / 2))
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=60)
+        interrupted += not proc.communicate(timeout=60)[0].startswith("done")
         check_consistent(repo, cache)
+    assert interrupted  # at least one kill landed before the build was done
+    finish_and_compare(repo, cache, tmp_path)
+
+
+def _edit_half(root: Path, seed: int) -> None:
+    """Edit, remove and add files (the same for the same seed and tree): an update of about
+    half the tree, long enough to be killed at random moments."""
+    rng = random.Random(seed)
+    for i, path in enumerate(sorted(root.rglob("*.py"))):
+        roll = rng.random()
+        if roll < 0.1:
+            path.unlink()
+        elif roll < 0.5:
+            path.write_text(path.read_text() + f"\n\ndef edited_by_update_{i}():\n    return {i}\n")
+    for i in range(5):
+        (root / f"added_{seed}_{i}.py").write_text(f"def added_by_update_{i}():\n    return 'segment {i}'\n")
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_kills_at_random_points_of_an_update_leave_a_consistent_index_that_resumes(seed, repo, tmp_path,
+                                                                                  small_segments):
+    """An update of half the tree (several segments of ~50 chunks) killed twice, each time at a
+    random pass through a random checkpoint (a random point that does not depend on timing)."""
+    cache = tmp_path / "cache"
+    assert child(repo, cache).communicate(timeout=300)[0].startswith("done")
+    before = check_consistent(repo, cache)
+    generation, chunks_before = before.view.generation, chunk_set(before)
+    _edit_half(repo, seed)
+    rng = random.Random(seed)
+    for _ in range(2):
+        point = rng.choice(["chunk", "segment", "generation", "commit"])
+        fault = f"{point}:{rng.randint(1, 6 if point == 'chunk' else 2)}"
+        proc = child(repo, cache, fault)
+        _out, err = proc.communicate(timeout=300)
+        assert proc.returncode == -signal.SIGKILL, (fault, err[-2000:])
+        after = check_consistent(repo, cache)
+        # Nothing of the update committed yet, or some of its generations: never a broken index.
+        assert after.view.generation >= generation
+        if after.view.generation == generation:
+            assert chunk_set(after) == chunks_before
     finish_and_compare(repo, cache, tmp_path)
 
 
