@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from pathlib import Path
@@ -467,3 +468,51 @@ def test_without_numkong_a_view_scans_every_vector_with_the_same_results(tmp_pat
         "assert (got[0] == want[0]).all() and (got[1] == want[1]).all()\n"
         "print('ok')\n"
     )
+
+
+def test_segments_with_companions_share_one_candidate_pool(tmp_path: Path, monkeypatch):
+    """Unfiltered, the segments' int8 companions pick one pool of candidates across them (as one
+    index would), re-scored exactly; a segment without a companion is scanned exactly; a
+    tombstoned row is never returned; a filter searches each segment alone. Each answer is
+    the exact top-k over the live rows."""
+    from ranklens.core.vectors import SegmentedVectors
+
+    monkeypatch.setattr(scan.Int8Scan, "MIN_VECTORS", 300)
+    scanned: list[int] = []
+    real = scan.Int8Scan.sims
+    monkeypatch.setattr(scan.Int8Scan, "sims", lambda self, q: scanned.append(len(self.codes)) or real(self, q))
+    rescored: list[int] = []
+    real_exact = VectorIndex.exact_sims
+    monkeypatch.setattr(VectorIndex, "exact_sims", lambda self, q, r: rescored.append(len(r)) or real_exact(self, q, r))
+    keys, vecs = _data(2000, seed=3)
+    bounds = [0, 700, 1400, 1600, 2000]  # three with a companion (700, 700, 400), one without (200)
+    parts, rows, ids = [], [], []
+    for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        order = np.argsort(keys[lo:hi])
+        seg_keys, seg_vecs = keys[lo:hi][order], vecs[lo:hi][order]
+        path = tmp_path / f"seg{i}.idx"
+        _index(seg_keys, seg_vecs).save(path)
+        parts.append(VectorIndex.load(path))
+        ids.append(seg_keys)
+    dead = set(np.concatenate(ids)[::7].tolist())  # tombstones: every 7th row
+    live_keys, live_vecs, start = [], [], 0
+    for seg_keys in ids:
+        live = np.array([k not in dead for k in seg_keys.tolist()])
+        rows.append(np.where(live, np.cumsum(live) - 1 + start, -1))
+        start += int(live.sum())
+        live_keys.append(seg_keys[live])
+    all_live = np.concatenate(live_keys)
+    by_key = dict(zip(keys.tolist(), vecs))
+    live_vecs = np.array([by_key[k] for k in all_live.tolist()])
+    segmented = SegmentedVectors(parts, rows, ids)
+    rng = np.random.default_rng(9)
+    for q in rng.normal(size=(15, DIM)).astype(np.float32):
+        got_rows, got_sims = segmented.search(q, 10)
+        want_keys, want_sims = _brute(all_live, live_vecs, q, 10)
+        _agree(all_live[got_rows], got_sims, want_keys, want_sims)
+    assert set(scanned) == {700, 400} and len(scanned) == 15 * 3  # each companion once a query
+    assert sum(rescored) == 15 * scan.Int8Scan.MIN_POOL  # one pool a query, not one per segment
+    allowed = np.zeros(len(all_live), dtype=bool)
+    allowed[::3] = True
+    got_rows, got_sims = segmented.search(rng.normal(size=DIM).astype(np.float32), 10, allowed)
+    assert allowed[got_rows].all()

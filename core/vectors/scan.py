@@ -131,9 +131,8 @@ class Int8Scan:
     def kept(self, keep: np.ndarray) -> Int8Scan:
         return Int8Scan(self.codes[keep])
 
-    def candidates(self, query: np.ndarray, pool: int, mask: np.ndarray | None = None) -> np.ndarray:
-        """The ``pool`` rows nearest ``query`` by int8 dot product, in row order, of the rows
-        ``mask`` allows (a boolean array; None: all) (needs :func:`numkong`)."""
+    def sims(self, query: np.ndarray) -> np.ndarray:
+        """Every row's int8 dot product with ``query`` (needs :func:`numkong`)."""
         kernels = numkong()
         packed = self._packed
         if packed is None:
@@ -141,7 +140,12 @@ class Int8Scan:
                 if self._packed is None:
                     self._packed = kernels.dots_pack(self.codes)
                 packed = self._packed
-        sims = np.asarray(kernels.dots_packed(self.encode_query(query), packed))[0]
+        return np.asarray(kernels.dots_packed(self.encode_query(query), packed))[0]
+
+    def candidates(self, query: np.ndarray, pool: int, mask: np.ndarray | None = None) -> np.ndarray:
+        """The ``pool`` rows nearest ``query`` by int8 dot product, in row order, of the rows
+        ``mask`` allows (a boolean array; None: all) (needs :func:`numkong`)."""
+        sims = self.sims(query)
         if mask is not None:
             allowed = np.flatnonzero(mask)
             if allowed.size <= pool:
