@@ -484,9 +484,9 @@ def main(argv: list[str] | None = None) -> int:
     # As installed: pip compiles a package's bytecode, so no step should pay for compiling
     # ranklens's modules (~0.07 s a process) because this shell says not to write it.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    import ranklens
+    import ranklens as package  # not "ranklens": main() calls the ranklens() helper below
 
-    subprocess.run([sys.executable, "-m", "compileall", "-q", *ranklens.__path__], env=env, check=False)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *package.__path__], env=env, check=False)
     from ranklens.core.store import index_dir
 
     where = index_dir(tree, args.cache.resolve())
