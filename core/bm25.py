@@ -420,14 +420,16 @@ class Postings:
             out.append((self.indices[lo:hi], counts))
         return out
 
-    def df(self, width: int, rows: np.ndarray | None = None) -> np.ndarray:
-        """Per column of ``width``, how many of the segment's rows hold it (of ``rows``, a
-        boolean mask, when given)."""
+    def df(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The columns the segment's rows hold (of ``rows``, a boolean mask, when given), each
+        once, and how many rows hold each: sparse, so that a few removed rows cost a few
+        columns, not an array the width of the vocabulary."""
         if rows is None:
-            return np.bincount(self.cols, weights=np.diff(self.indptr), minlength=width).astype(np.int64)
+            return np.asarray(self.cols, dtype=np.int64), np.diff(self.indptr).astype(np.int64)
         hit = np.flatnonzero(np.asarray(rows)[self.indices])
         which = np.searchsorted(self.indptr, hit, side="right") - 1
-        return np.bincount(np.asarray(self.cols)[which], minlength=width).astype(np.int64)
+        cols, counts = np.unique(np.asarray(self.cols)[which], return_counts=True)
+        return cols.astype(np.int64), counts.astype(np.int64)
 
     def rows_of(self, keys: np.ndarray) -> np.ndarray:
         """The rows of those ``keys`` this segment holds (keys ascending, as rows are)."""
@@ -587,7 +589,8 @@ class CorpusStats:
         """The statistics of every row of ``segments``."""
         df = np.zeros(width, dtype=np.int64)
         for seg in segments:
-            df += seg.df(width)
+            cols, counts = seg.df()
+            df[cols] += counts  # columns unique within a segment
         return cls(df.astype(np.int32), sum(len(s) for s in segments),
                    sum(float(np.asarray(s.doc_len).sum()) for s in segments), **params)
 
@@ -598,11 +601,13 @@ class CorpusStats:
         df[: self.width] = self.df
         n, total = self.n, self.total
         for seg, rows in removed:
-            df -= seg.df(width, rows)
+            cols, counts = seg.df(rows)
+            df[cols] -= counts
             n -= int(rows.sum())
             total -= float(np.asarray(seg.doc_len)[rows].sum())
         for seg in added:
-            df += seg.df(width)
+            cols, counts = seg.df()
+            df[cols] += counts
             n += len(seg)
             total += float(np.asarray(seg.doc_len).sum())
         if (df < 0).any():
