@@ -10,14 +10,30 @@ facts about a hit predict whether it answers a question better than its fused sc
 ``path``
     Query words are the file's stem or its folder (``middleware`` -> ``web_middlewares.py``,
     ``dependency`` -> ``dependencies/utils.py``): file names say what code is about.
+``name-coverage``
+    The query names the words of the file's stem, all of them or most: ``Request.swift`` for
+    "the Request type", where ``HTTPMediaType.swift`` has one word of three named.
 ``file-evidence``
     Several hits of one file ranked by the arms mean the file is about the question: the
     best hit of each file gains in proportion to its file's total score.
+``coverage``
+    The file's stem and folder, with the names its ranked chunks define and their
+    breadcrumbs (``Class > method``), hold many of the question's keywords: every hit of the
+    file gains in proportion to the share held (after ``file-evidence``, which does not sum
+    it). A file that covers the question's several concepts beats one that matches one
+    of them often.
+``depth`` and ``name-length``
+    The file that answers a question is more often the general one than a specialised
+    neighbour: a file higher in the tree than the query's typical candidate (the median of
+    the candidates), or with fewer words in its name (``Request.swift`` against
+    ``Request+Session.swift``, ``pool.ts`` against ``poolRunner.ts``), is lifted, one that is
+    deeper or longer-named lowered, by one step at most.
 
 Boosts are additive, in units of the best fused score of the query (so they mean the same
-whatever k and the weights are); then the path priors (:mod:`core.priors`: tests, examples,
-project docs, documentation, non-code) multiply; then ``diversity``: a file's second and
-later hits are scaled down, so ten hits show several files rather than one file ten times.
+whatever k and the weights are); then ``depth``, ``name-length`` and the path priors
+(:mod:`core.priors`: tests, examples, project docs, documentation, non-code) multiply; then
+``diversity``: a file's second and later hits are scaled down, so ten hits show several
+files rather than one file ten times.
 Every step a hit went through is on the hit (``ConsolidatedHit.signals`` / ``priors``), shown
 in the terminal UI's preview and the JSON.
 """
@@ -162,6 +178,7 @@ def path_words(path: str) -> frozenset[str]:
 _SUFFIXES = frozenset({"er", "or", "es", "ed", "al", "ly", "ing", "ion"})
 
 
+@lru_cache(maxsize=1 << 16)
 def _alike(a: str, b: str) -> bool:
     """Two words are one word in another form: equal, or sharing a prefix of 4+ letters that
     misses at most the shorter's last letter or an inflection (``dependency`` ~
@@ -179,9 +196,18 @@ def _alike(a: str, b: str) -> bool:
     return n >= 4 and (len(missed) <= 1 or missed in _SUFFIXES)
 
 
-def _fuzzy_hits(keywords: Iterable[str], words: frozenset[str]) -> int:
-    """How many keywords are, in some form (:func:`_alike`), one of the path's words."""
-    return sum(1 for kw in keywords if kw in words or any(_alike(kw, w) for w in words))
+@lru_cache(maxsize=1 << 16)
+def name_parts(path: str) -> tuple[str, ...]:
+    """The words of a file's stem, lowercased (``Request+Session.swift`` -> request, session;
+    ``poolRunner.ts`` -> pool, runner; ``fs-poll.c`` -> fs, poll)."""
+    return tuple(w for w in split_identifier(_stem(path)) if len(w) > 1) or (_stem(path).lower(),)
+
+
+@lru_cache(maxsize=1 << 16)
+def label_words(text: str) -> frozenset[str]:
+    """The words of a ``symbol`` field or of a breadcrumb without its path (``Class > method``),
+    as :func:`code_tokens` splits them (two letters or more)."""
+    return frozenset(w for w in code_tokens(text) if len(w) > 1)
 
 
 def defined_names(symbols: Iterable[str]) -> set[str]:
@@ -209,10 +235,20 @@ class Params:
     stem_bonus: float = 1.5
     #: Boost per share of the question's keywords that the file's stem or folder holds.
     path: float = 3.0
+    #: Boost times the share of the words of the file's stem the query names (in some form).
+    name_coverage: float = 0.25
+    #: Boost for every hit of a file, times the share of the question's keywords its path,
+    #: defined names and breadcrumbs hold (among the ranked chunks).
+    coverage: float = 0.15
     #: Boost for each file's best hit, times its file's total score over the best file's.
     file_evidence: float = 1.0
     #: A file's n-th further hit is multiplied by ``diversity ** n``.
     diversity: float = 0.3
+    #: A file deeper in the tree than the median candidate's is multiplied by this, a
+    #: shallower one divided by it (one level at most; 1.0: off).
+    depth: float = 0.85
+    #: The same for the number of words in the file's stem (one word at most; 1.0: off).
+    name_length: float = 0.8
 
 
 DEFAULT_PARAMS = Params()
@@ -220,9 +256,20 @@ DEFAULT_PARAMS = Params()
 REASONS = {
     "definition": "defines {name}, which the query names",
     "path": "the file's name or folder matches {words}",
+    "name-coverage": "the query names {n} of the {m} word(s) of the file's name",
+    "coverage": "the file's path, names and breadcrumbs hold {words}",
     "file-evidence": "the file holds {n} ranked hits ({share:.0%} of the best file's total score)",
+    "depth": "the file is {n} folder level(s) {way} than the median candidate",
+    "name-length": "the file's name has {way} words than the median candidate's ({n} against {m})",
     "diversity": "the file already has {n} better hit(s) above",
 }
+
+
+def _relative(values: list[int], factor: float) -> list[tuple[float, int, int]]:
+    """Per value: ``factor ** clip(value - median, -1, 1)``, the value and the median (the
+    upper median of ``values``)."""
+    median = sorted(values)[len(values) // 2]
+    return [(factor ** max(-1, min(1, v - median)), v, median) for v in values]
 
 
 class Stage:
@@ -240,12 +287,39 @@ class Stage:
         self.shape = shape(query)
         self.priors = priors
         self.params = params
+        self._factors: list[float] | None = None
+        self._by_prefix: dict[str, list[str]] = {}
+        for kw in self.shape.keywords:
+            self._by_prefix.setdefault(kw[:4], []).append(kw)
+        self._forms: dict[str, tuple[str, ...]] = {}
+
+    def forms(self, word: str) -> tuple[str, ...]:
+        """The query's keywords ``word`` is a form of (:func:`_alike`), memoised for the query.
+        Alike words share their first four letters (or are equal), so only the keywords with
+        the word's prefix are compared."""
+        found = self._forms.get(word)
+        if found is None:
+            near = self._by_prefix.get(word[:4])
+            found = self._forms[word] = tuple(kw for kw in near if _alike(kw, word)) if near else ()
+        return found
+
+    def _held(self, words: Iterable[str]) -> list[str]:
+        """The keywords some of ``words`` are forms of, sorted."""
+        out: set[str] = set()
+        for w in words:
+            out.update(self.forms(w))
+        return sorted(out)
 
     def score(
-        self, paths: list[str], fused: list[float], symbols: list[Iterable[str]]
+        self,
+        paths: list[str],
+        fused: list[float],
+        symbols: list[Iterable[str]],
+        contexts: list[Iterable[str]] | None = None,
     ) -> tuple[list[float], list[list[AppliedSignal]]]:
         """Boosted scores (before priors and diversity) of hits given their paths, fused
-        scores and defined names, with the signals each received."""
+        scores, defined names and breadcrumbs (``path > Class > name``; none: names only),
+        with the signals each received."""
         p = self.params
         q = self.shape
         unit = max(fused) if fused else 0.0
@@ -267,13 +341,28 @@ class Stage:
                 applied[i].append(AppliedSignal("definition", REASONS["definition"].format(name=name), boost))
         if q.keywords and not q.lookup and p.path:
             n_kw = len(q.keywords)
+            in_path: dict[str, list[str]] = {}  # per file: the keywords its path words hold
             for i, path in enumerate(paths):
-                matched = _fuzzy_hits(q.keywords, path_words(path))
-                if matched:
-                    boost = unit * p.path * matched / n_kw
+                found = in_path.get(path)
+                if found is None:
+                    found = in_path[path] = self._held(path_words(path))
+                if found:
+                    boost = unit * p.path * len(found) / n_kw
                     scores[i] += boost
-                    words = ", ".join(sorted(w for w in q.keywords if _fuzzy_hits((w,), path_words(path))))
-                    applied[i].append(AppliedSignal("path", REASONS["path"].format(words=words), boost))
+                    applied[i].append(AppliedSignal("path", REASONS["path"].format(words=", ".join(found)), boost))
+        if q.keywords and not q.lookup and p.name_coverage:
+            in_name: dict[str, int] = {}
+            for i, path in enumerate(paths):
+                parts = name_parts(path)
+                named = in_name.get(path)
+                if named is None:
+                    named = in_name[path] = sum(1 for w in parts if self.forms(w))
+                if named:
+                    boost = unit * p.name_coverage * named / len(parts)
+                    scores[i] += boost
+                    reason = REASONS["name-coverage"].format(n=named, m=len(parts))
+                    applied[i].append(AppliedSignal("name-coverage", reason, boost))
+        self._factors = self._shape_factors(paths, applied)
         if p.file_evidence:
             totals: dict[str, float] = {}
             counts: dict[str, int] = {}
@@ -291,12 +380,68 @@ class Stage:
                     scores[i] += boost
                     reason = REASONS["file-evidence"].format(n=counts[path], share=share)
                     applied[i].append(AppliedSignal("file-evidence", reason, boost))
+        if q.keywords and not q.lookup and p.coverage:  # after file-evidence: not summed into it
+            self._coverage(paths, symbols, contexts, unit, scores, applied)
         return scores, applied
 
+    def _coverage(self, paths, symbols, contexts, unit, scores, applied) -> None:
+        """``coverage``: the share of the keywords each file's path words, defined names and
+        breadcrumbs hold (in some form, :func:`_alike`), added to every hit of the file."""
+        by_file: dict[str, set[str]] = {}
+        for i, path in enumerate(paths):
+            words = by_file.get(path)
+            if words is None:
+                words = by_file[path] = set(path_words(path))
+            for field in symbols[i]:
+                words |= label_words(field)
+            if contexts is not None:
+                for crumb in contexts[i]:
+                    _, sep, rest = crumb.partition(" > ")
+                    if sep:
+                        words |= label_words(rest)
+        keywords = self.shape.keywords
+        forms = {w for w in set().union(*by_file.values()) if self.forms(w)}  # the words that are keywords
+        held = {path: self._held(words.intersection(forms)) for path, words in by_file.items()}
+        n = len(keywords)
+        for i, path in enumerate(paths):
+            found = held[path]
+            if found:
+                boost = unit * self.params.coverage * len(found) / n
+                scores[i] += boost
+                applied[i].append(AppliedSignal("coverage", REASONS["coverage"].format(words=", ".join(found)), boost))
+
+    def _shape_factors(self, paths: list[str], applied: list[list[AppliedSignal]]) -> list[float] | None:
+        """``depth`` and ``name-length``: each hit's factor (recorded on it), from where its file
+        sits among the candidates; None when both are off or there is one candidate."""
+        p = self.params
+        if len(paths) < 2 or (p.depth == 1.0 and p.name_length == 1.0):
+            return None
+        factors = [1.0] * len(paths)
+        steps = (
+            ("depth", p.depth, [path_depth(x) for x in paths], ("higher", "deeper")),
+            ("name-length", p.name_length, [len(name_parts(x)) for x in paths], ("fewer", "more")),
+        )
+        for name, factor, values, (less, more) in steps:
+            if factor == 1.0:
+                continue
+            for i, (f, v, median) in enumerate(_relative(values, factor)):
+                if f == 1.0:
+                    continue
+                factors[i] *= f
+                if name == "depth":
+                    reason = REASONS[name].format(n=abs(v - median), way=less if v < median else more)
+                else:
+                    reason = REASONS[name].format(way=less if v < median else more, n=v, m=median)
+                applied[i].append(AppliedSignal(name, reason, 0.0, f))
+        return factors
+
     def order(self, paths: list[str], scores: list[float]) -> list[tuple[int, float, int]]:
-        """Indexes best first with their final scores (priors applied, then diversity), and
-        how many better hits of the same file each has above it."""
-        adjusted = [(scores[i] * self.priors(path)[0], i) for i, path in enumerate(paths)]
+        """Indexes best first with their final scores (``depth`` and ``name-length``, the
+        priors, then diversity), and how many better hits of the same file each has above it.
+        The factors are those :meth:`score` worked out for these paths."""
+        factors = self._factors if self._factors is not None and len(self._factors) == len(paths) else None
+        adjusted = [(scores[i] * self.priors(path)[0] * (factors[i] if factors else 1.0), i)
+                    for i, path in enumerate(paths)]
         adjusted.sort(key=lambda t: (-t[0], paths[t[1]], t[1]))
         seen: dict[str, int] = {}
         out = []
@@ -317,6 +462,13 @@ def describe(params: Params = DEFAULT_PARAMS) -> list[dict]:
     return [
         {"name": "definition", "reason": "the hit defines a symbol the query names", "value": params.definition},
         {"name": "path", "reason": "query words are the file's stem or folder", "value": params.path},
+        {"name": "name-coverage", "reason": "the query names the words of the file's name", "value": params.name_coverage},
+        {"name": "coverage", "reason": "the file's path, names and breadcrumbs hold the query's keywords",
+         "value": params.coverage},
         {"name": "file-evidence", "reason": "the file holds several ranked hits", "value": params.file_evidence},
+        {"name": "depth", "reason": "a file higher in the tree than the median candidate is lifted, a deeper one lowered",
+         "value": params.depth},
+        {"name": "name-length", "reason": "a file with fewer words in its name than the median candidate is lifted",
+         "value": params.name_length},
         {"name": "diversity", "reason": "a file's further hits are scaled down", "value": params.diversity},
     ]

@@ -10,7 +10,7 @@ import pytest
 from ranklens.core.consolidate import Groups
 from ranklens.core.engine import Engine
 from ranklens.core.priors import adjuster
-from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage, path_words, shape
+from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage, name_parts, path_words, shape
 from ranklens.core.types import Hit, make_docid
 
 
@@ -23,7 +23,8 @@ def fuse(rankings, query, params=DEFAULT_PARAMS, k=5.0, limit=None):
     return Groups(rankings, False).fuse(k, None, limit=limit, stage=stage)
 
 
-NONE = Params(definition=0, path=0, file_evidence=0, diversity=1.0)
+NONE = Params(definition=0, path=0, name_coverage=0, file_evidence=0, coverage=0, diversity=1.0, depth=1.0,
+              name_length=1.0)
 
 
 # ----------------------------------------------------------------------------- the query
@@ -126,6 +127,80 @@ def test_file_evidence_a_file_ranked_several_times_outranks_a_single_hit():
     out = fuse(rankings, "x y z", Params(definition=0, path=0, diversity=1.0))
     assert out[0].path == "many.py"
     assert any(s.name == "file-evidence" and "3 ranked hits" in s.reason for s in out[0].signals)
+
+
+def test_name_parts_are_the_words_of_the_stem():
+    assert name_parts("Sources/Vapor/Request/Request+Session.swift") == ("request", "session")
+    assert name_parts("node/pools/poolRunner.ts") == ("pool", "runner")
+    assert name_parts("src/fs-poll.c") == ("fs", "poll")
+    assert name_parts("lib/x.ex") == ("x",)
+
+
+def test_name_coverage_the_file_whose_name_the_query_names_whole_gains_most():
+    rankings = {"bm25": [hit("bm25", "Headers/HTTPMediaType.swift", 1, 9, 1), hit("bm25", "Request/Request.swift", 1, 9, 2)]}
+    only = Params(definition=0, path=0, file_evidence=0, coverage=0, diversity=1.0, depth=1.0, name_length=1.0,
+                  name_coverage=0.5)
+    out = fuse(rankings, "Request type and HTTP request representation", only)
+    assert out[0].path == "Request/Request.swift"
+    by_path = {h.path: h for h in out}
+    [whole] = [s for s in by_path["Request/Request.swift"].signals if s.name == "name-coverage"]
+    [part] = [s for s in by_path["Headers/HTTPMediaType.swift"].signals if s.name == "name-coverage"]
+    assert "1 of the 1" in whole.reason and "2 of the 3" in part.reason
+    assert whole.boost == pytest.approx(part.boost * 1.5)
+    # a lookup is not a question about names
+    assert not any(s.name == "name-coverage" for h in fuse(rankings, "Request", only) for s in h.signals)
+
+
+def test_coverage_the_file_whose_names_hold_most_keywords_gains_most():
+    def crumb_hit(arm, path, rank, context, symbol=""):
+        return Hit(arm, make_docid(path, 1, 9), path, 1, 9, rank, 1.0, context, None, None, symbol)
+
+    rankings = {"bm25": [
+        crumb_hit("bm25", "src/errors.py", 1, "src/errors.py > ExceptionPage > render"),
+        crumb_hit("bm25", "src/deps/solver.py", 2, "src/deps/solver.py > Solver > propagate_exception",
+                  "solve_dependency"),
+    ]}
+    only = Params(definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, depth=1.0, name_length=1.0,
+                  coverage=0.5)
+    out = fuse(rankings, "how exceptions propagate in dependency solving", only)
+    assert out[0].path == "src/deps/solver.py"
+    [signal] = [s for s in out[0].signals if s.name == "coverage"]
+    # exceptions ~ exception, propagate, dependency, solving ~ solver/solve: 4 of 4 keywords
+    assert signal.reason.endswith("dependency, exceptions, propagate, solving")
+    assert signal.boost == pytest.approx(max(h.fused_score for h in out) * 0.5)
+    [other] = [s for s in out[1].signals if s.name == "coverage"]
+    assert other.reason.endswith("exceptions") and other.boost == pytest.approx(signal.boost / 4)
+    # a lookup is not a question about concepts
+    assert not any(s.name == "coverage" for h in fuse(rankings, "Solver", only) for s in h.signals)
+
+
+@pytest.mark.parametrize(
+    "paths, query, params, lifted",
+    [
+        # depth: the file higher in the tree than the median candidate wins a tie
+        (["pkg/_internal/core/a.py", "pkg/_internal/b.py", "pkg/c.py"], "x",
+         Params(definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, name_length=1.0, depth=0.8),
+         "pkg/c.py"),
+        # name-length: the file with fewer words in its name wins a tie
+        (["app/session_store_driver.rb", "app/session_store.rb", "app/session.rb"], "x",
+         Params(definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, depth=1.0, name_length=0.8),
+         "app/session.rb"),
+    ],
+)
+def test_depth_and_name_length_lift_the_general_file_one_step_at_most(paths, query, params, lifted):
+    rankings = {"bm25": [hit("bm25", p, 1, 9, i + 1) for i, p in enumerate(paths)],
+                "dense": [hit("dense", p, 1, 9, len(paths) - i) for i, p in enumerate(paths)]}  # a tie
+    out = fuse(rankings, query, params)
+    assert out[0].path == lifted
+    factors = {h.path: [s for s in h.signals if s.name in ("depth", "name-length")] for h in out}
+    [up] = factors[lifted]
+    assert up.factor == pytest.approx(1 / 0.8) and up.boost == 0
+    [down] = factors[paths[0]]
+    assert down.factor == pytest.approx(0.8)  # two steps from the median: capped at one
+    assert not factors[paths[1]]  # the median itself is not moved
+    # off (1.0): no factor, the plain order
+    off = fuse(rankings, query, NONE)
+    assert not any(s.name in ("depth", "name-length") for h in off for s in h.signals)
 
 
 def test_diversity_scales_a_files_further_hits_down():
