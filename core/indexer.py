@@ -383,7 +383,7 @@ class Indexer:
     def _plan(
         self, conn: sqlite3.Connection, files: list[FileEntry], progress: ProgressFn, stats: IndexStats,
         recheck: set[str] = frozenset(),
-    ) -> "_Plan":
+    ) -> _Plan:
         """What changed: each listed file compared with the last pass by size and mtime, then (a
         known file whose stat moved) by content hash; ``recheck``: files read and hashed whatever
         their stat says (changed too close to the last listing for their timestamps to tell,
@@ -433,7 +433,7 @@ class Indexer:
         read again when its stat is too recent to tell (core.freshness's recheck)."""
         return load_text(self.root, entry, self.settings.options.max_bytes).text is None
 
-    def _touch(self, conn: sqlite3.Connection, plan: "_Plan") -> None:
+    def _touch(self, conn: sqlite3.Connection, plan: _Plan) -> None:
         """Note the new stat of files whose content did not change, and forget unreadable files
         no longer listed."""
         if plan.unread_gone:
@@ -492,7 +492,7 @@ class Indexer:
         stats.removed += feed.unreadable_old
         return self._finish(stats, conn, state.generation, parts)
 
-    def _generation(self, conn, meta, state: "_State", parts, vocab, documents, stats, progress) -> Generation:
+    def _generation(self, conn, meta, state: _State, parts, vocab, documents, stats, progress) -> Generation:
         """Open the next generation's transaction and folders, and begin every arm's part."""
         number = state.generation + 1
         for stale in (self.directory / gen_dir_name(number), self.directory / seg_dir_name(state.next_segment)):
@@ -516,7 +516,7 @@ class Indexer:
             part.begin(gen)
         return gen
 
-    def _remove_files(self, conn, plan: "_Plan", parts: dict[str, ArmBuild], gen: Generation) -> None:
+    def _remove_files(self, conn, plan: _Plan, parts: dict[str, ArmBuild], gen: Generation) -> None:
         """Drop the chunks and rows of the files gone from the tree (in the open transaction)."""
         for batch in _batches(plan.removed, 500):
             marks = ",".join("?" * len(batch))
@@ -533,7 +533,7 @@ class Indexer:
             conn.execute(f"DELETE FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch)
         gen.removed.extend(ids)
 
-    def _store(self, conn, feed: "_Feed", parts, gen: Generation, stats: IndexStats, progress, total: int):
+    def _store(self, conn, feed: _Feed, parts, gen: Generation, stats: IndexStats, progress, total: int):
         """Store chunked files into this generation until its segment is full or none is left;
         each file's old chunks leave with it (its new version and its old never both count)."""
         new_ids: list[int] = []
@@ -572,7 +572,7 @@ class Indexer:
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('next_chunk_id', ?)", (str(feed.next_id),))
         return new_ids, new_chunks
 
-    def _commit(self, conn, meta, state: "_State", gen: Generation, parts, vocab, stats, clock, progress) -> dict:
+    def _commit(self, conn, meta, state: _State, gen: Generation, parts, vocab, stats, clock, progress) -> dict:
         """Write every arm's part of the generation, merge segments, and commit; the meta as
         committed."""
         number = state.generation + 1
@@ -629,7 +629,7 @@ class Indexer:
         self._drop_old_generations(number)
         return {**meta, **values}
 
-    def _merge(self, manifest: Manifest, gen: Generation, parts, state: "_State", rewrite: bool) -> Manifest:
+    def _merge(self, manifest: Manifest, gen: Generation, parts, state: _State, rewrite: bool) -> Manifest:
         """Merge the segments :func:`core.segments.plan_merges` picks (every segment alone when
         an arm's part is stale: it builds it again); the manifest after."""
         runs = [[i] for i in range(len(manifest.segments))] if rewrite else plan_merges(manifest)
@@ -754,7 +754,7 @@ class _State:
     next_segment: int
 
     @classmethod
-    def of(cls, directory: Path, meta: dict) -> "_State":
+    def of(cls, directory: Path, meta: dict) -> _State:
         number = int(meta.get("generation", "0") or 0)
         manifest = Manifest.load(directory / gen_dir_name(number)) if number else Manifest.empty()
         return cls(number, manifest, int(meta.get("next_segment", "1") or 1))
@@ -877,7 +877,7 @@ class _Clock:
     def __init__(self, sink: dict[str, float]) -> None:
         self.sink = sink
 
-    def __call__(self, stage: str) -> "_Clock":
+    def __call__(self, stage: str) -> _Clock:
         self.stage = stage
         return self
 

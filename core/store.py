@@ -216,7 +216,7 @@ class ChunkTable:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_rows(cls, rows: list[tuple]) -> "ChunkTable":
+    def from_rows(cls, rows: list[tuple]) -> ChunkTable:
         """From ``(id, path, start, end, context, language, kind, piece_start, piece_end, symbol)``
         rows sorted by id."""
         cols = list(zip(*rows)) if rows else [[]] * 10
@@ -225,7 +225,7 @@ class ChunkTable:
                    np.array([cols[7], cols[8]], dtype=np.int64).T, list(cols[9]))
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection) -> "ChunkTable":
+    def load(cls, conn: sqlite3.Connection) -> ChunkTable:
         return cls.from_rows(
             conn.execute(
                 "SELECT id, path, start_line, end_line, context, language, kind, piece_start, piece_end, symbol"
@@ -234,7 +234,7 @@ class ChunkTable:
         )
 
     @classmethod
-    def of_chunks(cls, ids, chunks: list) -> "ChunkTable":
+    def of_chunks(cls, ids, chunks: list) -> ChunkTable:
         """The table of ``chunks`` under ``ids`` (ascending)."""
         return cls(
             np.asarray(ids, dtype=np.int64), [c.path for c in chunks],
@@ -244,7 +244,7 @@ class ChunkTable:
         )
 
     @classmethod
-    def concat(cls, tables: list["ChunkTable"]) -> "ChunkTable":
+    def concat(cls, tables: list[ChunkTable]) -> ChunkTable:
         """The rows of ``tables`` one after the other (ids ascending across them)."""
         if len(tables) == 1:
             return tables[0]
@@ -262,7 +262,7 @@ class ChunkTable:
                    joined("languages"), joined("kinds"),
                    np.concatenate([t.pieces for t in tables]) if tables else None, joined("symbols"))
 
-    def kept(self, keep: np.ndarray) -> "ChunkTable":
+    def kept(self, keep: np.ndarray) -> ChunkTable:
         """Only the rows where ``keep`` is true."""
         rows = np.flatnonzero(keep).tolist()
 
@@ -289,7 +289,7 @@ class ChunkTable:
         _recent_tables.put(file_identity(path), self)
 
     @classmethod
-    def load_dir(cls, directory: Path) -> "ChunkTable":
+    def load_dir(cls, directory: Path) -> ChunkTable:
         """The table saved in ``directory``; the same instance when this process saved or
         loaded that very file last (an index update, then the engine reopening the new
         generation, would each read ~0.08 s of it at 50k chunks). Tables are never mutated."""
@@ -492,7 +492,7 @@ class IndexView:
         )
 
     @classmethod
-    def open(cls, root: Path, directory: Path) -> "IndexView":
+    def open(cls, root: Path, directory: Path) -> IndexView:
         """Open the committed generation, or raise :class:`IndexError_` saying why not."""
         from .segments import Manifest
 

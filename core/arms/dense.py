@@ -85,7 +85,7 @@ class DenseBuild(ArmBuild):
     model is the settings' (recorded in the index meta, which the arm checks on opening).
     """
 
-    def __init__(self, settings: "IndexSettings") -> None:
+    def __init__(self, settings: IndexSettings) -> None:
         self.spec = settings.model
         self._model: tuple | None = None
         self.embedder: _Embedder | None = None
@@ -186,7 +186,7 @@ class DenseBuild(ArmBuild):
         model, reason = self.model()
         return {"dense_model": model.name if model else "", "dense_spec": self.spec or "", "dense_reason": reason or ""}
 
-    def report(self, stats: "IndexStats") -> None:
+    def report(self, stats: IndexStats) -> None:
         stats.dense = self.model()[1]
         if self.embedder is not None:
             stats.embedded = self.embedder.count

@@ -59,7 +59,7 @@ class Generation:
     """
 
     #: The index database, inside the generation's open transaction (committed with it).
-    conn: "sqlite3.Connection"
+    conn: sqlite3.Connection
     #: The generation folder being written (per-generation files: statistics spanning the
     #: segments, lists that an update edits). Once every arm has written, its files are
     #: fsynced, it is renamed into place, and the generation is committed in SQLite.
@@ -68,7 +68,7 @@ class Generation:
     prev: Path | None
     #: The index meta as last committed.
     meta: Mapping[str, str]
-    settings: "IndexSettings"
+    settings: IndexSettings
     #: ``(stage, done, total)`` for the progress bar.
     progress: Callable[[str, int, int], None]
     #: Wall seconds per stage (the index summary's ``seconds``).
@@ -85,8 +85,8 @@ class Generation:
     added_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     #: Every arm's :class:`Documents` counted while chunking (``tokens.tf(name)``), over
     #: ``vocab``, the index's one vocabulary (grown by this update; stored by the indexer).
-    tokens: "TokenMerger | None" = None
-    vocab: "Vocabulary | IndexVocabulary | None" = None
+    tokens: TokenMerger | None = None
+    vocab: Vocabulary | IndexVocabulary | None = None
     #: The last generation of this pass (a cold build commits several).
     final: bool = True
 
@@ -180,7 +180,7 @@ class ArmBuild:
     def meta(self) -> dict[str, str]:
         return {}
 
-    def report(self, stats: "IndexStats") -> None:
+    def report(self, stats: IndexStats) -> None:
         pass
 
     def abandon(self) -> None:
@@ -194,7 +194,7 @@ class ArmSpec:
     name: str
     family: str
     #: Opens the arm over a committed generation (raises :class:`ArmUnavailable` to be skipped).
-    open: Callable[["IndexView"], Arm]
+    open: Callable[[IndexView], Arm]
     #: Fused when no arm is named (``all``) ...
     fused_by_default: bool = False
     #: ... with these shipped RRF weights, tuned without the optional ``deep`` arm and with
@@ -207,7 +207,7 @@ class ArmSpec:
     #: Its part of each generation (a new :class:`ArmBuild` per update, given the index
     #: settings). None: the arm has no files of its own: it is a view over other arms'
     #: (``hybrid``), or builds them after the commit (``deep``'s sidecar).
-    build: Callable[["IndexSettings"], ArmBuild] | None = None
+    build: Callable[[IndexSettings], ArmBuild] | None = None
 
     @property
     def optional(self) -> bool:

@@ -6,8 +6,8 @@ import os
 import re
 import stat as stat_mod
 import subprocess
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from .ignore import _EXTRA_IGNORE_FILES, _extra_layer, _Layer
 from .results import DiscoveryResult, Rule

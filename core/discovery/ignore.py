@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 import pathspec
 

@@ -11,6 +11,7 @@ from .results import DiscoveryResult, Rule, Verdict
 from .rules import _OUTSIDE, ABSENT, DiscoveryOptions, _Collector, _inside, _Rules, file_state
 from .walk import _discover_walk
 
+
 def discover(root: Path | str, options: DiscoveryOptions | None = None, *, watch: bool = False) -> DiscoveryResult:
     """List the files under ``root`` worth indexing.
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..secrets import is_secret_name
 from .ignore import _compile, _Layer
@@ -197,11 +197,13 @@ class _Rules:
         lower = name.lower()
         ext = os.path.splitext(lower)[1]
         # The caller's scope first: a file outside it is not "missing", so not reported.
-        if self.extensions is not None and ext not in self.extensions:
-            if name not in self.options.include_basenames and not (
-                self.multi_dot_extensions and lower.endswith(self.multi_dot_extensions)
-            ):
-                return _EXTENSION_FILTER
+        if (
+            self.extensions is not None
+            and ext not in self.extensions
+            and name not in self.options.include_basenames
+            and not (self.multi_dot_extensions and lower.endswith(self.multi_dot_extensions))
+        ):
+            return _EXTENSION_FILTER
         secret = is_secret_name(name)
         if secret:
             return Rule("builtin", REASON_SECRET, 0, secret)

@@ -264,7 +264,7 @@ def _commit_sidecar(directory: Path, generation: int, ids, keys, cache: _Cache, 
                 index.add(ids, cache.vectors(keys).astype(np.float32))
             index.save(tmp / VECTORS_FILE)
             with atomic_write(tmp / STAMP_FILE, "w", encoding="utf-8") as fh:
-                json.dump({"model": model, "generation": generation, "chunks": int(len(ids))}, fh)
+                json.dump({"model": model, "generation": generation, "chunks": len(ids)}, fh)
             # Vectors of another model (the only way a complete sidecar is redone): readers
             # see none for a moment, never a mix.
             shutil.rmtree(final, ignore_errors=True)
