@@ -92,8 +92,10 @@ def main() -> int:
 
     t = time.perf_counter()
     texts = corpus(args.chunks)
-    print(f"corpus: {len(texts):,} chunks, {sum(map(len, texts)) / len(texts):,.0f} chars mean "
-          f"({time.perf_counter() - t:.1f} s to read)")
+    print(
+        f"corpus: {len(texts):,} chunks, {sum(map(len, texts)) / len(texts):,.0f} chars mean "
+        f"({time.perf_counter() - t:.1f} s to read)"
+    )
 
     t = time.perf_counter()
     model = load_model()
@@ -123,8 +125,10 @@ def main() -> int:
         t = time.perf_counter()
         viewed = VectorIndex.load(path, view=True)
         load_s = time.perf_counter() - t
-        print(f"VectorIndex: add {add_s:.2f} s, save {save_s:.2f} s ({path.stat().st_size / 1e6:.1f} MB), "
-              f"load(view) {load_s * 1e3:.1f} ms")
+        print(
+            f"VectorIndex: add {add_s:.2f} s, save {save_s:.2f} s ({path.stat().st_size / 1e6:.1f} MB), "
+            f"load(view) {load_s * 1e3:.1f} ms"
+        )
         viewed.search(qv[0], k)  # warm the page cache
         found, times = [], []
         for q in qv:
@@ -143,7 +147,9 @@ def main() -> int:
             t = time.perf_counter()
             found.append(usearch_search(data16, q, k, "cos", exact=True, threads=threads).keys)
             times.append(time.perf_counter() - t)
-        print(f"exact (usearch f16, threads={threads}):     recall@{k} {recall(found, truth):.3f}  {percentiles(times)}")
+        print(
+            f"exact (usearch f16, threads={threads}):     recall@{k} {recall(found, truth):.3f}  {percentiles(times)}"
+        )
 
     rng = np.random.default_rng(2)
     allowed = np.sort(rng.choice(keys, size=len(keys) // 10, replace=False))
@@ -172,8 +178,10 @@ def main() -> int:
             t = time.perf_counter()
             found.append(hnsw.search(q, k, threads=1).keys)
             times.append(time.perf_counter() - t)
-        print(f"HNSW M={conn:<2} ef_add={ef_add:<3} ef_search={ef_search:<3}: build {build_s:5.1f} s "
-              f"({build_s / embed_s:4.0%} of embedding)  recall@{k} {recall(found, truth):.3f}  {percentiles(times)}")
+        print(
+            f"HNSW M={conn:<2} ef_add={ef_add:<3} ef_search={ef_search:<3}: build {build_s:5.1f} s "
+            f"({build_s / embed_s:4.0%} of embedding)  recall@{k} {recall(found, truth):.3f}  {percentiles(times)}"
+        )
     return 0
 
 

@@ -64,8 +64,7 @@ def _corpus_filter(src: Path):
     def ignore(folder: str, names: list[str]) -> set[str]:
         base = Path(folder)
         return {
-            n for n in names
-            if n in ("site-packages", "__pycache__") or not (n.endswith(".py") or (base / n).is_dir())
+            n for n in names if n in ("site-packages", "__pycache__") or not (n.endswith(".py") or (base / n).is_dir())
         }
 
     return ignore
@@ -94,8 +93,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", help="corpus folder (default: a copy of the stdlib)")
     ap.add_argument("--repeat", type=int, default=5, help="passes over the query set")
-    ap.add_argument("--deep-sample", type=int, default=1000,
-                    help="chunks the deep arm embeds for its throughput (0: all, through the real build)")
+    ap.add_argument(
+        "--deep-sample",
+        type=int,
+        default=1000,
+        help="chunks the deep arm embeds for its throughput (0: all, through the real build)",
+    )
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="ranklens-bench-"))
@@ -119,14 +122,22 @@ def main() -> None:
         "print(json.dumps({'wall': time.perf_counter() - t0, 'seconds': s.seconds, 'files': s.files,"
         " 'chunks': s.chunks, 'rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
     )
-    out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                    cwd=Path(__file__).resolve().parents[1]).stdout)
+    out = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parents[1],
+        ).stdout
+    )
     cold = out["wall"]
     engine = Engine(root)
     stats = engine.ensure_index()
     stats.seconds, stats.files, stats.chunks = out["seconds"], out["files"], out["chunks"]
-    print(f"cold index: {cold:.1f} s for {stats.files} files, {stats.chunks} chunks; "
-          f"indexer peak RSS {out['rss']:.0f} MB")
+    print(
+        f"cold index: {cold:.1f} s for {stats.files} files, {stats.chunks} chunks; indexer peak RSS {out['rss']:.0f} MB"
+    )
     for stage, secs in stats.seconds.items():
         print(f"  {stage:<9} {secs:7.2f} s")
 
@@ -144,8 +155,10 @@ def main() -> None:
     for i in range(0, len(texts), 512):
         model.encode(texts[i : i + 512])
     embed_only = time.perf_counter() - t0
-    print(f"embedding alone: {embed_only:.1f} s ({len(texts) / embed_only:,.0f} chunks/s); "
-          f"cold index / embedding = {cold / embed_only:.2f}x (target <= 1.3x)")
+    print(
+        f"embedding alone: {embed_only:.1f} s ({len(texts) / embed_only:,.0f} chunks/s); "
+        f"cold index / embedding = {cold / embed_only:.2f}x (target <= 1.3x)"
+    )
 
     # Warm start in a fresh process: open the committed index and load every arm.
     code = (
@@ -157,12 +170,19 @@ def main() -> None:
     )
     warm, first = [], []
     for _ in range(3):
-        fields = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                cwd=Path(__file__).resolve().parents[1]).stdout.split()
+        fields = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parents[1],
+        ).stdout.split()
         warm.append(float(fields[0]))
         first.append(float(fields[1]))
-    print(f"warm start (import + open + load arms, fresh process): {statistics.median(warm):.3f} s "
-          f"(target <= 0.5 s); first query after it {statistics.median(first) * 1000:.1f} ms")
+    print(
+        f"warm start (import + open + load arms, fresh process): {statistics.median(warm):.3f} s "
+        f"(target <= 0.5 s); first query after it {statistics.median(first) * 1000:.1f} ms"
+    )
 
     engine.warm()
     per_arm: dict[str, list[float]] = {}
@@ -189,8 +209,10 @@ def main() -> None:
         t0 = time.perf_counter()
         engine.fuse(result.results.values(), weights=w, k=20 + i % 100)
         refuse.append((time.perf_counter() - t0) * 1000)
-    print(f"re-fuse of {n} candidates: p50 {statistics.median(refuse):.2f} ms, "
-          f"p95 {pct(refuse, 0.95):.2f} ms (target <= 5 ms)")
+    print(
+        f"re-fuse of {n} candidates: p50 {statistics.median(refuse):.2f} ms, "
+        f"p95 {pct(refuse, 0.95):.2f} ms (target <= 5 ms)"
+    )
 
     # One-file incremental update.
     target = next(p for p in sorted(root.rglob("*.py")) if p.stat().st_size > 20_000)
@@ -202,13 +224,16 @@ def main() -> None:
         st = engine.ensure_index()
         times.append(time.perf_counter() - t0)
         assert st.changed == 1, st
-    print(f"1-file incremental ({target.relative_to(root)}): median {statistics.median(times):.2f} s "
-          f"(target <= 1 s); stages of the last: "
-          + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in st.seconds.items()))
+    print(
+        f"1-file incremental ({target.relative_to(root)}): median {statistics.median(times):.2f} s "
+        f"(target <= 1 s); stages of the last: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in st.seconds.items())
+    )
 
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak RSS: indexer {out['rss']:.0f} MB, this process (queries, updates, and the "
-          f"embedding-alone pass holding every text) {rss:.0f} MB (target <= 600 MB)")
+    print(
+        f"peak RSS: indexer {out['rss']:.0f} MB, this process (queries, updates, and the "
+        f"embedding-alone pass holding every text) {rss:.0f} MB (target <= 600 MB)"
+    )
     bench_deep(engine, root, target, args)
     shutil.rmtree(work, ignore_errors=True)
 
@@ -224,14 +249,18 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
         print(f"deep arm: skipped ({reason})")
         return
     conn = engine.view.connection()
-    rows = [(i, deep.document_text(t, c)) for i, t, c in conn.execute("SELECT id, text, context FROM chunks ORDER BY id")]
+    rows = [
+        (i, deep.document_text(t, c)) for i, t, c in conn.execute("SELECT id, text, context FROM chunks ORDER BY id")
+    ]
     n = len(rows)
     if args.deep_sample <= 0 or args.deep_sample >= n:
         t0 = time.perf_counter()
         build = engine.build_deep()
         took = time.perf_counter() - t0
-        print(f"deep arm: real build of {build.embedded} texts ({n} chunks): {took:.0f} s "
-              f"({build.embedded / took:.1f} chunks/s)")
+        print(
+            f"deep arm: real build of {build.embedded} texts ({n} chunks): {took:.0f} s "
+            f"({build.embedded / took:.1f} chunks/s)"
+        )
     else:
         # Throughput in a fresh process, so its peak RSS is the encoder's alone.
         step = n / args.deep_sample
@@ -250,14 +279,21 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
             "print(json.dumps({'load': t1 - t0, 'embed': t2 - t1, 'vecs': vecs,"
             " 'rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
         )
-        out = json.loads(subprocess.run(
-            [sys.executable, "-c", code, str(engine.view.db_path), json.dumps(ids)],
-            capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1],
-        ).stdout)
+        out = json.loads(
+            subprocess.run(
+                [sys.executable, "-c", code, str(engine.view.db_path), json.dumps(ids)],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=Path(__file__).resolve().parents[1],
+            ).stdout
+        )
         rate = len(ids) / out["embed"]
-        print(f"deep arm: embedding {len(ids)} chunks (every {step:.0f}th, by length, batch "
-              f"{deep.BATCH}): {out['embed']:.1f} s = {rate:.1f} chunks/s -> a cold deep index of "
-              f"{n} chunks ~{n / rate / 60:.0f} min; model load {out['load']:.2f} s; peak RSS {out['rss']:.0f} MB")
+        print(
+            f"deep arm: embedding {len(ids)} chunks (every {step:.0f}th, by length, batch "
+            f"{deep.BATCH}): {out['embed']:.1f} s = {rate:.1f} chunks/s -> a cold deep index of "
+            f"{n} chunks ~{n / rate / 60:.0f} min; model load {out['load']:.2f} s; peak RSS {out['rss']:.0f} MB"
+        )
         # Seed the cache: the sample's vectors, repeated over every other chunk's text.
         sample = np.asarray(out["vecs"], dtype=np.float32)
         keys = np.array([deep.text_key(t) for _, t in rows], dtype=np.int64)
@@ -267,13 +303,17 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
         cache.save()
         t0 = time.perf_counter()
         build = engine.build_deep()
-        print(f"deep arm: generation vectors from a full cache ({build.chunks} chunks, nothing to embed): "
-              f"{time.perf_counter() - t0:.2f} s")
+        print(
+            f"deep arm: generation vectors from a full cache ({build.chunks} chunks, nothing to embed): "
+            f"{time.perf_counter() - t0:.2f} s"
+        )
     t0 = time.perf_counter()
     opened = engine.warm(["deep"])
-    print(f"deep arm: open ({'ok' if opened['deep'] is None else opened['deep']}: vectors mmap"
-          f"{', the encoder was loaded by the build' if args.deep_sample <= 0 else ' + loading the encoder'}) "
-          f"{(time.perf_counter() - t0) * 1000:.0f} ms")
+    print(
+        f"deep arm: open ({'ok' if opened['deep'] is None else opened['deep']}: vectors mmap"
+        f"{', the encoder was loaded by the build' if args.deep_sample <= 0 else ' + loading the encoder'}) "
+        f"{(time.perf_counter() - t0) * 1000:.0f} ms"
+    )
     arms = [*DEFAULT_ARMS, "deep"]
     per_arm: dict[str, list[float]] = {}
     all_arm: list[float] = []
@@ -292,8 +332,10 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
         fh.write("\n# benchmark edit for deep\ndef _bench_added_deep():\n    return 'deep'\n")
     t0 = time.perf_counter()
     st = engine.ensure_index(deep=True)
-    print(f"deep arm: 1-file incremental with its vectors: {time.perf_counter() - t0:.2f} s "
-          f"({st.deep_embedded} texts embedded, deep stage {st.seconds.get('deep', 0):.2f} s)")
+    print(
+        f"deep arm: 1-file incremental with its vectors: {time.perf_counter() - t0:.2f} s "
+        f"({st.deep_embedded} texts embedded, deep stage {st.seconds.get('deep', 0):.2f} s)"
+    )
 
 
 if __name__ == "__main__":

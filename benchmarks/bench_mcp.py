@@ -66,8 +66,10 @@ async def run(root: Path, cache: Path, repeat: int, edit: bool) -> None:
 
             wall, data = await search(QUERIES[0])
             status = json.loads((await session.call_tool("index_status", {})).content[0].text)
-            print(f"first search (opens or builds the index): {wall / 1000:.2f} s, {len(notes)} progress "
-                  f"notifications; {status['files']} files, {status['chunks']} chunks, generation {status['generation']}")
+            print(
+                f"first search (opens or builds the index): {wall / 1000:.2f} s, {len(notes)} progress "
+                f"notifications; {status['files']} files, {status['chunks']} chunks, generation {status['generation']}"
+            )
             for q in QUERIES:  # warm-up pass, not measured
                 await search(q)
             walls, inproc, sizes = [], [], []
@@ -77,9 +79,12 @@ async def run(root: Path, cache: Path, repeat: int, edit: bool) -> None:
                     walls.append(wall)
                     inproc.append(data["query_ms"])
                     sizes.append(sum(len(r["text"] or "") for r in data["results"]))
-            print(f"warm search, top_k 10, default text budget ({statistics.median(sizes):,.0f} characters of "
-                  f"span text per answer, median), arms answering: {', '.join(data['retrievers'])}"
-                  + (f"; skipped: {data['skipped']}" if data["skipped"] else "") + ":")
+            print(
+                f"warm search, top_k 10, default text budget ({statistics.median(sizes):,.0f} characters of "
+                f"span text per answer, median), arms answering: {', '.join(data['retrievers'])}"
+                + (f"; skipped: {data['skipped']}" if data["skipped"] else "")
+                + ":"
+            )
             print(ms_row("round trip at the client", walls) + "   (targets p50 <= 15 ms, p95 <= 40 ms)")
             print(ms_row("query_ms (in the server)", inproc))
             walls_nt = []
@@ -114,9 +119,13 @@ async def run(root: Path, cache: Path, repeat: int, edit: bool) -> None:
                 fh.write("\n\ndef bench_mcp_freshly_added_function():\n    return 42\n")
             await asyncio.sleep(1.1)
             wall, data = await search("bench_mcp_freshly_added_function", top_k=1)
-            found = data["results"][0]["path"] == top["path"] and "bench_mcp_freshly" in (data["results"][0]["text"] or "")
-            print(f"edit then search (1-file incremental update first): {wall:.0f} ms, found: {found}, "
-                  f"generation {data['generation']}, notes: {data['notes'] or 'none'}")
+            found = data["results"][0]["path"] == top["path"] and "bench_mcp_freshly" in (
+                data["results"][0]["text"] or ""
+            )
+            print(
+                f"edit then search (1-file incremental update first): {wall:.0f} ms, found: {found}, "
+                f"generation {data['generation']}, notes: {data['notes'] or 'none'}"
+            )
 
 
 def main() -> None:

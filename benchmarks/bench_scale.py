@@ -216,8 +216,9 @@ def run(cmd: list[str], env: dict[str, str], *, on_line=None, kill_after: float 
     returns a reason to kill the process group (SIGKILL), or None; ``kill_after`` seconds too."""
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, start_new_session=True,
-                                text=True, cwd=WORKDIR)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=err, env=env, start_new_session=True, text=True, cwd=WORKDIR
+        )
         peak = [0]
         done = threading.Event()
         killed = [""]
@@ -311,39 +312,64 @@ def cold_index(b: Bench) -> Run:
     r = checked(run(ranklens("index", str(b.tree), "--json"), b.env), "the cold index")
     stats = index_json(r)
     stages = ", ".join(f"{k} {v:.0f}" for k, v in stats.get("seconds", {}).items())
-    b.add("cold index", f"{r.wall / 60:.0f} min {r.wall % 60:.0f} s", "<= 6 min", verdict(r.wall, 360),
-          f"{stats.get('files', 0):,} files, {stats.get('chunks', 0):,} chunks; stages (s): {stages}")
-    b.add("cold index peak RSS", f"{r.maxrss / 1024:.2f} GB", "<= 2.5 GB", verdict(r.maxrss, 2.5 * 1024),
-          f"largest process (wait4); the whole tree's sum peaked at {r.tree_peak / 1024:.2f} GB (sampled)")
+    b.add(
+        "cold index",
+        f"{r.wall / 60:.0f} min {r.wall % 60:.0f} s",
+        "<= 6 min",
+        verdict(r.wall, 360),
+        f"{stats.get('files', 0):,} files, {stats.get('chunks', 0):,} chunks; stages (s): {stages}",
+    )
+    b.add(
+        "cold index peak RSS",
+        f"{r.maxrss / 1024:.2f} GB",
+        "<= 2.5 GB",
+        verdict(r.maxrss, 2.5 * 1024),
+        f"largest process (wait4); the whole tree's sum peaked at {r.tree_peak / 1024:.2f} GB (sampled)",
+    )
     size = du(Path(stats.get("index_dir", "")))
-    b.add("index on disk", f"{size / 1024**3:.2f} GB", "<= 3 GB", verdict(size, 3 * 1024**3),
-          stats.get("index_dir", ""))
+    b.add(
+        "index on disk", f"{size / 1024**3:.2f} GB", "<= 3 GB", verdict(size, 3 * 1024**3), stats.get("index_dir", "")
+    )
     return r
 
 
 def nothing_changed(b: Bench) -> None:
     runs = [checked(run(ranklens("index", str(b.tree)), b.env), "ranklens index") for _ in range(3)]
     walls = [r.wall for r in runs]
-    b.add("`ranklens index`, nothing changed (whole process)", f"{statistics.median(walls):.2f} s", "<= 0.5 s",
-          verdict(statistics.median(walls), 0.5),
-          "median of 3: " + ", ".join(f"{w:.2f}" for w in walls) + f" s; RSS {runs[-1].maxrss:.0f} MB")
+    b.add(
+        "`ranklens index`, nothing changed (whole process)",
+        f"{statistics.median(walls):.2f} s",
+        "<= 0.5 s",
+        verdict(statistics.median(walls), 0.5),
+        "median of 3: " + ", ".join(f"{w:.2f}" for w in walls) + f" s; RSS {runs[-1].maxrss:.0f} MB",
+    )
 
 
 def fresh_query(b: Bench) -> None:
     runs = [checked(run(ranklens("query", q, "--root", str(b.tree)), b.env), "ranklens query") for q in QUERIES[:3]]
     walls = [r.wall for r in runs]
-    b.add("`ranklens query`, fresh process", f"{statistics.median(walls):.2f} s", "<= 1 s",
-          verdict(statistics.median(walls), 1.0),
-          "median of 3 queries: " + ", ".join(f"{w:.2f}" for w in walls) + f" s; RSS {runs[-1].maxrss:.0f} MB")
+    b.add(
+        "`ranklens query`, fresh process",
+        f"{statistics.median(walls):.2f} s",
+        "<= 1 s",
+        verdict(statistics.median(walls), 1.0),
+        "median of 3 queries: " + ", ".join(f"{w:.2f}" for w in walls) + f" s; RSS {runs[-1].maxrss:.0f} MB",
+    )
 
 
 def in_process(b: Bench) -> None:
-    r = checked(run([sys.executable, "-c", LATENCY, str(b.tree), json.dumps(QUERIES), "5"], b.env),
-                "the in-process latency run")
+    r = checked(
+        run([sys.executable, "-c", LATENCY, str(b.tree), json.dumps(QUERIES), "5"], b.env), "the in-process latency run"
+    )
     times = json.loads(r.stdout.strip().splitlines()[-1])
     p50, p95 = statistics.median(times), pct(times, 0.95)
-    b.add("in-process all-arm query p50", f"{p50:.1f} ms", "<= 30 ms", verdict(p50, 30),
-          f"{len(times)} queries, 4 arms; the process's RSS {r.maxrss:.0f} MB")
+    b.add(
+        "in-process all-arm query p50",
+        f"{p50:.1f} ms",
+        "<= 30 ms",
+        verdict(p50, 30),
+        f"{len(times)} queries, 4 arms; the process's RSS {r.maxrss:.0f} MB",
+    )
     b.add("in-process all-arm query p95", f"{p95:.1f} ms", "<= 60 ms", verdict(p95, 60))
 
 
@@ -357,11 +383,21 @@ def tui(b: Bench) -> None:
     data = json.loads(r.stdout.strip().splitlines()[-1])
     paint = statistics.median(data["paint"])
     handler = statistics.median(data["handler"])
-    b.add("TUI first paint (engine + app to first frame)", f"{paint:.0f} ms", "<= 1 s", verdict(paint, 1000),
-          "median of 3: " + ", ".join(f"{p:.0f}" for p in data["paint"]) + " ms")
-    b.add("TUI slider move (re-fuse + table + trace)", f"{handler:.1f} ms", "<= 16 ms", verdict(handler, 16),
-          f"{data['candidates']} candidates, median of {len(data['handler'])}; "
-          f"the frame Textual renders after it {statistics.median(data['frame']):.0f} ms")
+    b.add(
+        "TUI first paint (engine + app to first frame)",
+        f"{paint:.0f} ms",
+        "<= 1 s",
+        verdict(paint, 1000),
+        "median of 3: " + ", ".join(f"{p:.0f}" for p in data["paint"]) + " ms",
+    )
+    b.add(
+        "TUI slider move (re-fuse + table + trace)",
+        f"{handler:.1f} ms",
+        "<= 16 ms",
+        verdict(handler, 16),
+        f"{data['candidates']} candidates, median of {len(data['handler'])}; "
+        f"the frame Textual renders after it {statistics.median(data['frame']):.0f} ms",
+    )
 
 
 def one_file(b: Bench, edit: Path) -> None:
@@ -375,12 +411,19 @@ def one_file(b: Bench, edit: Path) -> None:
     back = checked(run(ranklens("index", str(b.tree), "--json"), b.env), "the one-file revert")
     stats = index_json(first)
     stages = ", ".join(f"{k} {v:.2f}" for k, v in stats.get("seconds", {}).items())
-    note = (f"{edit.relative_to(b.tree)} edited in place (+{stats.get('added', 0)} ~{stats.get('changed', 0)} "
-            f"-{stats.get('removed', 0)}); stages (s): {stages}; the edit undone: {back.wall:.2f} s, "
-            f"{back.maxrss / 1024:.2f} GB")
+    note = (
+        f"{edit.relative_to(b.tree)} edited in place (+{stats.get('added', 0)} ~{stats.get('changed', 0)} "
+        f"-{stats.get('removed', 0)}); stages (s): {stages}; the edit undone: {back.wall:.2f} s, "
+        f"{back.maxrss / 1024:.2f} GB"
+    )
     b.add("one-file update", f"{first.wall:.2f} s", "<= 2 s", verdict(first.wall, 2.0), note)
-    b.add("one-file update RSS", f"{first.maxrss / 1024:.2f} GB", "<= 1.5 GB", verdict(first.maxrss, 1.5 * 1024),
-          f"tree sum {first.tree_peak / 1024:.2f} GB (sampled)")
+    b.add(
+        "one-file update RSS",
+        f"{first.maxrss / 1024:.2f} GB",
+        "<= 1.5 GB",
+        verdict(first.maxrss, 1.5 * 1024),
+        f"tree sum {first.tree_peak / 1024:.2f} GB (sampled)",
+    )
     added = edit.parent / ADDED_NAME
     added.write_text("/* ranklens bench_scale */\nint ranklens_bench_scale_new_file(void)\n{\n\treturn 8;\n}\n")
     try:
@@ -388,9 +431,12 @@ def one_file(b: Bench, edit: Path) -> None:
     finally:
         added.unlink()
     gone = checked(run(ranklens("index", str(b.tree), "--json"), b.env), "the removed-file update")
-    b.add("one file added, then removed (a folder's listing changed)", f"{add.wall:.2f} s / {gone.wall:.2f} s",
-          note=f"RSS {add.maxrss / 1024:.2f} / {gone.maxrss / 1024:.2f} GB; stages of the add (s): "
-          + ", ".join(f"{k} {v:.2f}" for k, v in index_json(add).get("seconds", {}).items()))
+    b.add(
+        "one file added, then removed (a folder's listing changed)",
+        f"{add.wall:.2f} s / {gone.wall:.2f} s",
+        note=f"RSS {add.maxrss / 1024:.2f} / {gone.maxrss / 1024:.2f} GB; stages of the add (s): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in index_json(add).get("seconds", {}).items()),
+    )
 
 
 def resume(b: Bench, cold: Run, index_dir: Path) -> None:
@@ -410,19 +456,31 @@ def resume(b: Bench, cold: Run, index_dir: Path) -> None:
 
     first = run([sys.executable, "-c", DRIVER, str(b.tree)], b.env, on_line=at_half, kill_after=cold.wall / 2)
     if not first.killed:
-        b.add("resume after a kill at 50 %", "not yet", "<= 60 % of a full build", "not yet",
-              f"the build finished ({first.wall:.0f} s) before it could be killed half way")
+        b.add(
+            "resume after a kill at 50 %",
+            "not yet",
+            "<= 60 % of a full build",
+            "not yet",
+            f"the build finished ({first.wall:.0f} s) before it could be killed half way",
+        )
         return
     rest = checked(run(ranklens("index", str(b.tree), "--json"), b.env), "the resumed index")
     stats = index_json(rest)
     share = rest.wall / cold.wall
     started_over = stats.get("added", 0) >= stats.get("files", 1) and stats.get("files", 0) > 0
-    b.add("resume after a kill at 50 %: the rest", f"{rest.wall / 60:.0f} min {rest.wall % 60:.0f} s "
-          f"({share:.0%} of the cold build)", "<= 60 %", verdict(share, 0.6),
-          f"killed {first.wall:.0f} s in ({first.killed}); "
-          + (f"the rest indexed all {stats.get('added', 0):,} files again: the build started over"
-             if started_over else f"the rest added {stats.get('added', 0):,} of {stats.get('files', 0):,} files")
-          + f"; its peak RSS {rest.maxrss / 1024:.2f} GB")
+    b.add(
+        "resume after a kill at 50 %: the rest",
+        f"{rest.wall / 60:.0f} min {rest.wall % 60:.0f} s ({share:.0%} of the cold build)",
+        "<= 60 %",
+        verdict(share, 0.6),
+        f"killed {first.wall:.0f} s in ({first.killed}); "
+        + (
+            f"the rest indexed all {stats.get('added', 0):,} files again: the build started over"
+            if started_over
+            else f"the rest added {stats.get('added', 0):,} of {stats.get('files', 0):,} files"
+        )
+        + f"; its peak RSS {rest.maxrss / 1024:.2f} GB",
+    )
 
 
 def engine_figures(b: Bench) -> None:
@@ -435,12 +493,21 @@ def engine_figures(b: Bench) -> None:
     for name, (pattern, ref, unit) in ENGINE_REFERENCE.items():
         m = re.search(pattern, r.stdout)
         if m is None:
-            b.add(f"50k chunks: {name}", "not yet", f"<= {ref:g} {unit} x{ENGINE_TOLERANCE:g}", "not yet",
-                  "bench_engine.py no longer prints it")
+            b.add(
+                f"50k chunks: {name}",
+                "not yet",
+                f"<= {ref:g} {unit} x{ENGINE_TOLERANCE:g}",
+                "not yet",
+                "bench_engine.py no longer prints it",
+            )
             continue
         value = float(m.group(1))
-        b.add(f"50k chunks: {name}", f"{value:g} {unit}", f"<= {ref:g} {unit} x{ENGINE_TOLERANCE:g}",
-              verdict(value, ref * ENGINE_TOLERANCE))
+        b.add(
+            f"50k chunks: {name}",
+            f"{value:g} {unit}",
+            f"<= {ref:g} {unit} x{ENGINE_TOLERANCE:g}",
+            verdict(value, ref * ENGINE_TOLERANCE),
+        )
 
 
 def table(rows: list[Row]) -> str:
@@ -470,8 +537,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ignore = tree / ".gitignore"
     if ignore.exists() and ignore.read_text(errors="replace").rstrip().endswith("!/debian/"):
-        print(f"bench_scale: {ignore} ends with Debian's '/*' and '!/debian/': index a hardlinked copy "
-              "without those two lines (see --help)", file=sys.stderr)
+        print(
+            f"bench_scale: {ignore} ends with Debian's '/*' and '!/debian/': index a hardlinked copy "
+            "without those two lines (see --help)",
+            file=sys.stderr,
+        )
         return 2
     edit = tree / args.edit
     if not edit.is_file():
@@ -493,15 +563,13 @@ def main(argv: list[str] | None = None) -> int:
     import shutil
 
     if args.reuse_index and not args.cold_seconds and not args.skip_resume:
-        print("bench_scale: --reuse-index needs --cold-seconds for the resume step (or --skip-resume)",
-              file=sys.stderr)
+        print("bench_scale: --reuse-index needs --cold-seconds for the resume step (or --skip-resume)", file=sys.stderr)
         return 2
     if not args.reuse_index:
         shutil.rmtree(where, ignore_errors=True)
     b = Bench(tree, env)
     load = os.getloadavg()[0]
-    print(f"{tree}, cache {where}; load average {load:.1f} at the start; python {sys.version.split()[0]}",
-          flush=True)
+    print(f"{tree}, cache {where}; load average {load:.1f} at the start; python {sys.version.split()[0]}", flush=True)
     t0 = time.perf_counter()
     if args.reuse_index:
         first = checked(run(ranklens("index", str(b.tree), "--json"), b.env), "the first pass over the kept index")
@@ -524,8 +592,10 @@ def main(argv: list[str] | None = None) -> int:
         b.add("resume after a kill at 50 %", "not run", "<= 60 % of a full build", "", "--skip-resume")
     else:
         resume(b, cold, where)
-    print(f"\n{tree} in {(time.perf_counter() - t0) / 60:.0f} min; load average {load:.1f} at the start, "
-          f"{os.getloadavg()[0]:.1f} at the end\n")
+    print(
+        f"\n{tree} in {(time.perf_counter() - t0) / 60:.0f} min; load average {load:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end\n"
+    )
     print(table(b.rows))
     notes = [r for r in b.rows if r.note]
     if notes:

@@ -297,7 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nslider move: re-fuse + redraw at {refuse['candidates']} candidates (4 arms x {PER_ARM})")
         print(f"  engine.fuse alone                         {median(refuse['fuse']):8.1f} ms")
         print(f"  handler: fuse + table + trace update      {median(refuse['handler']):8.1f} ms   target <= 16 ms")
-        print(f"    of which the UI (handler - fuse)        {median(refuse['handler']) - median(refuse['fuse']):8.1f} ms")
+        print(
+            f"    of which the UI (handler - fuse)        {median(refuse['handler']) - median(refuse['fuse']):8.1f} ms"
+        )
         print(f"  frame: layout + render that follows       {median(refuse['frame']):8.1f} ms")
         print(f"  total (handler + frame)                   {median(refuse['total']):8.1f} ms")
     return 0

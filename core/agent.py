@@ -274,8 +274,14 @@ class AgentService:
             weights_text = ",".join(f"{arm}:{w!r}" for arm, w in weights.items())
         try:
             request = check_request(
-                query, top_k=top_k, retriever=",".join(retrievers) if retrievers else "all", weights=weights_text,
-                rrf_k=k, path_glob=path, language=language, priors=priors,
+                query,
+                top_k=top_k,
+                retriever=",".join(retrievers) if retrievers else "all",
+                weights=weights_text,
+                rrf_k=k,
+                path_glob=path,
+                language=language,
+                priors=priors,
             )
             stats = self.stats
             t0 = time.perf_counter()
@@ -373,7 +379,9 @@ class AgentService:
         spans = []
         for item in doc["results"]:
             spans.append(self._check_span(item, texts))
-        counts = {s: sum(1 for x in spans if x["status"] == s) for s in ("unchanged", "changed", "gone", "refused", "unknown")}
+        counts = {
+            s: sum(1 for x in spans if x["status"] == s) for s in ("unchanged", "changed", "gone", "refused", "unknown")
+        }
         return {"spans": spans, "summary": {k: v for k, v in counts.items() if v}, "notes": notes}
 
     def _check_span(self, item: dict, texts: dict) -> dict:
@@ -419,16 +427,23 @@ class AgentService:
         out["updating"] = updating
         if updating:
             done, total, message = job.fraction()
-            out["progress"] = {"done": round(done, 3), "total": total, "message": message,
-                               "seconds": round(time.monotonic() - job.started, 1)}
+            out["progress"] = {
+                "done": round(done, 3),
+                "total": total,
+                "message": message,
+                "seconds": round(time.monotonic() - job.started, 1),
+            }
         stats = self.stats
         if stats is not None:
             skipped: dict[str, int] = {}
             for _path, reason in stats.skipped:
                 skipped[reason] = skipped.get(reason, 0) + 1
             out["last_update"] = {
-                "added": stats.added, "changed": stats.changed, "removed": stats.removed,
-                "seconds": round(sum(stats.seconds.values()), 3), "rebuilt": stats.rebuilt,
+                "added": stats.added,
+                "changed": stats.changed,
+                "removed": stats.removed,
+                "seconds": round(sum(stats.seconds.values()), 3),
+                "rebuilt": stats.rebuilt,
             }
             out["skipped_files"] = skipped
             if stats.deep or stats.deep_deferred:

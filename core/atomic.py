@@ -11,7 +11,9 @@ from typing import IO
 
 
 @contextlib.contextmanager
-def atomic_write(path: Path, mode: str = "wb", *, encoding: str | None = None, chmod: int | None = None) -> Iterator[IO]:
+def atomic_write(
+    path: Path, mode: str = "wb", *, encoding: str | None = None, chmod: int | None = None
+) -> Iterator[IO]:
     """Yield a temp file in ``path``'s folder; when the block ends it is flushed, fsynced,
     given ``chmod`` (mkstemp makes 0600) and renamed over ``path``. On any error it is removed
     and ``path`` is left as it was."""

@@ -22,6 +22,7 @@ scipy is imported only to build or update a matrix: a query reads the columns st
 the (memory-mapped) arrays with numpy, and importing ``scipy.sparse`` costs ~0.3 s of a warm
 start.
 """
+
 from __future__ import annotations
 
 import functools
@@ -299,9 +300,12 @@ class TokenMerger:
     def add(self, batch: TokenBatch) -> None:
         new, base = self._new, self._base
         ids = np.fromiter(
-            (col if col is not None else new.setdefault(token, base + len(new))
-             for token, col in zip(batch.tokens, self.vocab.columns(batch.tokens))),
-            dtype=np.int64, count=len(batch.tokens),
+            (
+                col if col is not None else new.setdefault(token, base + len(new))
+                for token, col in zip(batch.tokens, self.vocab.columns(batch.tokens))
+            ),
+            dtype=np.int64,
+            count=len(batch.tokens),
         )
         for name, tokens in batch.first.items():
             self._first.setdefault(name, []).append(ids[tokens])
@@ -450,9 +454,12 @@ class Postings:
         present = np.diff(indptr) > 0
         renumber = (np.cumsum(keep) - 1).astype(_row_type(int(keep.sum())))
         return Postings(
-            np.asarray(self.cols)[present], np.concatenate([indptr[:-1][present], indptr[-1:]]),
-            renumber[indices[entry_keep]], self.counts()[entry_keep],
-            np.asarray(self.doc_len)[keep], np.asarray(self.keys)[keep],
+            np.asarray(self.cols)[present],
+            np.concatenate([indptr[:-1][present], indptr[-1:]]),
+            renumber[indices[entry_keep]],
+            self.counts()[entry_keep],
+            np.asarray(self.doc_len)[keep],
+            np.asarray(self.keys)[keep],
         )
 
     @classmethod
@@ -481,14 +488,25 @@ class Postings:
             data[dest] = p.counts()
             filled[at] += lengths
             offset += len(p)
-        return cls(cols.astype(np.int32), indptr, indices, data,
-                   np.concatenate([np.asarray(p.doc_len) for p in parts]),
-                   np.concatenate([np.asarray(p.keys) for p in parts]))
+        return cls(
+            cols.astype(np.int32),
+            indptr,
+            indices,
+            data,
+            np.concatenate([np.asarray(p.doc_len) for p in parts]),
+            np.concatenate([np.asarray(p.keys) for p in parts]),
+        )
 
     @classmethod
     def empty(cls) -> Postings:
-        return cls(np.empty(0, dtype=np.int32), np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.uint16),
-                   np.empty(0, dtype=np.uint8), np.empty(0), np.empty(0, dtype=np.int64))
+        return cls(
+            np.empty(0, dtype=np.int32),
+            np.zeros(1, dtype=np.int64),
+            np.empty(0, dtype=np.uint16),
+            np.empty(0, dtype=np.uint8),
+            np.empty(0),
+            np.empty(0, dtype=np.int64),
+        )
 
     def save(self, directory: Path, name: str) -> None:
         """Write ``<name>.<array>.npy`` files (memory-mappable) into a folder being prepared (it is
@@ -549,8 +567,17 @@ class CorpusStats:
     update reads and writes one array the size of the vocabulary, never one per document.
     """
 
-    def __init__(self, df: np.ndarray, n: int, total: float, *, k1: float = K1, b: float = B,
-                 epsilon: float = EPSILON, average_idf: float | None = None) -> None:
+    def __init__(
+        self,
+        df: np.ndarray,
+        n: int,
+        total: float,
+        *,
+        k1: float = K1,
+        b: float = B,
+        epsilon: float = EPSILON,
+        average_idf: float | None = None,
+    ) -> None:
         self.df, self.n, self.total = df, int(n), float(total)
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self.average_idf = self._average_idf() if average_idf is None else float(average_idf)
@@ -591,10 +618,16 @@ class CorpusStats:
         for seg in segments:
             cols, counts = seg.df()
             df[cols] += counts  # columns unique within a segment
-        return cls(df.astype(np.int32), sum(len(s) for s in segments),
-                   sum(float(np.asarray(s.doc_len).sum()) for s in segments), **params)
+        return cls(
+            df.astype(np.int32),
+            sum(len(s) for s in segments),
+            sum(float(np.asarray(s.doc_len).sum()) for s in segments),
+            **params,
+        )
 
-    def updated(self, width: int, removed: Sequence[tuple[Postings, np.ndarray]], added: Sequence[Postings]) -> CorpusStats:
+    def updated(
+        self, width: int, removed: Sequence[tuple[Postings, np.ndarray]], added: Sequence[Postings]
+    ) -> CorpusStats:
         """Without the rows ``removed`` (``(segment, boolean row mask)`` pairs) and with every row
         of ``added``, over ``width`` columns (the vocabulary may have grown)."""
         df = np.zeros(width, dtype=np.int64)
@@ -620,16 +653,30 @@ class CorpusStats:
 
     def save(self, directory: Path, name: str) -> None:
         np.save(directory / f"{name}.df.npy", np.ascontiguousarray(self.df, dtype=np.int32))
-        header = {"n": self.n, "total": self.total, "average_idf": self.average_idf, "width": self.width,
-                  "k1": self.k1, "b": self.b, "epsilon": self.epsilon}
+        header = {
+            "n": self.n,
+            "total": self.total,
+            "average_idf": self.average_idf,
+            "width": self.width,
+            "k1": self.k1,
+            "b": self.b,
+            "epsilon": self.epsilon,
+        }
         (directory / f"{name}.stats.json").write_text(json.dumps(header), encoding="utf-8")
 
     @classmethod
     def load(cls, directory: Path, name: str) -> CorpusStats:
         header = json.loads((directory / f"{name}.stats.json").read_text(encoding="utf-8"))
         df = np.load(directory / f"{name}.df.npy", mmap_mode="r").view(np.ndarray)
-        return cls(df, header["n"], header["total"], k1=header["k1"], b=header["b"], epsilon=header["epsilon"],
-                   average_idf=header["average_idf"])
+        return cls(
+            df,
+            header["n"],
+            header["total"],
+            k1=header["k1"],
+            b=header["b"],
+            epsilon=header["epsilon"],
+            average_idf=header["average_idf"],
+        )
 
 
 class BM25Matrix:
@@ -693,7 +740,11 @@ class BM25Matrix:
     def keys(self) -> np.ndarray:
         """Every row's key, in row order."""
         if self._keys is None:
-            self._keys = np.concatenate([np.asarray(s.keys) for s in self.segments]) if self.segments else np.empty(0, dtype=np.int64)
+            self._keys = (
+                np.concatenate([np.asarray(s.keys) for s in self.segments])
+                if self.segments
+                else np.empty(0, dtype=np.int64)
+            )
         return self._keys
 
     def _norms(self, i: int) -> np.ndarray:
@@ -793,9 +844,7 @@ class BM25Matrix:
 
     def _query_columns(self, query_tokens: Sequence[str]) -> tuple[list[int], np.ndarray]:
         width = self.stats.width
-        counts = Counter(
-            col for col in self.vocab.columns(query_tokens) if col is not None and col < width
-        )
+        counts = Counter(col for col in self.vocab.columns(query_tokens) if col is not None and col < width)
         return list(counts), np.array(list(counts.values()), dtype=np.float64)
 
     # -- persistence --------------------------------------------------------------------

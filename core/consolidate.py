@@ -91,9 +91,7 @@ def _check_rankings(per_arm_hits: Mapping[str, Sequence[Hit]]) -> None:
             same_place = prev[:3] == (hit.path, hit.start_line, hit.end_line)
             same_text = prev[3] is None or hit.text is None or prev[3] == hit.text
             if not (same_place and same_text):
-                raise ValueError(
-                    f"chunk {hit.docid!r} differs between arms {prev[4]} and {arm}"
-                )
+                raise ValueError(f"chunk {hit.docid!r} differs between arms {prev[4]} and {arm}")
 
 
 #: The widest span consolidation makes of overlapping hits: a chain of overlapping windows or
@@ -267,9 +265,7 @@ class Groups:
             hit.score, hit.fused_score, hit.priors = fused * factor, fused, list(applied)
         return hit
 
-    def _hit(
-        self, group: _Group, weight_of: Mapping[str, float], kf: float
-    ) -> tuple[ConsolidatedHit, float] | None:
+    def _hit(self, group: _Group, weight_of: Mapping[str, float], kf: float) -> tuple[ConsolidatedHit, float] | None:
         """The explained hit of one group and its RRF score (None when no arm votes for it);
         the caller sets its final score and rank."""
         contributors = []

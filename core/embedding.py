@@ -62,7 +62,11 @@ class EmbeddingModel:
         # loaded from disk by _PlainStatic bring their table with any per-token weights and
         # token mapping already applied; anything else uses model2vec's own path.
         self._table: _Table | None = getattr(model, "table", None)
-        if self._table is None and getattr(model, "token_mapping", None) is None and getattr(model, "weights", None) is None:
+        if (
+            self._table is None
+            and getattr(model, "token_mapping", None) is None
+            and getattr(model, "weights", None) is None
+        ):
             self._table = _Table(model.embedding)
 
     def __repr__(self) -> str:
@@ -150,7 +154,9 @@ class _Table:
     float32 operations, so opening the dense arm does not pay for it.
     """
 
-    def __init__(self, embedding: np.ndarray, mapping: np.ndarray | None = None, weights: np.ndarray | None = None) -> None:
+    def __init__(
+        self, embedding: np.ndarray, mapping: np.ndarray | None = None, weights: np.ndarray | None = None
+    ) -> None:
         self.embedding, self.mapping, self.weights = embedding, mapping, weights
         self.size = len(mapping) if mapping is not None else len(embedding)
 
@@ -369,7 +375,11 @@ def _mapped_tensors(path: Path) -> dict[str, np.ndarray] | None:
             shape = tuple(info["shape"])
             if end - start != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
                 return None
-            out[name] = np.memmap(path, dtype=dtype, mode="r", offset=8 + size + start, shape=shape) if end > start else np.zeros(shape, dtype)
+            out[name] = (
+                np.memmap(path, dtype=dtype, mode="r", offset=8 + size + start, shape=shape)
+                if end > start
+                else np.zeros(shape, dtype)
+            )
         return out
     except (OSError, ValueError, KeyError, TypeError, OverflowError, MemoryError, struct.error):
         return None

@@ -97,9 +97,6 @@ class SearchResult(FusedBy):
     settings: FusionSettings
     elapsed_ms: float
 
-
-
-
     @property
     def answered(self) -> list[str]:
         return [a for a in self.arms if self.results[a].ok]
@@ -349,12 +346,18 @@ class Engine:
         try:
             if settings is None:
                 settings = FusionSettings.resolve(
-                    self.root, arms=arms, weights=weights, k=k, priors=priors, with_deep=with_deep,
+                    self.root,
+                    arms=arms,
+                    weights=weights,
+                    k=k,
+                    priors=priors,
+                    with_deep=with_deep,
                     cache_dir=self.cache_dir,
                 )
             elif any(v is not None for v in (arms, weights, k, priors)):
-                settings = settings.with_(arms=tuple(arms) if arms is not None else None, weights=weights, k=k,
-                                          priors=priors)
+                settings = settings.with_(
+                    arms=tuple(arms) if arms is not None else None, weights=weights, k=k, priors=priors
+                )
         except ValueError as exc:  # a bad weight or k, or a broken config file
             raise QueryError(str(exc)) from None
         for name in settings.arms:

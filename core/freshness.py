@@ -76,10 +76,20 @@ class Snapshot:
 
     def save(self, directory: Path) -> None:
         data = {
-            "version": VERSION, "generation": self.generation, "key": self.key, "discovery": self.discovery,
-            "files": self.files, "sizes": self.sizes, "mtimes": self.mtimes, "ctimes": self.ctimes,
-            "folders": self.folders, "watched": self.watched, "rules": json.dumps(self.rules),
-            "exclusions": self.exclusions, "digests": self.digests, "report": json.dumps(self.report),
+            "version": VERSION,
+            "generation": self.generation,
+            "key": self.key,
+            "discovery": self.discovery,
+            "files": self.files,
+            "sizes": self.sizes,
+            "mtimes": self.mtimes,
+            "ctimes": self.ctimes,
+            "folders": self.folders,
+            "watched": self.watched,
+            "rules": json.dumps(self.rules),
+            "exclusions": self.exclusions,
+            "digests": self.digests,
+            "report": json.dumps(self.report),
         }
         path = Path(directory) / SNAPSHOT_FILE
         tmp = path.with_name(f"{SNAPSHOT_FILE}.tmp-{os.getpid()}")
@@ -94,9 +104,19 @@ class Snapshot:
             if not isinstance(data, dict) or data.get("version") != VERSION:
                 return None
             return cls(
-                data["generation"], data["key"], data["discovery"], data["files"], data["sizes"], data["mtimes"],
-                data["ctimes"], data["folders"], data["watched"], json.loads(data["rules"]), data["exclusions"],
-                data["digests"], json.loads(data["report"]),
+                data["generation"],
+                data["key"],
+                data["discovery"],
+                data["files"],
+                data["sizes"],
+                data["mtimes"],
+                data["ctimes"],
+                data["folders"],
+                data["watched"],
+                json.loads(data["rules"]),
+                data["exclusions"],
+                data["digests"],
+                json.loads(data["report"]),
             )
         except (OSError, ValueError, EOFError, TypeError, KeyError):
             return None
@@ -120,20 +140,23 @@ def snapshot_key(options, fingerprint: str, model: str | None) -> str:
     from .secrets import RULES_VERSION
     from .store import FORMAT_VERSION
 
-    return json.dumps({
-        "extensions": sorted(options.extensions) if options.extensions is not None else None,
-        "exclude_dirs": sorted(options.exclude_dirs),
-        "exclude_globs": list(options.exclude_globs),
-        "include_basenames": sorted(options.include_basenames),
-        "max_bytes": options.max_bytes,
-        "hidden": bool(options.hidden),
-        "no_ignore": bool(options.no_ignore),
-        "settings": fingerprint,
-        "model": model or "",
-        "format": FORMAT_VERSION,
-        "secret_rules": RULES_VERSION,
-        "ranklens": __version__,
-    }, sort_keys=True)
+    return json.dumps(
+        {
+            "extensions": sorted(options.extensions) if options.extensions is not None else None,
+            "exclude_dirs": sorted(options.exclude_dirs),
+            "exclude_globs": list(options.exclude_globs),
+            "include_basenames": sorted(options.include_basenames),
+            "max_bytes": options.max_bytes,
+            "hidden": bool(options.hidden),
+            "no_ignore": bool(options.no_ignore),
+            "settings": fingerprint,
+            "model": model or "",
+            "format": FORMAT_VERSION,
+            "secret_rules": RULES_VERSION,
+            "ranklens": __version__,
+        },
+        sort_keys=True,
+    )
 
 
 def make_snapshot(found, started_ns: int, generation: int, key: str, discovery: dict, report: dict) -> Snapshot:
@@ -153,12 +176,23 @@ def make_snapshot(found, started_ns: int, generation: int, key: str, discovery: 
         for key_, (s, m, c) in found.watched.items()
     }
     index: dict = {}
-    exclusions = [
-        (index.setdefault(rule, len(index)), rel, is_dir) for rule, rel, is_dir in found.exclusions
-    ]
+    exclusions = [(index.setdefault(rule, len(index)), rel, is_dir) for rule, rel, is_dir in found.exclusions]
     rules = [{"kind": r.kind, "name": r.name, "line": r.line, "pattern": r.pattern} for r in index]
-    return Snapshot(generation, key, {**discovery, "mode": found.mode}, files, sizes, mtimes, ctimes, folders,
-                    watched, rules, exclusions, dict(found.digests), report)
+    return Snapshot(
+        generation,
+        key,
+        {**discovery, "mode": found.mode},
+        files,
+        sizes,
+        mtimes,
+        ctimes,
+        folders,
+        watched,
+        rules,
+        exclusions,
+        dict(found.digests),
+        report,
+    )
 
 
 @dataclass
@@ -188,8 +222,15 @@ class Check:
         return self.snapshot.racy if self.snapshot is not None else set()
 
     def to_dict(self) -> dict:
-        return {"verdict": self.verdict, "reason": self.reason, "files": self.files, "folders": self.folders,
-                "watched": self.watched, "changed": len(self.changed), "seconds": round(self.seconds, 4)}
+        return {
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "files": self.files,
+            "folders": self.folders,
+            "watched": self.watched,
+            "changed": len(self.changed),
+            "seconds": round(self.seconds, 4),
+        }
 
     def refreshed(self) -> Snapshot:
         """The snapshot with the ctimes that moved without a change of content (``restat``,
@@ -205,8 +246,21 @@ class Check:
         watched = dict(snap.watched)
         for key, (size, mtime, ctime) in self.rewatched.items():
             watched[key] = (size, mtime, _RACY if ctime >= cutoff else ctime)
-        return Snapshot(snap.generation, snap.key, snap.discovery, snap.files, snap.sizes, snap.mtimes, ctimes,
-                        snap.folders, watched, snap.rules, snap.exclusions, snap.digests, snap.report)
+        return Snapshot(
+            snap.generation,
+            snap.key,
+            snap.discovery,
+            snap.files,
+            snap.sizes,
+            snap.mtimes,
+            ctimes,
+            snap.folders,
+            watched,
+            snap.rules,
+            snap.exclusions,
+            snap.digests,
+            snap.report,
+        )
 
     def listing(self, root: Path, options):
         """The listing this check allows without listing the whole tree: the snapshot's with the
@@ -224,8 +278,16 @@ class Check:
         ]
         rules = [Rule(**r) for r in snap.rules]
         exclusions = [(rules[i], rel, bool(is_dir)) for i, rel, is_dir in snap.exclusions]
-        base = DiscoveryResult(files, [], [], snap.discovery.get("mode", "walk"), dict(snap.folders),
-                               {k: tuple(v) for k, v in snap.watched.items()}, exclusions, dict(snap.digests))
+        base = DiscoveryResult(
+            files,
+            [],
+            [],
+            snap.discovery.get("mode", "walk"),
+            dict(snap.folders),
+            {k: tuple(v) for k, v in snap.watched.items()},
+            exclusions,
+            dict(snap.digests),
+        )
         base.watched.update(self.rewatched)
         base = with_stats(base, {**self.restat, **self.changed})
         return relist(root, options, base, self.moved if self.verdict == "folders" else ())

@@ -60,9 +60,7 @@ POOL_PROCESSES = 2
 #: (core.config) and relevance judgments (core.judgments), which no rebuild can recreate.
 #: The deep arm's vector cache is keyed by text content and stamped with its model, so it
 #: stays valid across rebuilds (core.arms.deep).
-KEEP_ON_RESET = frozenset(
-    {"index.lock", "config.json", "judgments.jsonl", "judgments.jsonl.lock", "deep", "deep.lock"}
-)
+KEEP_ON_RESET = frozenset({"index.lock", "config.json", "judgments.jsonl", "judgments.jsonl.lock", "deep", "deep.lock"})
 #: "deep" runs after the commit, only when that arm is wanted (core.engine.Engine.ensure_index).
 STAGES = ("discover", "read", "chunk", "lexical", "embed", "write", "deep")
 #: A pass with this many files to index reads the whole vocabulary up front (it will meet most
@@ -263,7 +261,8 @@ class Indexer:
         stats.rebuilt = rebuilt
         # Another indexer may have committed while this one waited for the lock.
         partial = (
-            checked.verdict in ("files", "folders") and not rebuilt
+            checked.verdict in ("files", "folders")
+            and not rebuilt
             and meta.get("generation") == str(checked.snapshot.generation)
         )
         try:
@@ -283,7 +282,11 @@ class Indexer:
                 stats.skipped.extend(found.skipped)
                 stats.kept = len(found.files)
                 stats.excluded = found.excluded
-                stats.discovery = {"mode": found.mode, "hidden": bool(options.hidden), "no_ignore": bool(options.no_ignore)}
+                stats.discovery = {
+                    "mode": found.mode,
+                    "hidden": bool(options.hidden),
+                    "no_ignore": bool(options.no_ignore),
+                }
                 stats.warning = found.warning(str(self.root))
                 progress(Progress("discover", 1, 1))
             with clock("read"):
@@ -310,8 +313,13 @@ class Indexer:
         applied = {k: stats.discovery[k] for k in ("hidden", "no_ignore")}
         key = snapshot_key(_fill(self.settings.options, applied), self.settings.fingerprint(), self.settings.model)
         report = {
-            "files": stats.files, "chunks": stats.chunks, "kept": stats.kept, "skipped": stats.skipped,
-            "excluded": [e.to_dict() for e in stats.excluded], "warning": stats.warning, "dense": stats.dense,
+            "files": stats.files,
+            "chunks": stats.chunks,
+            "kept": stats.kept,
+            "skipped": stats.skipped,
+            "excluded": [e.to_dict() for e in stats.excluded],
+            "warning": stats.warning,
+            "dense": stats.dense,
         }
         try:
             make_snapshot(found, started_ns, stats.generation, key, applied, report).save(self.directory)
@@ -343,7 +351,9 @@ class Indexer:
                 reason = f"index format {meta.get('format', '?')} is not {FORMAT_VERSION}"
             elif meta and meta.get("secret_rules") != str(SECRET_RULES):
                 # Its stored text may hold what the current rules redact.
-                reason = "the credential rules changed" if meta.get("secret_rules") else "it predates credential redaction"
+                reason = (
+                    "the credential rules changed" if meta.get("secret_rules") else "it predates credential redaction"
+                )
             elif meta and meta.get("settings") != self.settings.fingerprint():
                 reason = "chunking or discovery settings changed"
             elif meta and meta.get("arms") != _built_arms():  # an arm's part would be missing
@@ -381,7 +391,11 @@ class Indexer:
                 entry.unlink(missing_ok=True)
 
     def _plan(
-        self, conn: sqlite3.Connection, files: list[FileEntry], progress: ProgressFn, stats: IndexStats,
+        self,
+        conn: sqlite3.Connection,
+        files: list[FileEntry],
+        progress: ProgressFn,
+        stats: IndexStats,
         recheck: set[str] = frozenset(),
     ) -> _Plan:
         """What changed: each listed file compared with the last pass by size and mtime, then (a
@@ -402,8 +416,12 @@ class Indexer:
             old = known.pop(entry.path, None)
             if old is None:
                 was = unread.pop(entry.path, None)
-                if (was is not None and was[0] == entry.size and was[1] == entry.mtime_ns
-                        and (entry.path not in recheck or self._still_unread(entry))):
+                if (
+                    was is not None
+                    and was[0] == entry.size
+                    and was[1] == entry.mtime_ns
+                    and (entry.path not in recheck or self._still_unread(entry))
+                ):
                     stats.skipped.append((entry.path, was[2]))  # as when it was read
                     if was[3]:
                         stats.redacted.append((entry.path, json.loads(was[3])))
@@ -506,11 +524,17 @@ class Indexer:
         conn.execute("BEGIN IMMEDIATE")
         prev = self.directory / gen_dir_name(state.generation) if state.generation else None
         gen = Generation(
-            conn=conn, out=out, prev=prev, meta=meta, settings=self.settings,
-            progress=lambda stage, done, total: progress(Progress(stage, done, total)), seconds=stats.seconds,
+            conn=conn,
+            out=out,
+            prev=prev,
+            meta=meta,
+            settings=self.settings,
+            progress=lambda stage, done, total: progress(Progress(stage, done, total)),
+            seconds=stats.seconds,
             segment=segment,
             segments=[(self.directory / s.name, s.first, s.last) for s in state.manifest.segments],
-            tokens=TokenMerger(vocab, documents), vocab=vocab,
+            tokens=TokenMerger(vocab, documents),
+            vocab=vocab,
         )
         for part in parts.values():
             part.begin(gen)
@@ -673,7 +697,9 @@ class Indexer:
             part.report(stats)
         return stats
 
-    def _chunked(self, changed: list, documents: dict[str, Documents]) -> Iterator[tuple[list, tuple[list, TokenBatch]]]:
+    def _chunked(
+        self, changed: list, documents: dict[str, Documents]
+    ) -> Iterator[tuple[list, tuple[list, TokenBatch]]]:
         """Each batch of ``changed`` ``(entry, existed)`` files with, per file, ``(chunks, sha,
         reason, redacted)`` (chunks None when it cannot be read now) and the token counts of
         ``documents``, in order; read and chunked in worker processes when there is enough text
@@ -702,8 +728,20 @@ class Indexer:
             "INSERT INTO chunks(id, path, start_line, end_line, kind, language, context, symbol, signature,"
             " docstring, text, piece_start, piece_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (cid, c.path, c.start_line, c.end_line, c.kind, c.language, c.context, c.symbol, c.signature,
-                 c.docstring, c.text, *(c.piece_of or (0, 0)))
+                (
+                    cid,
+                    c.path,
+                    c.start_line,
+                    c.end_line,
+                    c.kind,
+                    c.language,
+                    c.context,
+                    c.symbol,
+                    c.signature,
+                    c.docstring,
+                    c.text,
+                    *(c.piece_of or (0, 0)),
+                )
                 for cid, c in zip(ids, chunks)
             ],
         )

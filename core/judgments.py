@@ -69,9 +69,7 @@ class QueryJudgments:
         return query_metrics(hits, self.relevant) if self.relevant else None
 
     def to_labeled(self) -> LabeledQuery:
-        return LabeledQuery(
-            query_id(self.query), self.query, tuple(self.relevant), KIND, 0, tuple(self.not_relevant)
-        )
+        return LabeledQuery(query_id(self.query), self.query, tuple(self.relevant), KIND, 0, tuple(self.not_relevant))
 
 
 def load_judgments(root: Path | str, cache_dir: Path | None = None) -> dict[str, QueryJudgments]:
@@ -97,9 +95,7 @@ def load_judgments(root: Path | str, cache_dir: Path | None = None) -> dict[str,
     return out
 
 
-def save_judgments(
-    root: Path | str, judgments: dict[str, QueryJudgments], cache_dir: Path | None = None
-) -> Path:
+def save_judgments(root: Path | str, judgments: dict[str, QueryJudgments], cache_dir: Path | None = None) -> Path:
     """Atomically rewrite ``root``'s judgments file (queries with no judgment are dropped)."""
     path = judgments_path(root, cache_dir)
     path.parent.mkdir(parents=True, exist_ok=True)

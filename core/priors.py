@@ -55,8 +55,18 @@ class PriorRule:
 #: Rust and C/C++ ``tests/`` …
 TEST_DIRS = frozenset(
     {
-        "test", "tests", "__tests__", "__mocks__", "spec", "specs", "testdata", "test_data",
-        "unittests", "unit_tests", "integration_tests", "e2e",
+        "test",
+        "tests",
+        "__tests__",
+        "__mocks__",
+        "spec",
+        "specs",
+        "testdata",
+        "test_data",
+        "unittests",
+        "unit_tests",
+        "integration_tests",
+        "e2e",
     }
 )
 
@@ -109,9 +119,24 @@ PACKAGE_ROOTS = frozenset({"com", "org", "net", "io", "dev", "edu", "gov", "co",
 #: Project files known by name, with any or no extension: README, CHANGELOG, LICENSE …
 PROJECT_DOC_NAMES = frozenset(
     {
-        "readme", "changelog", "changes", "history", "news", "releases", "release_notes",
-        "license", "licence", "copying", "notice", "authors", "contributors", "contributing",
-        "code_of_conduct", "security", "maintainers", "upgrading",
+        "readme",
+        "changelog",
+        "changes",
+        "history",
+        "news",
+        "releases",
+        "release_notes",
+        "license",
+        "licence",
+        "copying",
+        "notice",
+        "authors",
+        "contributors",
+        "contributing",
+        "code_of_conduct",
+        "security",
+        "maintainers",
+        "upgrading",
     }
 )
 #: What such a file must be to count: prose, not code (``history.py`` is code).
@@ -121,9 +146,36 @@ PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 NON_CODE_LANGUAGES = frozenset({"json", "yaml", "toml", "ini", "xml", "html"})
 NON_CODE_EXTENSIONS = frozenset(
     {
-        "csv", "tsv", "jsonl", "ndjson", "lock", "log", "properties", "plist", "conf", "config", "env", "sum", "mod",
-        "j2", "jinja", "jinja2", "tmpl", "tpl", "mustache", "hbs", "handlebars", "ejs", "erb",
-        "liquid", "njk", "twig", "snap", "pbtxt", "textproto", "webmanifest",
+        "csv",
+        "tsv",
+        "jsonl",
+        "ndjson",
+        "lock",
+        "log",
+        "properties",
+        "plist",
+        "conf",
+        "config",
+        "env",
+        "sum",
+        "mod",
+        "j2",
+        "jinja",
+        "jinja2",
+        "tmpl",
+        "tpl",
+        "mustache",
+        "hbs",
+        "handlebars",
+        "ejs",
+        "erb",
+        "liquid",
+        "njk",
+        "twig",
+        "snap",
+        "pbtxt",
+        "textproto",
+        "webmanifest",
     }
 )
 _REQUIREMENTS = re.compile(r"(?:requirements|constraints)[\w.-]*\.(?:txt|in)")
@@ -172,8 +224,17 @@ def is_non_code(path: str, language: str) -> bool:
 
 #: Folders of other projects' code copied in.
 VENDORED_DIRS = frozenset(
-    {"vendor", "vendored", "_vendor", "third_party", "third-party", "thirdparty", "node_modules",
-     "bower_components", "single_include"}
+    {
+        "vendor",
+        "vendored",
+        "_vendor",
+        "third_party",
+        "third-party",
+        "thirdparty",
+        "node_modules",
+        "bower_components",
+        "single_include",
+    }
 )
 #: Files a tool wrote: minified bundles, protobuf/gRPC output, designer and ``*.generated.*`` files.
 _GENERATED = re.compile(
@@ -207,23 +268,62 @@ def is_project_doc(path: str, language: str) -> bool:
 
 TEST_WORDS = frozenset(
     {
-        "test", "tests", "testing", "tested", "unittest", "unittests", "pytest", "spec", "specs",
-        "fixture", "fixtures", "conftest", "mock", "mocks",
+        "test",
+        "tests",
+        "testing",
+        "tested",
+        "unittest",
+        "unittests",
+        "pytest",
+        "spec",
+        "specs",
+        "fixture",
+        "fixtures",
+        "conftest",
+        "mock",
+        "mocks",
     }
 )
 EXAMPLE_WORDS = frozenset({"example", "examples", "sample", "samples", "demo", "demos"})
 DOC_WORDS = frozenset(
     {
-        "doc", "docs", "documentation", "documented", "readme", "changelog", "license", "licence",
-        "licensing", "contributing", "markdown", "guide", "manual", "tutorial", "faq",
+        "doc",
+        "docs",
+        "documentation",
+        "documented",
+        "readme",
+        "changelog",
+        "license",
+        "licence",
+        "licensing",
+        "contributing",
+        "markdown",
+        "guide",
+        "manual",
+        "tutorial",
+        "faq",
     }
 )
 VENDORED_WORDS = frozenset({"vendor", "vendored", "vendoring", "third", "party", "thirdparty", "bundled"})
-GENERATED_WORDS = frozenset({"generated", "generate", "codegen", "minified", "protobuf", "proto", "declaration", "declarations"})
+GENERATED_WORDS = frozenset(
+    {"generated", "generate", "codegen", "minified", "protobuf", "proto", "declaration", "declarations"}
+)
 NON_CODE_WORDS = frozenset(
     {
-        "config", "configs", "configuration", "yaml", "yml", "json", "toml", "ini", "xml",
-        "html", "csv", "template", "templates", "lockfile",
+        "config",
+        "configs",
+        "configuration",
+        "yaml",
+        "yml",
+        "json",
+        "toml",
+        "ini",
+        "xml",
+        "html",
+        "csv",
+        "template",
+        "templates",
+        "lockfile",
     }
 )
 
@@ -375,7 +475,4 @@ def apply_priors(
 
 def describe(rules: Sequence[PriorRule] = RULES) -> list[dict]:
     """The rules as data (name, reason, factor, lifting words), for help texts and reports."""
-    return [
-        {"name": r.name, "reason": r.reason, "factor": r.factor, "lifted_by": sorted(r.lifted_by)}
-        for r in rules
-    ]
+    return [{"name": r.name, "reason": r.reason, "factor": r.factor, "lifted_by": sorted(r.lifted_by)} for r in rules]

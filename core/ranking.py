@@ -52,7 +52,6 @@ from .types import AppliedPrior, AppliedSignal
 # --------------------------------------------------------------------------- the query
 
 
-
 #: One identifier, optionally qualified (``Rails::Engine``, ``fmt::format``, ``Picker:find``,
 #: ``self->field``, ``App\\Http\\Kernel``, ``a.b``).
 _LOOKUP = re.compile(r"[A-Za-z_$][\w$]*(?:(?:::|->|\\|[.:#])[A-Za-z_$][\w$]*)*")
@@ -440,8 +439,9 @@ class Stage:
         priors, then diversity), and how many better hits of the same file each has above it.
         The factors are those :meth:`score` worked out for these paths."""
         factors = self._factors if self._factors is not None and len(self._factors) == len(paths) else None
-        adjusted = [(scores[i] * self.priors(path)[0] * (factors[i] if factors else 1.0), i)
-                    for i, path in enumerate(paths)]
+        adjusted = [
+            (scores[i] * self.priors(path)[0] * (factors[i] if factors else 1.0), i) for i, path in enumerate(paths)
+        ]
         adjusted.sort(key=lambda t: (-t[0], paths[t[1]], t[1]))
         seen: dict[str, int] = {}
         out = []
@@ -462,13 +462,26 @@ def describe(params: Params = DEFAULT_PARAMS) -> list[dict]:
     return [
         {"name": "definition", "reason": "the hit defines a symbol the query names", "value": params.definition},
         {"name": "path", "reason": "query words are the file's stem or folder", "value": params.path},
-        {"name": "name-coverage", "reason": "the query names the words of the file's name", "value": params.name_coverage},
-        {"name": "coverage", "reason": "the file's path, names and breadcrumbs hold the query's keywords",
-         "value": params.coverage},
+        {
+            "name": "name-coverage",
+            "reason": "the query names the words of the file's name",
+            "value": params.name_coverage,
+        },
+        {
+            "name": "coverage",
+            "reason": "the file's path, names and breadcrumbs hold the query's keywords",
+            "value": params.coverage,
+        },
         {"name": "file-evidence", "reason": "the file holds several ranked hits", "value": params.file_evidence},
-        {"name": "depth", "reason": "a file higher in the tree than the median candidate is lifted, a deeper one lowered",
-         "value": params.depth},
-        {"name": "name-length", "reason": "a file with fewer words in its name than the median candidate is lifted",
-         "value": params.name_length},
+        {
+            "name": "depth",
+            "reason": "a file higher in the tree than the median candidate is lifted, a deeper one lowered",
+            "value": params.depth,
+        },
+        {
+            "name": "name-length",
+            "reason": "a file with fewer words in its name than the median candidate is lifted",
+            "value": params.name_length,
+        },
         {"name": "diversity", "reason": "a file's further hits are scaled down", "value": params.diversity},
     ]

@@ -62,11 +62,24 @@ RULES_VERSION = 1
 
 # --- secret files, by name -----------------------------------------------------------
 
-_SECRET_EXACT = frozenset({
-    ".env", ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", ".htpasswd",
-    # SSH private keys (the matching *.pub files are public and stay indexed)
-    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
-})
+_SECRET_EXACT = frozenset(
+    {
+        ".env",
+        ".npmrc",
+        ".pypirc",
+        ".netrc",
+        "_netrc",
+        ".git-credentials",
+        ".htpasswd",
+        # SSH private keys (the matching *.pub files are public and stay indexed)
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+        "id_ecdsa_sk",
+        "id_ed25519_sk",
+    }
+)
 # Key stores and key files. ``.pem`` is not here: a certificate is public, and a key
 # inside a .pem is a private-key block, which the content rules remove (a file holding
 # nothing else is skipped as "private key").
@@ -80,15 +93,79 @@ _WORD_SPLIT = re.compile(r"[-_.\s]+")
 # documentation *about* credentials, which is exactly what a code search user looks for
 # (credentials inside them are redacted line by line). ``.txt`` is deliberately absent:
 # plain text is where tokens get pasted.
-_CODE_OR_DOC_EXTENSIONS = frozenset({
-    ".py", ".pyi", ".pyx", ".ipynb", ".go", ".rs", ".js", ".jsx", ".mjs", ".cjs", ".ts",
-    ".tsx", ".mts", ".cts", ".vue", ".svelte", ".java", ".kt", ".kts", ".scala",
-    ".groovy", ".gradle", ".rb", ".php", ".cs", ".fs", ".vb", ".c", ".h", ".cc", ".cpp",
-    ".cxx", ".hh", ".hpp", ".hxx", ".m", ".mm", ".swift", ".dart", ".lua", ".pl", ".pm",
-    ".r", ".jl", ".ex", ".exs", ".erl", ".hrl", ".hs", ".ml", ".mli", ".clj", ".cljs",
-    ".elm", ".nim", ".zig", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".sql", ".tf",
-    ".proto", ".graphql", ".md", ".markdown", ".rst", ".adoc",
-})
+_CODE_OR_DOC_EXTENSIONS = frozenset(
+    {
+        ".py",
+        ".pyi",
+        ".pyx",
+        ".ipynb",
+        ".go",
+        ".rs",
+        ".js",
+        ".jsx",
+        ".mjs",
+        ".cjs",
+        ".ts",
+        ".tsx",
+        ".mts",
+        ".cts",
+        ".vue",
+        ".svelte",
+        ".java",
+        ".kt",
+        ".kts",
+        ".scala",
+        ".groovy",
+        ".gradle",
+        ".rb",
+        ".php",
+        ".cs",
+        ".fs",
+        ".vb",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".cxx",
+        ".hh",
+        ".hpp",
+        ".hxx",
+        ".m",
+        ".mm",
+        ".swift",
+        ".dart",
+        ".lua",
+        ".pl",
+        ".pm",
+        ".r",
+        ".jl",
+        ".ex",
+        ".exs",
+        ".erl",
+        ".hrl",
+        ".hs",
+        ".ml",
+        ".mli",
+        ".clj",
+        ".cljs",
+        ".elm",
+        ".nim",
+        ".zig",
+        ".sh",
+        ".bash",
+        ".zsh",
+        ".fish",
+        ".ps1",
+        ".sql",
+        ".tf",
+        ".proto",
+        ".graphql",
+        ".md",
+        ".markdown",
+        ".rst",
+        ".adoc",
+    }
+)
 
 
 def is_secret_name(name: str) -> str | None:
@@ -204,6 +281,7 @@ EXTRA_PATTERNS: tuple[_Pattern, ...] = (
     _Pattern("OpenAI or Anthropic Key", r"sk-(?:proj|svcacct|admin|ant-(?:api|admin)[0-9]{2})-[A-Za-z0-9_-]{20,}"),
 )
 
+
 class _UrlPassword:
     """detect-secrets' BasicAuthDetector (a password in ``scheme://user:password@host``) minus
     the placeholders documentation and templates are full of: a password equal to the user
@@ -266,8 +344,12 @@ _SCAN_RES = tuple(re.compile(rx) for rx in _SCANS)
 _LOWER_SCANS: dict[str, str] = {"aws": "aws", "secret": "secret_key", "xox": "slack"}
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
-_ASSIGN = ("cloudant.CloudantDetector", "ibm_cloud_iam.IbmCloudIamDetector", "ibm_cos_hmac.IbmCosHmacDetector",
-           "softlayer.SoftlayerDetector")
+_ASSIGN = (
+    "cloudant.CloudantDetector",
+    "ibm_cloud_iam.IbmCloudIamDetector",
+    "ibm_cos_hmac.IbmCosHmacDetector",
+    "softlayer.SoftlayerDetector",
+)
 #: Anchor group -> its detectors: ``module.Class`` of ``detect_secrets.plugins``, or ``+``
 #: and the secret type of one of :data:`EXTRA_PATTERNS`.
 _GROUPS: dict[str, tuple[str, ...]] = {
@@ -292,8 +374,12 @@ _GROUPS: dict[str, tuple[str, ...]] = {
     "assign_p": _ASSIGN,
     "assign_k": _ASSIGN,
     "assign_t": _ASSIGN,
-    "url": ("basic_auth.BasicAuthDetector", "cloudant.CloudantDetector", "softlayer.SoftlayerDetector",
-            "slack.SlackDetector"),
+    "url": (
+        "basic_auth.BasicAuthDetector",
+        "cloudant.CloudantDetector",
+        "softlayer.SoftlayerDetector",
+        "slack.SlackDetector",
+    ),
     "telegram": ("telegram_token.TelegramBotTokenDetector",),
     "discord": ("discord.DiscordBotTokenDetector",),
     "mailchimp": ("mailchimp.MailchimpDetector",),

@@ -82,7 +82,9 @@ class Manifest:
         return self.dead[lo:hi]
 
     def save(self, directory: Path) -> None:
-        (directory / MANIFEST).write_text(json.dumps({"segments": [s.to_dict() for s in self.segments]}), encoding="utf-8")
+        (directory / MANIFEST).write_text(
+            json.dumps({"segments": [s.to_dict() for s in self.segments]}), encoding="utf-8"
+        )
         np.save(directory / DEAD, np.ascontiguousarray(self.dead, dtype=np.int64))
 
     @classmethod

@@ -51,6 +51,7 @@ def parse_weights(text: str | None) -> dict[str, float]:
             raise RequestError(f"bad weight {part!r}: {exc}") from None
     return out
 
+
 def open_engine(
     root: str | Path, model: str | None = None, notify=None, hidden: bool | None = None, no_ignore: bool | None = None
 ) -> Engine:
@@ -62,9 +63,11 @@ def open_engine(
     options = DiscoveryOptions(hidden=hidden, no_ignore=no_ignore)
     return Engine(path, IndexSettings(model=model, options=options), notify=notify)
 
+
 #: A query embeds at most this many texts for the deep arm before answering (about a minute
 #: on 2 cores); a first build is left to `ranklens index`, and deep sits that query out.
 QUERY_DEEP_LIMIT = 200
+
 
 @dataclass
 class QueryRequest:
@@ -170,6 +173,7 @@ def answer_query(
     data["query_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)
     return data, hits, result.skipped
 
+
 def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = None) -> FusionSettings:
     """The fusion settings of a checked request on ``engine``'s root: the root's config over
     the shipped defaults, its --weights (per arm) and --rrf-k on top. ``deep``: whether the
@@ -190,6 +194,7 @@ def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = N
         )
     except (ConfigError, QueryError) as exc:
         raise RequestError(str(exc)) from None
+
 
 def fused_arms(retriever: str) -> list[str]:
     """``all`` -> the default arms; ``name`` or ``a,b`` -> those arms (RequestError if unknown)."""

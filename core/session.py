@@ -66,9 +66,6 @@ class Session(FusedBy):
     def arms(self) -> list[str]:
         return list(self.settings.arms)
 
-
-
-
     def tune(self, weights: dict[str, float] | None = None, k: float | None = None) -> None:
         """New weights and/or k (the sliders); :meth:`refuse` applies them."""
         self.settings = self.settings.with_(weights=weights, k=k)

@@ -201,7 +201,11 @@ class ChunkTable:
     ) -> None:
         self.ids = np.asarray(ids, dtype=np.int64)
         # (start, end) of the definition each chunk is a piece of; (0, 0) for whole chunks.
-        self.pieces = np.zeros((len(self.ids), 2), dtype=np.int64) if pieces is None else np.asarray(pieces, dtype=np.int64).reshape(-1, 2)
+        self.pieces = (
+            np.zeros((len(self.ids), 2), dtype=np.int64)
+            if pieces is None
+            else np.asarray(pieces, dtype=np.int64).reshape(-1, 2)
+        )
         self.paths = paths
         self.starts = np.asarray(starts, dtype=np.int64)
         self.ends = np.asarray(ends, dtype=np.int64)
@@ -220,9 +224,17 @@ class ChunkTable:
         """From ``(id, path, start, end, context, language, kind, piece_start, piece_end, symbol)``
         rows sorted by id."""
         cols = list(zip(*rows)) if rows else [[]] * 10
-        return cls(np.array(cols[0], dtype=np.int64), list(cols[1]), np.array(cols[2], dtype=np.int64),
-                   np.array(cols[3], dtype=np.int64), list(cols[4]), list(cols[5]), list(cols[6]),
-                   np.array([cols[7], cols[8]], dtype=np.int64).T, list(cols[9]))
+        return cls(
+            np.array(cols[0], dtype=np.int64),
+            list(cols[1]),
+            np.array(cols[2], dtype=np.int64),
+            np.array(cols[3], dtype=np.int64),
+            list(cols[4]),
+            list(cols[5]),
+            list(cols[6]),
+            np.array([cols[7], cols[8]], dtype=np.int64).T,
+            list(cols[9]),
+        )
 
     @classmethod
     def load(cls, conn: sqlite3.Connection) -> ChunkTable:
@@ -237,10 +249,15 @@ class ChunkTable:
     def of_chunks(cls, ids, chunks: list) -> ChunkTable:
         """The table of ``chunks`` under ``ids`` (ascending)."""
         return cls(
-            np.asarray(ids, dtype=np.int64), [c.path for c in chunks],
+            np.asarray(ids, dtype=np.int64),
+            [c.path for c in chunks],
             np.array([c.start_line for c in chunks], dtype=np.int64),
-            np.array([c.end_line for c in chunks], dtype=np.int64), [c.context for c in chunks],
-            [c.language for c in chunks], [c.kind for c in chunks], _pieces(chunks), [c.symbol for c in chunks],
+            np.array([c.end_line for c in chunks], dtype=np.int64),
+            [c.context for c in chunks],
+            [c.language for c in chunks],
+            [c.kind for c in chunks],
+            _pieces(chunks),
+            [c.symbol for c in chunks],
         )
 
     @classmethod
@@ -258,9 +275,17 @@ class ChunkTable:
         def stacked(name: str) -> np.ndarray:
             return np.concatenate([getattr(t, name) for t in tables]) if tables else np.empty(0, dtype=np.int64)
 
-        return cls(stacked("ids"), joined("paths"), stacked("starts"), stacked("ends"), joined("contexts"),
-                   joined("languages"), joined("kinds"),
-                   np.concatenate([t.pieces for t in tables]) if tables else None, joined("symbols"))
+        return cls(
+            stacked("ids"),
+            joined("paths"),
+            stacked("starts"),
+            stacked("ends"),
+            joined("contexts"),
+            joined("languages"),
+            joined("kinds"),
+            np.concatenate([t.pieces for t in tables]) if tables else None,
+            joined("symbols"),
+        )
 
     def kept(self, keep: np.ndarray) -> ChunkTable:
         """Only the rows where ``keep`` is true."""
@@ -269,8 +294,17 @@ class ChunkTable:
         def pick(values: list[str]) -> list[str]:
             return [values[r] for r in rows]
 
-        return ChunkTable(self.ids[keep], pick(self.paths), self.starts[keep], self.ends[keep], pick(self.contexts),
-                          pick(self.languages), pick(self.kinds), self.pieces[keep], pick(self.symbols))
+        return ChunkTable(
+            self.ids[keep],
+            pick(self.paths),
+            self.starts[keep],
+            self.ends[keep],
+            pick(self.contexts),
+            pick(self.languages),
+            pick(self.kinds),
+            self.pieces[keep],
+            pick(self.symbols),
+        )
 
     def save(self, directory: Path) -> None:
         # Repeated strings (paths, languages, kinds) are stored once plus an index per row.
@@ -301,8 +335,17 @@ class ChunkTable:
         with np.load(path) as z:
             texts = json.loads(z["texts"].tobytes())
             cols = {name: [texts[name][i] for i in z[name].tolist()] for name in ("paths", "languages", "kinds")}
-            table = cls(z["ids"], cols["paths"], z["starts"], z["ends"], texts["contexts"],
-                        cols["languages"], cols["kinds"], z["pieces"], texts["symbols"])
+            table = cls(
+                z["ids"],
+                cols["paths"],
+                z["starts"],
+                z["ends"],
+                texts["contexts"],
+                cols["languages"],
+                cols["kinds"],
+                z["pieces"],
+                texts["symbols"],
+            )
         _recent_tables.put(identity, table)
         return table
 
@@ -326,13 +369,31 @@ class ChunkTable:
         paths, contexts, symbols = self.paths, self.contexts, self.symbols
         out = []
         for rank, (row, start, end, (piece_start, piece_end), score) in enumerate(
-            zip(rows.tolist(), self.starts[rows].tolist(), self.ends[rows].tolist(),
-                self.pieces[rows].tolist(), np.asarray(scores, dtype=np.float64).tolist()),
+            zip(
+                rows.tolist(),
+                self.starts[rows].tolist(),
+                self.ends[rows].tolist(),
+                self.pieces[rows].tolist(),
+                np.asarray(scores, dtype=np.float64).tolist(),
+            ),
             start=1,
         ):
             path = paths[row]
-            out.append(Hit(arm, make_docid(path, start, end), path, start, end, rank, score, contexts[row], None,
-                           (piece_start, piece_end) if piece_start else None, symbols[row]))
+            out.append(
+                Hit(
+                    arm,
+                    make_docid(path, start, end),
+                    path,
+                    start,
+                    end,
+                    rank,
+                    score,
+                    contexts[row],
+                    None,
+                    (piece_start, piece_end) if piece_start else None,
+                    symbols[row],
+                )
+            )
         return out
 
     def definers(self, name: str, *, any_case: bool = False) -> list[int]:

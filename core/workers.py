@@ -48,9 +48,7 @@ def ordered_map(fn: Callable[..., Any], jobs: list[tuple], processes: int = 1) -
     finished = False
     try:
         for k in range(processes):
-            proc = subprocess.Popen(
-                [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-            )
+            proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             procs.append(proc)
             writer = threading.Thread(
                 target=_send, args=(proc.stdin, fn, jobs, k, processes), name="ranklens-worker-feed", daemon=True

@@ -128,7 +128,9 @@ class Run:
     index_s: float
 
 
-def collect(repo: Repo, *, arms: Sequence[str] | None = None, pool_top_k: int = 10, cache_dir: Path | None = None) -> Run:
+def collect(
+    repo: Repo, *, arms: Sequence[str] | None = None, pool_top_k: int = 10, cache_dir: Path | None = None
+) -> Run:
     """Index ``repo`` (incrementally, in ``cache_dir``) and run every arm on its questions,
     each drawing the candidates a top-``pool_top_k`` query draws (the product asks for 10)."""
     from ranklens.core.arms import default_arms
@@ -161,9 +163,15 @@ def score(runs: Sequence[Run], fuse: Mapping | Callable[[Run], Mapping] | None =
             found = ranks(results, task.targets, k)
             rows.append(
                 {
-                    "repo": task.repo, "language": task.language, "category": task.category, "query": task.query,
-                    "ndcg": ndcg(found, len(task.targets), k), "ranks": found, "n_targets": len(task.targets),
-                    "targets": [t[0] for t in task.targets], "top": [f"{p}:{s}-{e}" for p, s, e in results],
+                    "repo": task.repo,
+                    "language": task.language,
+                    "category": task.category,
+                    "query": task.query,
+                    "ndcg": ndcg(found, len(task.targets), k),
+                    "ranks": found,
+                    "n_targets": len(task.targets),
+                    "targets": [t[0] for t in task.targets],
+                    "top": [f"{p}:{s}-{e}" for p, s, e in results],
                     "hits": hits,
                 }
             )
@@ -177,7 +185,9 @@ def summary(rows: Sequence[dict]) -> dict:
         by_repo[r["repo"]].append(r)
 
     def macro(pred=lambda r: True) -> float:
-        vals = [statistics.fmean(x["ndcg"] for x in rs if pred(x)) for rs in by_repo.values() if any(pred(x) for x in rs)]
+        vals = [
+            statistics.fmean(x["ndcg"] for x in rs if pred(x)) for rs in by_repo.values() if any(pred(x) for x in rs)
+        ]
         return statistics.fmean(vals) if vals else float("nan")
 
     langs: dict[str, list[float]] = defaultdict(list)

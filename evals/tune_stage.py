@@ -41,8 +41,10 @@ from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage
 from ranklens.core.settings import FusionSettings
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = (("polyglot", ROOT / "evals" / "polyglot.jsonl", ROOT / "tests" / "fixtures" / "polyglot"),
-           ("ranklens", ROOT / "evals" / "ranklens.jsonl", ROOT / "tests" / "fixtures" / "ranklens_snapshot" / "src"))
+SHIPPED = (
+    ("polyglot", ROOT / "evals" / "polyglot.jsonl", ROOT / "tests" / "fixtures" / "polyglot"),
+    ("ranklens", ROOT / "evals" / "ranklens.jsonl", ROOT / "tests" / "fixtures" / "ranklens_snapshot" / "src"),
+)
 
 #: The values coordinate ascent tries for each constant.
 GRID: dict[str, tuple] = {
@@ -104,8 +106,9 @@ def collect(pool_top_k: int = 10) -> list[Unit]:
             return codesearch.ndcg(found, len(task.targets))
 
         unit = Unit(repo.name, repo.language, scorer, [t.query for t in repo.tasks], [t.category for t in repo.tasks])
-        unit.groups = [Groups({a: r.hits for a, r in res.items() if r.ok}, MERGE_ADJACENT, check=False)
-                       for res in run.results]
+        unit.groups = [
+            Groups({a: r.hits for a, r in res.items() if r.ok}, MERGE_ADJACENT, check=False) for res in run.results
+        ]
         units.append(unit)
         print(f"  {repo.name:20s} {run.index_s:5.1f}s", file=sys.stderr)
     for name, path, root in SHIPPED:
@@ -185,8 +188,11 @@ def report(units: Sequence[Unit], setting: dict) -> dict:
     per = {u.name: unit_scores(u, setting) for u in units}
     cats = {}
     for c in ("symbol", "semantic", "architecture"):
-        vals = [statistics.fmean(v for v, cat in zip(per[u.name], u.categories) if cat == c)
-                for u in bench if c in u.categories]
+        vals = [
+            statistics.fmean(v for v, cat in zip(per[u.name], u.categories) if cat == c)
+            for u in bench
+            if c in u.categories
+        ]
         cats[c] = statistics.fmean(vals)
     langs: dict[str, list[float]] = {}
     for u in bench:
@@ -206,7 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pool", type=int, default=10, help="each arm ranks pool_size(POOL) candidates")
     ap.add_argument("--json", default=None, help="write the figures here")
     ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--deep", action="store_true", help="fuse the optional deep arm too (its extra installed; slow to index)")
+    ap.add_argument(
+        "--deep", action="store_true", help="fuse the optional deep arm too (its extra installed; slow to index)"
+    )
     ap.add_argument("--only", default=None, help="tune only these comma-separated constants (e.g. w:bm25,w:deep,k)")
     args = ap.parse_args(argv)
     global ARMS
@@ -231,14 +239,19 @@ def main(argv: list[str] | None = None) -> int:
         for i in test:
             held_out[units[i].name] = unit_scores(units[i], chosen)
         names = ", ".join(units[i].name for i in test)
-        log(f"fold {f + 1}: train {train_score:.3f}; held out {names}: "
-            + " ".join(f"{statistics.fmean(held_out[units[i].name]):.3f}" for i in test))
+        log(
+            f"fold {f + 1}: train {train_score:.3f}; held out {names}: "
+            + " ".join(f"{statistics.fmean(held_out[units[i].name]):.3f}" for i in test)
+        )
     bench = [u for u in units if u.language != "mixed"]
     cv = {
         "benchmark": statistics.fmean(statistics.fmean(held_out[u.name]) for u in bench),
         "by_category": {
-            c: statistics.fmean(statistics.fmean(v for v, cat in zip(held_out[u.name], u.categories) if cat == c)
-                                for u in bench if c in u.categories)
+            c: statistics.fmean(
+                statistics.fmean(v for v, cat in zip(held_out[u.name], u.categories) if cat == c)
+                for u in bench
+                if c in u.categories
+            )
             for c in ("symbol", "semantic", "architecture")
         },
         "by_repo": {u.name: statistics.fmean(held_out[u.name]) for u in units},
@@ -250,8 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         "final": {"setting": final, **report(units, final)},
         "fold_choices": choices,
     }
-    print(f"held out (CV by repository): benchmark {cv['benchmark']:.3f}  "
-          + "  ".join(f"{c}={v:.3f}" for c, v in cv["by_category"].items()))
+    print(
+        f"held out (CV by repository): benchmark {cv['benchmark']:.3f}  "
+        + "  ".join(f"{c}={v:.3f}" for c, v in cv["by_category"].items())
+    )
     print(f"start (in-sample):  benchmark {out['start']['benchmark']:.3f}  shipped {out['start']['shipped']}")
     print(f"final (in-sample):  benchmark {out['final']['benchmark']:.3f}  shipped {out['final']['shipped']}")
     print("final setting: " + json.dumps(final))

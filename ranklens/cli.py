@@ -67,9 +67,7 @@ PRIORS_HELP = (
 #: The signals a text line names (file-evidence and diversity touch most hits: JSON only).
 SHOWN_SIGNALS = ("definition", "path")
 
-NO_PRIORS_HELP = (
-    "Turn off the ranking stage: no code-aware signals, priors or diversity; the plain fused ranking."
-)
+NO_PRIORS_HELP = "Turn off the ranking stage: no code-aware signals, priors or diversity; the plain fused ranking."
 
 
 class UsageProblem(RequestError):
@@ -90,8 +88,15 @@ def _note(message: str) -> None:
     click.echo(f"ranklens: {message}", err=True)
 
 
-def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, deep_limit: int | None = None,
-               open_view: bool = True, *, keep_serving: bool = True):
+def _run_index(
+    engine: Engine,
+    show_progress: bool,
+    deep: bool | None = None,
+    deep_limit: int | None = None,
+    open_view: bool = True,
+    *,
+    keep_serving: bool = True,
+):
     """``deep``: also build the deep arm's vectors (None: when it is fused by default);
     ``deep_limit``: unless more than this many texts lack one (then say so); ``open_view``:
     open the index for querying. ``keep_serving``: when the update cannot be written (disk
@@ -104,8 +109,12 @@ def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, de
         _note(f"warning: {exc.args[-1]}; answering from it")
         from .core.indexer import IndexStats
 
-        return IndexStats(root=str(engine.root), index_dir=str(engine.directory), generation=engine.view.generation,
-                          deep="the index could not be updated")
+        return IndexStats(
+            root=str(engine.root),
+            index_dir=str(engine.directory),
+            generation=engine.view.generation,
+            deep="the index could not be updated",
+        )
     if stats.warning:
         _note(f"warning: {stats.warning}")
     if stats.deep_deferred:
@@ -116,8 +125,9 @@ def _run_index(engine: Engine, show_progress: bool, deep: bool | None = None, de
     return stats
 
 
-def _run_index_stages(engine: Engine, show_progress: bool, deep: bool | None, deep_limit: int | None,
-                      open_view: bool = True):
+def _run_index_stages(
+    engine: Engine, show_progress: bool, deep: bool | None, deep_limit: int | None, open_view: bool = True
+):
     if not show_progress:
         return engine.ensure_index(deep=deep, deep_limit=deep_limit, open_view=open_view)
     from rich.console import Console
@@ -250,7 +260,8 @@ def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_i
     check = stats.check
     how = (
         f"; nothing changed: {check['files']:,} files and {check['folders']:,} folders stat'ed, the tree not listed"
-        if check.get("verdict") == "unchanged" else ""
+        if check.get("verdict") == "unchanged"
+        else ""
     )
     click.echo(
         f"indexed {stats.files} files, {stats.chunks} chunks "
@@ -260,20 +271,23 @@ def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_i
 
 
 BATCH_HELP = (
-    "--batch: JSON lines on stdin, each {\"id\": ..., \"query\": \"...\"} plus any of \"top_k\", "
-    "\"retriever\", \"weights\" ({\"dense\": 1.5} or \"dense:1.5,bm25:0.5\"), \"rrf_k\", \"path\", \"lang\", "
-    "\"no_priors\" (the command's options are the defaults); one JSON envelope a line on stdout, in "
-    "order, led by the line's \"id\" (its line number when it has none). The index is brought up to "
+    '--batch: JSON lines on stdin, each {"id": ..., "query": "..."} plus any of "top_k", '
+    '"retriever", "weights" ({"dense": 1.5} or "dense:1.5,bm25:0.5"), "rrf_k", "path", "lang", '
+    '"no_priors" (the command\'s options are the defaults); one JSON envelope a line on stdout, in '
+    'order, led by the line\'s "id" (its line number when it has none). The index is brought up to '
     "date once, first (for the command's --retriever). A line that cannot be answered gets "
-    "{\"id\", \"error\"} and the batch goes on; the exit code is 0 unless the batch could not start."
+    '{"id", "error"} and the batch goes on; the exit code is 0 unless the batch could not start.'
 )
 
 
-@cli.command(name="mcp", epilog=(
-    'Register it with an MCP client as {"mcpServers": {"ranklens": {"command": "ranklens", "args": '
-    '["mcp", "/path/to/repo"]}}}. Tools: search, read_span, check_handoff, index_status (the README '
-    "section \"Coding agents\" describes them). Logs go to stderr; stdout carries the protocol."
-))
+@cli.command(
+    name="mcp",
+    epilog=(
+        'Register it with an MCP client as {"mcpServers": {"ranklens": {"command": "ranklens", "args": '
+        '["mcp", "/path/to/repo"]}}}. Tools: search, read_span, check_handoff, index_status (the README '
+        'section "Coding agents" describes them). Logs go to stderr; stdout carries the protocol.'
+    ),
+)
 @click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
 @model_option
 def mcp_command(root: str, model: str | None) -> None:
@@ -295,7 +309,9 @@ def mcp_command(root: str, model: str | None) -> None:
 @click.argument("text", required=False)
 @click.option("--root", default=".", show_default=True, help="Repository to search.")
 @click.option("--top-k", type=int, default=DEFAULT_TOP_K, show_default=True, help=f"Hits to show (1..{MAX_TOP_K}).")
-@retriever_option(f"all (fuse {ALL_ARMS}), one of: {', '.join(REGISTRY)} (its own ranking), or a comma-separated list to fuse.")
+@retriever_option(
+    f"all (fuse {ALL_ARMS}), one of: {', '.join(REGISTRY)} (its own ranking), or a comma-separated list to fuse."
+)
 @weights_option
 @rrf_k_option
 @click.option("--path", "path_glob", metavar="GLOB", help="Only paths matching GLOB (fnmatch; * crosses /).")
@@ -303,7 +319,9 @@ def mcp_command(root: str, model: str | None) -> None:
 @click.option("--no-priors", "no_priors", is_flag=True, help=NO_PRIORS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON envelope (with each span's sha256 and query_ms).")
 @click.option("--output", metavar="FILE", help="Also write the JSON envelope to FILE (atomically): a handoff.")
-@click.option("--batch", is_flag=True, help="Read JSON-line queries from stdin, print one JSON envelope a line (below).")
+@click.option(
+    "--batch", is_flag=True, help="Read JSON-line queries from stdin, print one JSON envelope a line (below)."
+)
 @model_option
 @discovery_options
 def query(
@@ -333,7 +351,12 @@ def query(
     --retriever deep asks for it. --batch answers many queries in one process.
     """
     options = dict(
-        top_k=top_k, retriever=retriever, weights=weights, rrf_k=rrf_k, path_glob=path_glob, language=language,
+        top_k=top_k,
+        retriever=retriever,
+        weights=weights,
+        rrf_k=rrf_k,
+        path_glob=path_glob,
+        language=language,
         priors=not no_priors,
     )
     if batch:
@@ -390,8 +413,15 @@ def query(
 
 #: Fields a --batch line may carry, and the option each stands for.
 BATCH_FIELDS = {
-    "id": None, "query": None, "top_k": "top_k", "retriever": "retriever", "weights": "weights",
-    "rrf_k": "rrf_k", "path": "path_glob", "lang": "language", "no_priors": "priors",
+    "id": None,
+    "query": None,
+    "top_k": "top_k",
+    "retriever": "retriever",
+    "weights": "weights",
+    "rrf_k": "rrf_k",
+    "path": "path_glob",
+    "lang": "language",
+    "no_priors": "priors",
 }
 
 
@@ -437,7 +467,9 @@ def _query_batch(
     engine = open_engine(root, model, _note, hidden, no_ignore)
     arms = check_request("batch", **defaults).arms
     stats = _run_index(
-        engine, show_progress=False, deep="deep" in arms,
+        engine,
+        show_progress=False,
+        deep="deep" in arms,
         deep_limit=None if arms == ["deep"] else QUERY_DEEP_LIMIT,
     )
     noted: set[tuple[str, str]] = set()
@@ -517,11 +549,11 @@ def _console():
 
 
 EVAL_HELP = (
-    "QUERIES is JSONL, one JSON object a line: {\"id\", \"query\", \"gold\": [TARGET, …], "
-    "\"kind\"?}, where a TARGET is {\"path\", \"start_line\", \"end_line\"} (lines 1-based "
-    "inclusive), or a whole file: {\"path\"} or the bare path; paths relative to ROOT. The public "
-    "code-search benchmark's annotation files are read as they are: a JSON array of {\"query\", "
-    "\"relevant\", \"secondary\", \"category\"} (relevant and secondary are the gold, category "
+    'QUERIES is JSONL, one JSON object a line: {"id", "query", "gold": [TARGET, …], '
+    '"kind"?}, where a TARGET is {"path", "start_line", "end_line"} (lines 1-based '
+    'inclusive), or a whole file: {"path"} or the bare path; paths relative to ROOT. The public '
+    'code-search benchmark\'s annotation files are read as they are: a JSON array of {"query", '
+    '"relevant", "secondary", "category"} (relevant and secondary are the gold, category '
     "the kind, a query's id its position); gold paths that start with ROOT's own trailing folders "
     "(the benchmark's src/… when ROOT is <checkout>/src) lose that prefix, with a note. Fields "
     "ranklens does not use are ignored, with one note per file. "
@@ -547,7 +579,12 @@ EVAL_HELP = (
 @retriever_option(f"Configuration to fuse: all ({ALL_ARMS}), one of {', '.join(REGISTRY)}, or a comma-separated list.")
 @weights_option
 @rrf_k_option
-@click.option("--no-priors", "no_priors", is_flag=True, help="Score raw rankings and the plain fused list: no ranking stage on any row.")
+@click.option(
+    "--no-priors",
+    "no_priors",
+    is_flag=True,
+    help="Score raw rankings and the plain fused list: no ranking stage on any row.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (with per-query details).")
 @model_option
 @discovery_options
@@ -607,7 +644,9 @@ def _print_eval(data: dict) -> None:
         table = Table(title=f"{title} (n={body['n']})", title_justify="left", show_edge=False, pad_edge=False)
         table.add_column("arm")
         for name in names:
-            table.add_column(name.replace("file_hit", "file").replace("mrr", "MRR").replace("ndcg", "nDCG"), justify="right")
+            table.add_column(
+                name.replace("file_hit", "file").replace("mrr", "MRR").replace("ndcg", "nDCG"), justify="right"
+            )
         table.add_column("p50 ms", justify="right")
         table.add_column("p95 ms", justify="right")
         table.add_column("lines", justify="right")
@@ -645,23 +684,29 @@ def _print_calibration(console, cal: dict, queries: int) -> None:
     console.print(table)
 
 
-@cli.command(epilog=(
-    "Coordinate ascent: k over {5, 10, 20, 30, 45, 60, 90, 120, 200}, then each arm's weight over "
-    "{0, 0.2, …, 3.0}, moving only on a strict gain in mean nDCG@10, for up to 4 rounds. It re-fuses "
-    "cached rankings, so no arm runs twice. Over-fitting check: k-fold cross-validation (fixed "
-    "seed) tunes on each training part and scores the held-out part; --save refuses a result that "
-    "does not beat the defaults held-out unless --force is given. The fused lists are re-scored by "
-    "the code-aware priors while tuning, as query does, unless --no-priors is given. QUERIES is "
-    "read as eval reads it (JSONL or a benchmark annotation file; see eval --help)."
-))
+@cli.command(
+    epilog=(
+        "Coordinate ascent: k over {5, 10, 20, 30, 45, 60, 90, 120, 200}, then each arm's weight over "
+        "{0, 0.2, …, 3.0}, moving only on a strict gain in mean nDCG@10, for up to 4 rounds. It re-fuses "
+        "cached rankings, so no arm runs twice. Over-fitting check: k-fold cross-validation (fixed "
+        "seed) tunes on each training part and scores the held-out part; --save refuses a result that "
+        "does not beat the defaults held-out unless --force is given. The fused lists are re-scored by "
+        "the code-aware priors while tuning, as query does, unless --no-priors is given. QUERIES is "
+        "read as eval reads it (JSONL or a benchmark annotation file; see eval --help)."
+    )
+)
 @click.argument("queries", metavar="QUERIES")
 @click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
 @retriever_option(f"Arms to fuse and tune: all ({ALL_ARMS}) or a comma-separated list of two or more.")
 @click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (2..20).")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Seed of the random fold split.")
-@click.option("--save", is_flag=True, help="Store the tuned weights and k in ROOT's config (used by query, eval and the TUI).")
+@click.option(
+    "--save", is_flag=True, help="Store the tuned weights and k in ROOT's config (used by query, eval and the TUI)."
+)
 @click.option("--force", is_flag=True, help="With --save: save even when held-out nDCG@10 does not improve.")
-@click.option("--no-priors", "no_priors", is_flag=True, help="Tune the plain fused lists, without the code-aware priors.")
+@click.option(
+    "--no-priors", "no_priors", is_flag=True, help="Tune the plain fused lists, without the code-aware priors."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @model_option
 @discovery_options
@@ -719,7 +764,11 @@ def tune(
                     "n": result["queries"],
                     "default_ndcg@10": result["default"]["ndcg@10"],
                     "tuned_ndcg@10": result["tuned"]["ndcg@10"],
-                    "held_out": {"default": cv["default_held_out"], "tuned": cv["tuned_held_out"], "folds": cv["folds"]},
+                    "held_out": {
+                        "default": cv["default_held_out"],
+                        "tuned": cv["tuned_held_out"],
+                        "folds": cv["folds"],
+                    },
                 }
             }
             try:
@@ -757,8 +806,12 @@ def _print_tune(result: dict) -> None:
         row = result[name]
         ws = " ".join(f"{a}={w:g}" for a, w in row["weights"].items())
         table.add_row(
-            name, ws, f"{row['k']:g}", f"{row['ndcg@10']:.3f}",
-            f"{cv[name + '_train']:.3f}", f"{cv[name + '_held_out']:.3f}",
+            name,
+            ws,
+            f"{row['k']:g}",
+            f"{row['ndcg@10']:.3f}",
+            f"{cv[name + '_train']:.3f}",
+            f"{cv[name + '_held_out']:.3f}",
         )
     console.print(table)
     console.print(
@@ -766,7 +819,9 @@ def _print_tune(result: dict) -> None:
         "folds); the tuned weights and k shown are tuned on all queries."
     )
     gain = cv["tuned_held_out"] - cv["default_held_out"]
-    console.print(f"held-out gain of tuning: {gain:+.3f} nDCG@10 ({'improves' if result['improves'] else 'no improvement'})")
+    console.print(
+        f"held-out gain of tuning: {gain:+.3f} nDCG@10 ({'improves' if result['improves'] else 'no improvement'})"
+    )
     if result["saved"]:
         console.print(f"saved to {result['saved']}", markup=False)
     elif result["saved"] is None and result["improves"]:

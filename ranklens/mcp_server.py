@@ -87,15 +87,49 @@ def build_server(service: AgentService) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def search(
-        query: Annotated[str, Field(description="What you are looking for: an identifier (`parse_config`), words from the code, or a question (`where are passwords hashed`).")],
+        query: Annotated[
+            str,
+            Field(
+                description="What you are looking for: an identifier (`parse_config`), words from the code, or a question (`where are passwords hashed`)."
+            ),
+        ],
         top_k: Annotated[int, Field(ge=1, le=MAX_SEARCH_TOP_K, description="How many hits to return.")] = 10,
-        retrievers: Annotated[list[str] | None, Field(description='Retrievers to fuse (default: all installed: bm25, fts5, dense, symbols, plus deep when installed). One name gives that retriever\'s own ranking. Also: hybrid, lexical+ctx.')] = None,
-        weights: Annotated[dict[str, float] | None, Field(description='RRF weight per retriever, e.g. {"dense": 1.5}; unnamed ones keep the repository\'s tuned or default weights.')] = None,
-        k: Annotated[float | None, Field(description="RRF constant (default: tuned, else 5). Small k lets each retriever's top ranks decide.")] = None,
-        path: Annotated[str | None, Field(description="Only paths matching this glob (fnmatch, `*` crosses `/`), e.g. `src/*.py`.")] = None,
-        language: Annotated[str | None, Field(description="Only chunks of this language: python, go, rust, typescript, markdown ...")] = None,
-        priors: Annotated[bool, Field(description="Demote tests, examples, README/CHANGELOG-like and non-code files unless the query asks for them.")] = True,
-        max_chars: Annotated[int, Field(ge=0, le=MAX_TEXT_BUDGET, description="Character budget for the hits' text, spent best hit first; later hits come without text (read them with read_span). 0: no text.")] = DEFAULT_TEXT_BUDGET,
+        retrievers: Annotated[
+            list[str] | None,
+            Field(
+                description="Retrievers to fuse (default: all installed: bm25, fts5, dense, symbols, plus deep when installed). One name gives that retriever's own ranking. Also: hybrid, lexical+ctx."
+            ),
+        ] = None,
+        weights: Annotated[
+            dict[str, float] | None,
+            Field(
+                description='RRF weight per retriever, e.g. {"dense": 1.5}; unnamed ones keep the repository\'s tuned or default weights.'
+            ),
+        ] = None,
+        k: Annotated[
+            float | None,
+            Field(description="RRF constant (default: tuned, else 5). Small k lets each retriever's top ranks decide."),
+        ] = None,
+        path: Annotated[
+            str | None, Field(description="Only paths matching this glob (fnmatch, `*` crosses `/`), e.g. `src/*.py`.")
+        ] = None,
+        language: Annotated[
+            str | None, Field(description="Only chunks of this language: python, go, rust, typescript, markdown ...")
+        ] = None,
+        priors: Annotated[
+            bool,
+            Field(
+                description="Demote tests, examples, README/CHANGELOG-like and non-code files unless the query asks for them."
+            ),
+        ] = True,
+        max_chars: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=MAX_TEXT_BUDGET,
+                description="Character budget for the hits' text, spent best hit first; later hits come without text (read them with read_span). 0: no text.",
+            ),
+        ] = DEFAULT_TEXT_BUDGET,
         ctx: Context = None,
     ) -> CallToolResult:
         """Search the repository's code and docs; the best places to read, best first.
@@ -110,8 +144,18 @@ def build_server(service: AgentService) -> MCPServer:
         it to `check_handoff` later to learn whether its spans changed.
         """
         return await _call(
-            service, ctx, service.search, query, top_k=top_k, retrievers=retrievers, weights=weights, k=k,
-            path=path, language=language, priors=priors, max_chars=max_chars,
+            service,
+            ctx,
+            service.search,
+            query,
+            top_k=top_k,
+            retrievers=retrievers,
+            weights=weights,
+            k=k,
+            path=path,
+            language=language,
+            priors=priors,
+            max_chars=max_chars,
         )
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
@@ -119,7 +163,14 @@ def build_server(service: AgentService) -> MCPServer:
         path: Annotated[str, Field(description="File path relative to the repository root, as search returns it.")],
         start_line: Annotated[int, Field(ge=1, description="First line, 1-based.")],
         end_line: Annotated[int, Field(ge=1, description="Last line, inclusive (clipped to the end of the file).")],
-        max_chars: Annotated[int, Field(ge=1, le=MAX_TEXT_BUDGET, description="Most characters to return; whole lines are kept and end_line is lowered to the last one returned.")] = DEFAULT_SPAN_CHARS,
+        max_chars: Annotated[
+            int,
+            Field(
+                ge=1,
+                le=MAX_TEXT_BUDGET,
+                description="Most characters to return; whole lines are kept and end_line is lowered to the last one returned.",
+            ),
+        ] = DEFAULT_SPAN_CHARS,
         ctx: Context = None,
     ) -> CallToolResult:
         """Read lines of a file as they are now, with the sha256 a handoff records for them.
@@ -133,7 +184,12 @@ def build_server(service: AgentService) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def check_handoff(
-        handoff: Annotated[dict[str, Any], Field(description="A handoff document: a `search` result, `ranklens query --json`/`--output`, or the terminal UI's export (`e`).")],
+        handoff: Annotated[
+            dict[str, Any],
+            Field(
+                description="A handoff document: a `search` result, `ranklens query --json`/`--output`, or the terminal UI's export (`e`)."
+            ),
+        ],
         ctx: Context = None,
     ) -> CallToolResult:
         """Check whether the spans of a handoff still hold the text they had.

@@ -287,13 +287,20 @@ def build_corpus(work: Path, seed: int) -> dict:
                     seen.add(doc)
                     docs.append(doc)
                     n_doc += 1
-        stats.append({"source": name, "version": version, "files_read": n_files, "files": len(files),
-                      "code": n_code, "doc": n_doc})
+        stats.append(
+            {
+                "source": name,
+                "version": version,
+                "files_read": n_files,
+                "files": len(files),
+                "code": n_code,
+                "doc": n_doc,
+            }
+        )
         _log(f"corpus: {name} {version}: {n_files}/{len(files)} files, {n_code} code chunks, {n_doc} docstrings")
     random.Random(seed).shuffle(code)
     random.Random(seed + 1).shuffle(docs)
-    corpus = {"seed": seed, "sources": stats, "code": code, "doc": docs,
-              "seconds": time.perf_counter() - started}
+    corpus = {"seed": seed, "sources": stats, "code": code, "doc": docs, "seconds": time.perf_counter() - started}
     _write_json_atomic(path, corpus)
     _log(f"corpus: {len(code)} code chunks, {len(docs)} docstrings in {corpus['seconds']:.0f} s")
     return corpus
@@ -340,12 +347,20 @@ def featurize(work: Path, corpus: dict, n_code: int, n_doc: int) -> list[Path]:
         # Shortest first: batches of similar lengths waste little on padding.
         ordered = sorted(part, key=lambda t: (len(t), t))
         with torch.inference_mode():
-            tl_featurize(iter([{"text": t} for t in ordered]), teacher, str(folder),
-                         max_means=len(ordered), batch_size=FEATURIZE_BATCH, text_key="text")
+            tl_featurize(
+                iter([{"text": t} for t in ordered]),
+                teacher,
+                str(folder),
+                max_means=len(ordered),
+                batch_size=FEATURIZE_BATCH,
+                text_key="text",
+            )
         seconds = time.perf_counter() - started
         _write_json_atomic(folder / "done.json", {"texts": len(part), "seconds": seconds})
-        _log(f"featurize: shard {name} ({k}/{len(todo)}): {len(part)} texts in {seconds:.0f} s "
-             f"({len(part) / seconds:.1f}/s)")
+        _log(
+            f"featurize: shard {name} ({k}/{len(todo)}): {len(part)} texts in {seconds:.0f} s "
+            f"({len(part) / seconds:.1f}/s)"
+        )
     return done_dirs
 
 
@@ -458,8 +473,16 @@ def train(plain_dir: Path, feature_dirs: list[Path], seed: int, max_epochs: int)
 # ----------------------------------------------------------------------------- 5. write
 
 
-def build(out_dir: Path, work: Path, *, seed: int = SEED, n_code: int = N_CODE, n_doc: int = N_DOC,
-          max_epochs: int = MAX_EPOCHS, stop_after: str | None = None) -> Path | None:
+def build(
+    out_dir: Path,
+    work: Path,
+    *,
+    seed: int = SEED,
+    n_code: int = N_CODE,
+    n_doc: int = N_DOC,
+    max_epochs: int = MAX_EPOCHS,
+    stop_after: str | None = None,
+) -> Path | None:
     import numpy as np
     from model2vec.persistence import save_pretrained
 
@@ -633,18 +656,29 @@ file is model2vec's generated card.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default: {DEFAULT_OUT})")
-    parser.add_argument("--work-dir", type=Path, default=DEFAULT_WORK,
-                        help=f"cache of the stages, reused by a rerun (default: {DEFAULT_WORK})")
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=DEFAULT_WORK,
+        help=f"cache of the stages, reused by a rerun (default: {DEFAULT_WORK})",
+    )
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--n-code", type=int, default=N_CODE, help=f"code texts to featurize (default {N_CODE})")
     parser.add_argument("--n-doc", type=int, default=N_DOC, help=f"docstrings to featurize (default {N_DOC})")
-    parser.add_argument("--max-epochs", type=int, default=MAX_EPOCHS,
-                        help=f"cap on training epochs (default {MAX_EPOCHS})")
-    parser.add_argument("--stop-after", choices=("plain", "corpus", "featurize"),
-                        help="stop once this stage is cached")
+    parser.add_argument(
+        "--max-epochs", type=int, default=MAX_EPOCHS, help=f"cap on training epochs (default {MAX_EPOCHS})"
+    )
+    parser.add_argument("--stop-after", choices=("plain", "corpus", "featurize"), help="stop once this stage is cached")
     args = parser.parse_args(argv)
-    out = build(args.out.resolve(), args.work_dir.resolve(), seed=args.seed, n_code=args.n_code,
-                n_doc=args.n_doc, max_epochs=args.max_epochs, stop_after=args.stop_after)
+    out = build(
+        args.out.resolve(),
+        args.work_dir.resolve(),
+        seed=args.seed,
+        n_code=args.n_code,
+        n_doc=args.n_doc,
+        max_epochs=args.max_epochs,
+        stop_after=args.stop_after,
+    )
     if out is not None:
         for p in sorted(out.iterdir()):
             print(f"{p.stat().st_size:>12,}  {p}")

@@ -63,7 +63,7 @@ FILES = {
                     del self.items[oldest]
                 self.items[key] = value
     ''',
-    "web/router.js": '''
+    "web/router.js": """
         // Route incoming HTTP requests to handlers.
         export function parseRoute(url) {
           const [path, query] = url.split("?");
@@ -85,8 +85,8 @@ FILES = {
             return handler ? handler(request) : { status: 404 };
           }
         }
-    ''',
-    "server/main.go": '''
+    """,
+    "server/main.go": """
         package main
 
         import "fmt"
@@ -107,8 +107,8 @@ FILES = {
             limiter := &RateLimiter{limit: 10, seen: map[string]int{}}
             fmt.Println(limiter.Allow("127.0.0.1"))
         }
-    ''',
-    "engine/src/lib.rs": '''
+    """,
+    "engine/src/lib.rs": """
         /// Parse a configuration file into key/value pairs.
         pub fn parse_config(text: &str) -> Vec<(String, String)> {
             text.lines()
@@ -128,8 +128,8 @@ FILES = {
                 Matrix { rows: self.rows, cols: other.cols }
             }
         }
-    ''',
-    "docs/guide.md": '''
+    """,
+    "docs/guide.md": """
         # Guide
 
         How to use the project.
@@ -141,7 +141,7 @@ FILES = {
         ## Configuration
 
         Settings are read from a configuration file with key=value lines.
-    ''',
+    """,
     ".gitignore": "ignored/\n*.log\n",
     "ignored/skip.py": "def should_not_be_indexed(): pass\n",
     "debug.log": "log line\n",

@@ -28,8 +28,13 @@ def test_the_registry_gives_the_defaults_as_shipped():
     assert config.DEFAULT_WEIGHTS == {"bm25": 1.2, "fts5": 0.4, "dense": 0.8, "symbols": 0.8}
     assert config.DEFAULT_WEIGHTS_DEEP == {"bm25": 0.8, "fts5": 0.4, "dense": 0.4, "symbols": 0.8, "deep": 1.4}
     assert arms.ARM_FAMILIES == {
-        "bm25": "lexical", "fts5": "lexical", "dense": "semantic", "symbols": "structural", "deep": "semantic",
-        "hybrid": "semantic", "lexical+ctx": "lexical",
+        "bm25": "lexical",
+        "fts5": "lexical",
+        "dense": "semantic",
+        "symbols": "structural",
+        "deep": "semantic",
+        "hybrid": "semantic",
+        "lexical+ctx": "lexical",
     }
     # Every arm but the two that build nothing of their own (hybrid reads bm25's and dense's
     # files; deep commits its vectors after the index, as a sidecar) has a part in the build.
@@ -77,7 +82,11 @@ def test_the_command_line_lists_and_fuses_a_registered_arm(sample_repo):
         "from ranklens.cli import cli\n"
         "cli(sys.argv[1:], prog_name='ranklens')\n"
     )
-    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "COLUMNS": "200",
+        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+    }
 
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120)

@@ -220,7 +220,12 @@ def test_the_index_vocabulary_reads_only_the_tokens_a_batch_needs(tmp_path):
     vocab.add("later")
     vocab.store(conn)
     assert conn.execute("SELECT token FROM vocab ORDER BY col").fetchall() == [
-        ("open",), ("file",), ("read",), ("nope",), ("later",)]
+        ("open",),
+        ("file",),
+        ("read",),
+        ("nope",),
+        ("later",),
+    ]
     assert IndexVocabulary(conn, preload=True).columns(["later", "open"]) == [4, 0]
 
 
@@ -246,7 +251,9 @@ def test_batches_merged_equal_one_counting_pass(texts):
     merger = TokenMerger(Vocabulary(start), matrices)
     for lo in range(0, len(docs), 70):
         part = slice(lo, lo + 70)
-        merger.add(count_batch({f: v[part] for f, v in fields.items()}, {n: (s, r[part]) for n, (s, r) in matrices.items()}))
+        merger.add(
+            count_batch({f: v[part] for f, v in fields.items()}, {n: (s, r[part]) for n, (s, r) in matrices.items()})
+        )
     merger.finish()
     assert merger.vocab.tokens == ref_vocab.tokens
     for name in matrices:

@@ -635,11 +635,11 @@ def test_windows_advance_by_window_minus_overlap_and_end_on_the_last_line():
     assert windows(chunk_file("n.txt", numbered(41))) == [(1, 40), (31, 41)]
     assert windows(chunk_file("n.txt", numbered(3))) == [(1, 3)]
     assert windows(chunk_file("n.txt", numbered(10), window=4, overlap=0)) == [
-        (1, 4), (5, 8), (9, 10),
+        (1, 4),
+        (5, 8),
+        (9, 10),
     ]
-    assert windows(chunk_file("n.txt", numbered(5), window=1, overlap=0)) == [
-        (i, i) for i in range(1, 6)
-    ]
+    assert windows(chunk_file("n.txt", numbered(5), window=1, overlap=0)) == [(i, i) for i in range(1, 6)]
     assert line_windows(0) == []
 
 
@@ -771,7 +771,9 @@ def test_a_long_function_is_split_into_even_pieces_that_name_it():
 
 
 def test_a_long_class_is_cut_at_its_methods_and_its_first_chunk_names_it():
-    methods = "".join(f"    def m{i}(self):\n" + "".join(f"        a = {j}\n" for j in range(8)) + "\n" for i in range(8))
+    methods = "".join(
+        f"    def m{i}(self):\n" + "".join(f"        a = {j}\n" for j in range(8)) + "\n" for i in range(8)
+    )
     code = 'class Big:\n    """A big class."""\n\n' + methods
     chunks = chunk_file("c.py", code, window=40, overlap=10)
     assert all(c.end_line - c.start_line + 1 <= 40 for c in chunks)
@@ -816,7 +818,9 @@ def test_budget_never_exceeded_and_no_line_lost(units, window, data):
         if kind == "def":
             out.append(f"def f{n}():\n" + "".join(f"    v = {j}\n" for j in range(size)))
         elif kind == "class":
-            out.append(f"class C{n}:\n" + "".join(f"    def m{j}(self):\n        return {j}\n" for j in range(size // 2 + 1)))
+            out.append(
+                f"class C{n}:\n" + "".join(f"    def m{j}(self):\n        return {j}\n" for j in range(size // 2 + 1))
+            )
         elif kind == "comment":
             out.append("".join(f"# note {j}\n" for j in range(size % 5 + 1)) + f"def g{n}():\n    pass\n")
         else:
@@ -900,9 +904,7 @@ def test_bad_input_never_raises_and_keeps_windows(path, text):
     assert len({c.docid for c in chunks}) == len(chunks)
 
 
-@pytest.mark.parametrize(
-    "path, text", [("p.py", "(\n" * 30_000), ("b.rs", "{" * 50_000)], ids=["parens", "braces"]
-)
+@pytest.mark.parametrize("path, text", [("p.py", "(\n" * 30_000), ("b.rs", "{" * 50_000)], ids=["parens", "braces"])
 def test_wide_error_nodes_stay_fast(path, text):
     # One ERROR node with tens of thousands of children made the query cursor take
     # seconds; chunking queries wide nodes child by child.

@@ -45,14 +45,32 @@ def test_query_json_envelope_has_every_field(sample_repo, tmp_path):
     target = tmp_path / "out" / "hits.json"
     target.parent.mkdir()
     out = run(
-        "query", "rate limiter", "--root", str(sample_repo), "--json", "--output", str(target),
-        "--weights", "dense:1.5,bm25:0.5", "--rrf-k", "30",
+        "query",
+        "rate limiter",
+        "--root",
+        str(sample_repo),
+        "--json",
+        "--output",
+        str(target),
+        "--weights",
+        "dense:1.5,bm25:0.5",
+        "--rrf-k",
+        "30",
     )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert json.loads(target.read_text()) == data
     assert set(data) == {
-        "schema_version", "query", "mode", "retrievers", "skipped", "weights", "k", "priors", "results", "root",
+        "schema_version",
+        "query",
+        "mode",
+        "retrievers",
+        "skipped",
+        "weights",
+        "k",
+        "priors",
+        "results",
+        "root",
         "query_ms",
     }
     assert data["schema_version"] == 1 and data["query_ms"] > 0 and data["root"] == str(sample_repo.resolve())
@@ -61,8 +79,20 @@ def test_query_json_envelope_has_every_field(sample_repo, tmp_path):
     hit = data["results"][0]
     assert hit["path"] == "server/main.go"
     assert set(hit) >= {
-        "path", "start_line", "end_line", "docid", "context", "score", "fused_score", "rank",
-        "provenance", "agreement", "confidence", "contributors", "priors", "sha256",
+        "path",
+        "start_line",
+        "end_line",
+        "docid",
+        "context",
+        "score",
+        "fused_score",
+        "rank",
+        "provenance",
+        "agreement",
+        "confidence",
+        "contributors",
+        "priors",
+        "sha256",
     }
     assert set(hit["contributors"][0]) == {"arm", "rank", "docid", "score", "contribution"}
 
@@ -162,10 +192,18 @@ def test_an_empty_tree_says_which_rule_emptied_it(tmp_path):
     assert len(warning) == 1 and ".gitignore:3: /*" in warning[0] and "--no-ignore" in warning[0], out.stderr
     data = json.loads(run("index", str(root), "--json").stdout)
     assert data["files"] == 0 and data["kept"] == 0 and data["warning"].startswith("kept no files")
-    assert data["excluded"] == [{
-        "kind": "ignore", "name": ".gitignore", "line": 3, "pattern": "/*", "rule": ".gitignore:3: /*",
-        "files": 3, "dirs": 2, "example": ".clang-format",
-    }]
+    assert data["excluded"] == [
+        {
+            "kind": "ignore",
+            "name": ".gitignore",
+            "line": 3,
+            "pattern": "/*",
+            "rule": ".gitignore:3: /*",
+            "files": 3,
+            "dirs": 2,
+            "example": ".clang-format",
+        }
+    ]
 
 
 def test_no_ignore_and_hidden_are_remembered_until_changed(tmp_path):
@@ -194,7 +232,10 @@ def test_why_names_the_deciding_rule(tmp_path):
     )
     assert run("why", "kernel/fork.c", "--root", str(root), "--no-ignore").stdout.strip() == "kernel/fork.c: kept"
     hidden = run("why", ".clang-format", "--root", str(root), "--no-ignore").stdout.strip()
-    assert hidden == ".clang-format: skipped by hidden (name starts with a dot); --hidden includes hidden files and folders"
+    assert (
+        hidden
+        == ".clang-format: skipped by hidden (name starts with a dot); --hidden includes hidden files and folders"
+    )
     redacted = run("why", "notes.txt", "--root", str(root), "--no-ignore").stdout.strip()
     assert redacted == "notes.txt: kept; credential lines indexed redacted: 2 (AWS Access Key)"
     refused = run("why", "key.txt", "--root", str(root), "--no-ignore").stdout.strip()
@@ -202,14 +243,19 @@ def test_why_names_the_deciding_rule(tmp_path):
     data = json.loads(run("why", str(root / "mm" / "slab.c"), "--root", str(root), "--json").stdout)
     assert data["kept"] is False and data["via"] == "mm" and data["rule"]["line"] == 3
     # From inside the root, PATH is relative to the working folder.
-    assert run("why", "fork.c", "--root", "..", "--no-ignore", cwd=root / "kernel").stdout.strip() == "kernel/fork.c: kept"
+    assert (
+        run("why", "fork.c", "--root", "..", "--no-ignore", cwd=root / "kernel").stdout.strip() == "kernel/fork.c: kept"
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["why", "nope.c"], "no such file or folder"),
-    (["why", "/"], "is not under the root"),
-    (["why", "x", "--root", "/no/such/dir"], "not a directory"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["why", "nope.c"], "no such file or folder"),
+        (["why", "/"], "is not under the root"),
+        (["why", "x", "--root", "/no/such/dir"], "not a directory"),
+    ],
+)
 def test_why_bad_input_is_one_line(args, message, sample_repo):
     out = run(*args, cwd=sample_repo)
     assert out.returncode == 2, (out.stdout, out.stderr)

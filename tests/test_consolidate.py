@@ -157,10 +157,12 @@ def test_an_arm_votes_only_for_its_own_top_few():
     from ranklens.core.consolidate import AGREEMENT_DEPTH
 
     deep = AGREEMENT_DEPTH + 1
-    out = consolidate({
-        "bm25": [hit("bm25", f"f{i}.py", 1, 9, i) for i in range(1, deep + 1)],
-        "dense": [hit("dense", f"f{deep}.py", 1, 9, 1)],
-    })
+    out = consolidate(
+        {
+            "bm25": [hit("bm25", f"f{i}.py", 1, 9, i) for i in range(1, deep + 1)],
+            "dense": [hit("dense", f"f{deep}.py", 1, 9, 1)],
+        }
+    )
     by_path = {h.path: h for h in out}
     assert by_path["f1.py"].agreement == 1
     # found by both arms, but bm25 ranked it below its top AGREEMENT_DEPTH: one vote
@@ -221,7 +223,9 @@ arm_hits = st.lists(
     st.dictionaries(st.sampled_from(["bm25", "fts5", "dense", "symbols"]), st.sampled_from([0.0, 0.5, 1.0, 2.5])),
     st.sampled_from([1, 20, 60]),
 )
-def test_fusing_with_a_cut_and_priors_equals_priors_over_the_whole_fused_list_then_the_cut(raw, limit, query, weights, k):
+def test_fusing_with_a_cut_and_priors_equals_priors_over_the_whole_fused_list_then_the_cut(
+    raw, limit, query, weights, k
+):
     """The query path scores every group but builds hits only for the kept ones: it must
     give exactly what fusing everything, applying the priors and cutting gives."""
     from ranklens.core.consolidate import Groups

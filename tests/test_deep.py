@@ -69,30 +69,58 @@ def _cli(*args, env_extra=None, block_onnxruntime=False, tmp_path=None):
 
 def test_cli_without_the_extra(sample_repo, tmp_path):
     env = {"RANKLENS_DEEP": "1"}  # not switched off: only missing
-    only = _cli("query", "password hash", "--root", str(sample_repo), "--retriever", "deep",
-                env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)
+    only = _cli(
+        "query",
+        "password hash",
+        "--root",
+        str(sample_repo),
+        "--retriever",
+        "deep",
+        env_extra=env,
+        block_onnxruntime=True,
+        tmp_path=tmp_path,
+    )
     # Nothing else was asked for, so nothing answers: one line each, no traceback.
     assert only.returncode == 1, only.stderr
     assert "ranklens: deep skipped: not installed: pip install 'ranklens[deep]'" in only.stderr
     assert "Traceback" not in only.stderr
-    fused = _cli("eval", str(REPO / "evals" / "polyglot.jsonl"), "--root", str(REPO / "tests" / "fixtures" / "polyglot"),
-                 "--retriever", "bm25,deep", "--json", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)
+    fused = _cli(
+        "eval",
+        str(REPO / "evals" / "polyglot.jsonl"),
+        "--root",
+        str(REPO / "tests" / "fixtures" / "polyglot"),
+        "--retriever",
+        "bm25,deep",
+        "--json",
+        env_extra=env,
+        block_onnxruntime=True,
+        tmp_path=tmp_path,
+    )
     assert fused.returncode == 0, fused.stderr
     report = json.loads(fused.stdout)
     assert "deep skipped: not installed" in fused.stderr
     assert report["skipped"]["deep"] == deep.INSTALL_HINT
     assert report["groups"]["all"]["rows"]["fused"]["ndcg@10"] > 0.65  # bm25 carries it alone
     # Not asked for: no row for it and no "skipped" noise (the CI floors run this way).
-    plain = _cli("eval", str(REPO / "evals" / "polyglot.jsonl"), "--root", str(REPO / "tests" / "fixtures" / "polyglot"),
-                 "--json", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)
+    plain = _cli(
+        "eval",
+        str(REPO / "evals" / "polyglot.jsonl"),
+        "--root",
+        str(REPO / "tests" / "fixtures" / "polyglot"),
+        "--json",
+        env_extra=env,
+        block_onnxruntime=True,
+        tmp_path=tmp_path,
+    )
     assert plain.returncode == 0 and "deep" not in plain.stderr, plain.stderr
     plain_report = json.loads(plain.stdout)
     assert not plain_report["skipped"] and "deep" not in plain_report["groups"]["all"]["rows"]
     assert plain_report["configuration"]["arms"] == list(DEFAULT_ARMS)
     listed = _cli("query", "--help", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)
     assert "plus deep when installed" in " ".join(listed.stdout.split())
-    summary = json.loads(_cli("index", str(sample_repo), "--json", env_extra=env, block_onnxruntime=True,
-                              tmp_path=tmp_path).stdout)
+    summary = json.loads(
+        _cli("index", str(sample_repo), "--json", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path).stdout
+    )
     assert summary["deep"] == deep.INSTALL_HINT and summary["deep_embedded"] == 0
 
 
@@ -260,7 +288,8 @@ def test_the_sidecar_commits_whole_or_not_at_all(fake, sample_repo, monkeypatch)
         engine.ensure_index()
     current = engine.view.generation
     assert sorted(p.name for p in engine.directory.glob("gen-*.deep")) == [
-        f"gen-{current - 1:06d}.deep", f"gen-{current:06d}.deep"
+        f"gen-{current - 1:06d}.deep",
+        f"gen-{current:06d}.deep",
     ]
 
 

@@ -57,7 +57,10 @@ def write(root: Path, rel: str, content: str | bytes = "x = 1\n") -> Path:
 def git(root: Path, *args: str) -> str:
     proc = subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root, capture_output=True, text=True, check=True,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return proc.stdout
 
@@ -83,7 +86,7 @@ def fake_key(label: str, lines: int = 4) -> str:
     Built by concatenation so this test file itself holds no key block.
     """
     body = base64.b64encode(os.urandom(48 * lines)).decode()
-    rows = [body[i:i + 64] for i in range(0, len(body), 64)]
+    rows = [body[i : i + 64] for i in range(0, len(body), 64)]
     begin = "-----" + "BEGIN " + label + "-----"
     end = "-----" + "END " + label + "-----"
     return "\n".join([begin, *rows, end]) + "\n"
@@ -267,8 +270,7 @@ def test_walk_honours_root_gitignore_with_negation(tmp_path: Path) -> None:
 
 def test_walk_nested_gitignore_applies_relative_to_its_directory(tmp_path: Path) -> None:
     write(tmp_path, "sub/.gitignore", "/gen.py\ndata/*.csv\n")
-    for rel in ("gen.py", "sub/gen.py", "sub/deeper/gen.py", "data/x.csv", "sub/data/x.csv",
-                "sub/data/x.json"):
+    for rel in ("gen.py", "sub/gen.py", "sub/deeper/gen.py", "data/x.csv", "sub/data/x.csv", "sub/data/x.json"):
         write(tmp_path, rel)
 
     assert paths(tmp_path) == ["data/x.csv", "gen.py", "sub/data/x.json", "sub/deeper/gen.py"]
@@ -312,29 +314,116 @@ def test_walk_tolerates_malformed_ignore_lines(tmp_path: Path) -> None:
 
 # Hypothesis: the walk must agree with git itself on random ignore files.
 _TREE = (
-    "a.txt", "a.log", "keep.log", "foo", "src/main.py", "src/gen/out.py", "src/gen/keep.py",
-    "src/deep/x.log", "src/deep/y.txt", "src/deep/a/b/c.txt", "docs/readme.md", "docs/notes.txt",
-    "lib/a/b/c.txt", "lib/a/keep.txt", "lib/foo/bar.txt", "sub/foo/bar.txt", "sub/b",
-    "a/b/a/b.txt", "!bang.txt", "#hash.txt", "sp ace.txt", "x[1].txt", "deep/deep/z.py",
+    "a.txt",
+    "a.log",
+    "keep.log",
+    "foo",
+    "src/main.py",
+    "src/gen/out.py",
+    "src/gen/keep.py",
+    "src/deep/x.log",
+    "src/deep/y.txt",
+    "src/deep/a/b/c.txt",
+    "docs/readme.md",
+    "docs/notes.txt",
+    "lib/a/b/c.txt",
+    "lib/a/keep.txt",
+    "lib/foo/bar.txt",
+    "sub/foo/bar.txt",
+    "sub/b",
+    "a/b/a/b.txt",
+    "!bang.txt",
+    "#hash.txt",
+    "sp ace.txt",
+    "x[1].txt",
+    "deep/deep/z.py",
 )
 # Hand-picked classics (whitelisting, re-inclusion, "/**" forms) ...
 _PATTERNS = (
-    "*.log", "!keep.log", "gen/", "/gen", "src/gen/*", "!src/gen/keep.py", "**/b", "b/",
-    "lib/**/c.txt", "docs", "!docs/readme.md", "docs/*", "*.txt", "!*.txt", "foo", "/foo",
-    "foo/", "sub/", "!sub/foo/", "a/", "*", "!*/", "!*.py", "?.txt", "[ab].txt",
-    "**/deep/**", "deep/", "!deep/y.txt", "/a.txt", "c.txt", "!c.txt", "*/", "main.py",
-    "# comment", "", "src/**", "!src/deep/", "x.*", "\\#not-a-comment", "lib/**/", "!lib/a/",
-    "src/**/", "**/", "!**/", "!a/", "!lib/", "lib/*/", "!/src", "a", "!b", "deep", "!deep/",
+    "*.log",
+    "!keep.log",
+    "gen/",
+    "/gen",
+    "src/gen/*",
+    "!src/gen/keep.py",
+    "**/b",
+    "b/",
+    "lib/**/c.txt",
+    "docs",
+    "!docs/readme.md",
+    "docs/*",
+    "*.txt",
+    "!*.txt",
+    "foo",
+    "/foo",
+    "foo/",
+    "sub/",
+    "!sub/foo/",
+    "a/",
+    "*",
+    "!*/",
+    "!*.py",
+    "?.txt",
+    "[ab].txt",
+    "**/deep/**",
+    "deep/",
+    "!deep/y.txt",
+    "/a.txt",
+    "c.txt",
+    "!c.txt",
+    "*/",
+    "main.py",
+    "# comment",
+    "",
+    "src/**",
+    "!src/deep/",
+    "x.*",
+    "\\#not-a-comment",
+    "lib/**/",
+    "!lib/a/",
+    "src/**/",
+    "**/",
+    "!**/",
+    "!a/",
+    "!lib/",
+    "lib/*/",
+    "!/src",
+    "a",
+    "!b",
+    "deep",
+    "!deep/",
 )
 # ... and patterns assembled from segments (negation, anchoring, dir-only, escapes).
 _SEGMENTS = (
-    "a", "b", "foo", "deep", "src", "lib", "*", "**", "?", "[ab]", "*.txt", "*.py", "x*", "gen",
-    "keep.*", "[!a]*", "\\!bang.txt", "\\#hash.txt", "sp ace.txt", "x\\[1\\].txt", "x[1].txt",
+    "a",
+    "b",
+    "foo",
+    "deep",
+    "src",
+    "lib",
+    "*",
+    "**",
+    "?",
+    "[ab]",
+    "*.txt",
+    "*.py",
+    "x*",
+    "gen",
+    "keep.*",
+    "[!a]*",
+    "\\!bang.txt",
+    "\\#hash.txt",
+    "sp ace.txt",
+    "x\\[1\\].txt",
+    "x[1].txt",
 )
 _built_pattern = st.builds(
-    lambda neg, lead, segs, trail: ("!" if neg else "") + ("/" if lead else "") + "/".join(segs)
-    + ("/" if trail else ""),
-    st.booleans(), st.booleans(), st.lists(st.sampled_from(_SEGMENTS), min_size=1, max_size=4),
+    lambda neg, lead, segs, trail: (
+        ("!" if neg else "") + ("/" if lead else "") + "/".join(segs) + ("/" if trail else "")
+    ),
+    st.booleans(),
+    st.booleans(),
+    st.lists(st.sampled_from(_SEGMENTS), min_size=1, max_size=4),
     st.booleans(),
 )
 _pattern_lists = st.lists(st.one_of(st.sampled_from(_PATTERNS), _built_pattern), max_size=6)
@@ -343,15 +432,18 @@ _pattern_lists = st.lists(st.one_of(st.sampled_from(_PATTERNS), _built_pattern),
 @needs_git
 @pytest.mark.slow  # ~9 s: 80 random trees, each listed by git and walked
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(root_rules=_pattern_lists, src_rules=_pattern_lists, lib_rules=_pattern_lists,
-       deep_rules=_pattern_lists)
+@given(root_rules=_pattern_lists, src_rules=_pattern_lists, lib_rules=_pattern_lists, deep_rules=_pattern_lists)
 def test_walk_matches_git_on_random_gitignores(root_rules, src_rules, lib_rules, deep_rules) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for rel in _TREE:
             write(root, rel)
-        for rel, rules in ((".gitignore", root_rules), ("src/.gitignore", src_rules),
-                           ("lib/.gitignore", lib_rules), ("src/deep/.gitignore", deep_rules)):
+        for rel, rules in (
+            (".gitignore", root_rules),
+            ("src/.gitignore", src_rules),
+            ("lib/.gitignore", lib_rules),
+            ("src/deep/.gitignore", deep_rules),
+        ):
             if rules:
                 write(root, rel, "\n".join(rules) + "\n")
         git(root, "init", "-q")
@@ -404,7 +496,9 @@ def test_source_and_config_dirs_that_look_generated_are_kept(tmp_path: Path) -> 
 
     assert paths(tmp_path) == ["coverage/report.py", "env/settings.py"]  # .vscode: hidden
     assert paths(tmp_path, DiscoveryOptions(hidden=True)) == [
-        ".vscode/settings.json", "coverage/report.py", "env/settings.py",
+        ".vscode/settings.json",
+        "coverage/report.py",
+        "env/settings.py",
     ]
 
 
@@ -416,21 +510,64 @@ def test_root_itself_may_have_an_excluded_name(tmp_path: Path) -> None:
 # --- secret-looking names ------------------------------------------------------------
 
 SECRET_NAMES = [
-    ".env", ".env.local", ".env.production", ".ENV", "tls.key", "cert.p12",
-    "cert.pfx", "store.jks", "release.keystore", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
-    ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", "credentials",
-    "credentials.json", "credentials.yml", "credentials.yaml", "credentials.xml",
-    "credentials.ini", "credentials.toml", "credentials.txt", "credentials.csv",
-    "Credentials.json", "secrets.yaml", "client_secret.json", "secret.txt", "secret",
-    "app-secrets.env", "passwords.kdbx", ".htpasswd", "aws_credentials", "secrets.production.json",
-    "client_secret_1234-abc.apps.googleusercontent.com.json", "db-secret.yml",
+    ".env",
+    ".env.local",
+    ".env.production",
+    ".ENV",
+    "tls.key",
+    "cert.p12",
+    "cert.pfx",
+    "store.jks",
+    "release.keystore",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".npmrc",
+    ".pypirc",
+    ".netrc",
+    "_netrc",
+    ".git-credentials",
+    "credentials",
+    "credentials.json",
+    "credentials.yml",
+    "credentials.yaml",
+    "credentials.xml",
+    "credentials.ini",
+    "credentials.toml",
+    "credentials.txt",
+    "credentials.csv",
+    "Credentials.json",
+    "secrets.yaml",
+    "client_secret.json",
+    "secret.txt",
+    "secret",
+    "app-secrets.env",
+    "passwords.kdbx",
+    ".htpasswd",
+    "aws_credentials",
+    "secrets.production.json",
+    "client_secret_1234-abc.apps.googleusercontent.com.json",
+    "db-secret.yml",
 ]
 KEPT_NAMES = [
-    ".env.example", ".env.sample", ".env.template", "id_rsa.pub", "id_ed25519.pub",
-    "credentials.py", "credentials_test.go", "credentials.ts", "secrets.py",
-    "secret_manager.go", "secrets.md", "envelope.py", ".envrc.py",
+    ".env.example",
+    ".env.sample",
+    ".env.template",
+    "id_rsa.pub",
+    "id_ed25519.pub",
+    "credentials.py",
+    "credentials_test.go",
+    "credentials.ts",
+    "secrets.py",
+    "secret_manager.go",
+    "secrets.md",
+    "envelope.py",
+    ".envrc.py",
     # The word in the middle of a name: kernel documentation of a securityfs interface.
-    "securityfs-secrets-coco", "my-secret-sauce.txt", "cert.pem",
+    "securityfs-secrets-coco",
+    "my-secret-sauce.txt",
+    "cert.pem",
 ]
 
 
@@ -489,8 +626,7 @@ def test_files_larger_than_max_bytes_are_skipped(tmp_path: Path) -> None:
 
 
 def test_extension_filter_and_include_basenames(tmp_path: Path) -> None:
-    for rel in ("a.py", "B.PY", "c.md", "d.txt", "Makefile", "sub/Dockerfile", "types.d.ts",
-                "x.ts", "noext"):
+    for rel in ("a.py", "B.PY", "c.md", "d.txt", "Makefile", "sub/Dockerfile", "types.d.ts", "x.ts", "noext"):
         write(tmp_path, rel)
     opts = DiscoveryOptions(
         extensions=frozenset({".py", "md", ".d.ts"}),  # "md" without dot is accepted
@@ -498,8 +634,7 @@ def test_extension_filter_and_include_basenames(tmp_path: Path) -> None:
     )
 
     result = discover(tmp_path, opts)
-    assert [f.path for f in result.files] == ["B.PY", "Makefile", "a.py", "c.md", "sub/Dockerfile",
-                                              "types.d.ts"]
+    assert [f.path for f in result.files] == ["B.PY", "Makefile", "a.py", "c.md", "sub/Dockerfile", "types.d.ts"]
     assert result.skipped == []  # out-of-scope files are not "skipped"
 
 
@@ -511,12 +646,36 @@ def test_include_basenames_do_not_override_safety_rules(tmp_path: Path) -> None:
     assert result.skipped == [("id_rsa", "secret")]
 
 
-@pytest.mark.parametrize("name", ["logo.png", "photo.JPG", "anim.gif", "favicon.ico", "doc.pdf",
-                                  "a.zip", "a.tar.gz", "a.whl", "lib.so", "x.dll", "x.exe",
-                                  "m.pyc", "A.class", "lib.jar", "f.woff2", "f.ttf", "s.mp3",
-                                  "v.mp4", "data.sqlite", "app.db", "arr.npy", "arr.npz"])
-def test_known_binary_extensions_are_skipped_without_reading(tmp_path: Path, name: str,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "logo.png",
+        "photo.JPG",
+        "anim.gif",
+        "favicon.ico",
+        "doc.pdf",
+        "a.zip",
+        "a.tar.gz",
+        "a.whl",
+        "lib.so",
+        "x.dll",
+        "x.exe",
+        "m.pyc",
+        "A.class",
+        "lib.jar",
+        "f.woff2",
+        "f.ttf",
+        "s.mp3",
+        "v.mp4",
+        "data.sqlite",
+        "app.db",
+        "arr.npy",
+        "arr.npz",
+    ],
+)
+def test_known_binary_extensions_are_skipped_without_reading(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write(tmp_path, name, "looks like text but is named binary\n")
     opened: list[str] = []
     real_open = os.open
@@ -666,8 +825,7 @@ class _Listing:
         return False
 
 
-def test_files_vanishing_between_listing_and_stat_are_dropped(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_files_vanishing_between_listing_and_stat_are_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path, "stays.py")
     write(tmp_path, "gone.py")
     write(tmp_path, "gone_dir/x.py")
@@ -712,10 +870,18 @@ def test_read_text_binary_is_a_nul_in_the_first_8k(tmp_path: Path) -> None:
     assert reason == "" and text is not None and text.endswith("\x00")
 
 
-@pytest.mark.parametrize("label", [
-    "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY", "DSA PRIVATE KEY",
-    "ENCRYPTED PRIVATE KEY", "PGP PRIVATE KEY BLOCK",
-])
+@pytest.mark.parametrize(
+    "label",
+    [
+        "PRIVATE KEY",
+        "RSA PRIVATE KEY",
+        "EC PRIVATE KEY",
+        "OPENSSH PRIVATE KEY",
+        "DSA PRIVATE KEY",
+        "ENCRYPTED PRIVATE KEY",
+        "PGP PRIVATE KEY BLOCK",
+    ],
+)
 def test_read_text_refuses_private_key_files(tmp_path: Path, label: str) -> None:
     write(tmp_path, "key.txt", fake_key(label))
     assert read_text(tmp_path, "key.txt") == (None, "private key")
@@ -746,8 +912,7 @@ def test_a_short_private_key_block_counts(tmp_path: Path) -> None:
 def test_read_text_refuses_keys_with_headers_indents_and_escapes(tmp_path: Path) -> None:
     key = fake_key("RSA PRIVATE KEY")
     begin, *rest = key.splitlines()
-    encrypted = "\n".join([begin, "Proc-Type: 4,ENCRYPTED", "DEK-Info: AES-128-CBC,0011AABB", "",
-                           *rest])
+    encrypted = "\n".join([begin, "Proc-Type: 4,ENCRYPTED", "DEK-Info: AES-128-CBC,0011AABB", "", *rest])
     pgp = fake_key("PGP PRIVATE KEY BLOCK").replace("-----\n", "-----\nVersion: GnuPG v2\n\n", 1)
     indented = "key: |\n" + "".join("    " + line + "\n" for line in key.splitlines())
     as_json = '{"type": "service_account", "private_key": "' + key.replace("\n", "\\n") + '"}\n'
@@ -928,7 +1093,8 @@ def test_no_warning_for_an_ordinary_tree(tmp_path: Path) -> None:
     assert len(result.files) == 30 and result.warning() is None
     counts = {str(e.rule): (e.files, e.dirs) for e in result.excluded}
     assert counts == {
-        ".gitignore:1: *.log": (1, 0), "excluded directory (node_modules)": (0, 1),
+        ".gitignore:1: *.log": (1, 0),
+        "excluded directory (node_modules)": (0, 1),
         "hidden (name starts with a dot)": (1, 0),
     }
 
@@ -952,7 +1118,11 @@ def test_rules_name_nested_ignore_files_and_exclude_globs(tmp_path: Path) -> Non
     write(tmp_path, "pkg/b.py")
     result = discover(tmp_path, DiscoveryOptions(exclude_globs=("*.md", "*_test.py")))
     rules = {str(e.rule): e.entries for e in result.excluded}
-    assert rules == {"pkg/.gitignore:3: /out/": 1, "exclude_globs[2]: *_test.py": 1, "hidden (name starts with a dot)": 1}
+    assert rules == {
+        "pkg/.gitignore:3: /out/": 1,
+        "exclude_globs[2]: *_test.py": 1,
+        "hidden (name starts with a dot)": 1,
+    }
 
 
 @needs_git
@@ -966,7 +1136,8 @@ def test_git_mode_counts_its_own_rules(tmp_path: Path) -> None:
     result = discover(repo)
     assert result.mode == "git" and [f.path for f in result.files] == ["a.py"]
     assert {str(e.rule): (e.files, e.dirs) for e in result.excluded} == {
-        ".ignore:1: *.snap": (1, 0), "hidden (name starts with a dot)": (1, 1),
+        ".ignore:1: *.snap": (1, 0),
+        "hidden (name starts with a dot)": (1, 1),
     }
 
 
@@ -1026,9 +1197,13 @@ def test_explain_names_the_ancestor_an_ignore_rule_matched(tmp_path: Path) -> No
 def test_explain_agrees_with_discover_on_every_rule(tmp_path: Path) -> None:
     write(tmp_path, ".gitignore", "*.log\n")
     files = {
-        "a.py": None, "x.log": ".gitignore:1: *.log", ".hidden.py": "hidden (name starts with a dot)",
-        "conf/.env": "secret (secret file name)", "logo.png": "binary (known binary extension)",
-        "node_modules/m/index.js": "excluded directory (node_modules)", "big.txt": "too large (over 10 bytes)",
+        "a.py": None,
+        "x.log": ".gitignore:1: *.log",
+        ".hidden.py": "hidden (name starts with a dot)",
+        "conf/.env": "secret (secret file name)",
+        "logo.png": "binary (known binary extension)",
+        "node_modules/m/index.js": "excluded directory (node_modules)",
+        "big.txt": "too large (over 10 bytes)",
     }
     for rel in files:
         write(tmp_path, rel, "x" * (50 if rel == "big.txt" else 3))

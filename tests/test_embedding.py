@@ -101,9 +101,7 @@ print(model.name, constants.HF_HUB_OFFLINE, os.environ.get("HF_HUB_OFFLINE"))
 """
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
     env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     name, const, var = proc.stdout.split()
     assert name.startswith("bundled:minilm-l6-static@")
@@ -271,8 +269,14 @@ def test_token_weights_and_mapping_are_honoured_by_the_fast_loader(tmp_path: Pat
     mapping[WORDS.index("open") + 2] = 2
     weights = np.linspace(0.2, 3.0, n).astype(np.float32)
     folder = tmp_path / "weighted"
-    save_pretrained(folder, embeddings=rows, tokenizer=plain.tokenizer, config={"normalize": False},
-                    weights=weights, mapping=mapping)
+    save_pretrained(
+        folder,
+        embeddings=rows,
+        tokenizer=plain.tokenizer,
+        config={"normalize": False},
+        weights=weights,
+        mapping=mapping,
+    )
 
     model = load_model(str(folder))
     assert "model2vec" not in type(model._model).__module__  # the fast loader served it

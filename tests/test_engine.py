@@ -26,7 +26,14 @@ def engine(sample_repo):
 
 def test_index_holds_every_discovered_file_and_skips_secrets(engine):
     paths = set(engine.view.chunks.paths)
-    assert {"app/auth.py", "app/cache.py", "web/router.js", "server/main.go", "engine/src/lib.rs", "docs/guide.md"} <= paths
+    assert {
+        "app/auth.py",
+        "app/cache.py",
+        "web/router.js",
+        "server/main.go",
+        "engine/src/lib.rs",
+        "docs/guide.md",
+    } <= paths
     assert not paths & {".env", "keys/server.pem", "ignored/skip.py", "debug.log", "logo.png"}
 
 
@@ -289,7 +296,9 @@ def test_bm25_documents_hold_path_and_symbol_tokens(engine):
     from ranklens.core.arms.bm25 import FIELDS
     from ranklens.core.indexer import IndexSettings, arm_builds
 
-    assert FIELDS == {"text": 1, "path": 1, "symbol": 1} and arm_builds(IndexSettings())["bm25"].documents.fields is FIELDS
+    assert (
+        FIELDS == {"text": 1, "path": 1, "symbol": 1} and arm_builds(IndexSettings())["bm25"].documents.fields is FIELDS
+    )
     # "auth" is only in the path app/auth.py, never a token of its text.
     hits = engine.run_arm("bm25", "auth").hits
     assert hits and {h.path for h in hits} == {"app/auth.py"}
@@ -346,7 +355,9 @@ def test_dense_documents_lead_with_the_breadcrumb():
     from ranklens.core.arms.dense import document_text
     from ranklens.core.types import Chunk
 
-    chunk = Chunk("tui/widgets/slider.py", 3, 9, "def nudge(self):\n    pass", "python", "tui/widgets/slider.py > Slider > nudge")
+    chunk = Chunk(
+        "tui/widgets/slider.py", 3, 9, "def nudge(self):\n    pass", "python", "tui/widgets/slider.py > Slider > nudge"
+    )
     assert document_text(chunk) == "tui/widgets/slider.py > Slider > nudge\ndef nudge(self):\n    pass"
 
 
@@ -359,7 +370,9 @@ def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_p
     def build(cache):
         eng = Engine(sample_repo, cache_dir=tmp_path / cache)
         eng.ensure_index()
-        (sample_repo / "app/auth.py").write_text((sample_repo / "app/auth.py").read_text() + "\ndef added_later():\n    pass\n")
+        (sample_repo / "app/auth.py").write_text(
+            (sample_repo / "app/auth.py").read_text() + "\ndef added_later():\n    pass\n"
+        )
         eng.ensure_index()
         conn = sqlite3.connect(eng.directory / "index.sqlite")
         rows = conn.execute("SELECT * FROM chunks ORDER BY id").fetchall()

@@ -38,7 +38,9 @@ def test_every_gold_span_points_at_existing_lines(name):
             target = root / g.path
             assert target.is_file(), f"{name} {q.id}: {g.path} does not exist"
             lines = target.read_text(encoding="utf-8").split("\n")
-            assert g.end_line <= len(lines), f"{name} {q.id}: {g.path} has {len(lines)} lines, gold ends at {g.end_line}"
+            assert g.end_line <= len(lines), (
+                f"{name} {q.id}: {g.path} has {len(lines)} lines, gold ends at {g.end_line}"
+            )
             spans.append("\n".join(lines[g.start_line - 1 : g.end_line]))
         # Notes name text each gold span was chosen for: code that moved is caught here.
         note = json.loads(path.read_text(encoding="utf-8").splitlines()[q.line - 1]).get("note", "")

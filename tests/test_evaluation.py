@@ -248,18 +248,34 @@ def test_duplicate_ids_and_empty_files_are_refused(tmp_path):
 
 def test_whole_file_gold_in_both_forms():
     (q,) = parse_queries(
-        ['{"id": "w", "query": "x", "gold": [{"path": "./a.py"}, "b/c.py", {"path": "d.py", "start_line": 2, "end_line": 4}]}']
+        [
+            '{"id": "w", "query": "x", "gold": [{"path": "./a.py"}, "b/c.py", {"path": "d.py", "start_line": 2, "end_line": 4}]}'
+        ]
     )
     assert q.gold == (Span("a.py"), Span("b/c.py"), S("d.py", 2, 4))
-    assert q.to_dict()["gold"] == [{"path": "a.py"}, {"path": "b/c.py"}, {"path": "d.py", "start_line": 2, "end_line": 4}]
+    assert q.to_dict()["gold"] == [
+        {"path": "a.py"},
+        {"path": "b/c.py"},
+        {"path": "d.py", "start_line": 2, "end_line": 4},
+    ]
     # null lines, as the benchmark writes a target it has no span for, are the whole file too
-    (q,) = parse_queries(['{"id": "w", "query": "x", "gold": [{"path": "a.py", "start_line": null, "end_line": null}]}'])
+    (q,) = parse_queries(
+        ['{"id": "w", "query": "x", "gold": [{"path": "a.py", "start_line": null, "end_line": null}]}']
+    )
     assert q.gold == (Span("a.py"),)
 
 
 def test_unknown_fields_are_ignored_with_one_note_per_file():
     lines = [
-        json.dumps({"id": f"q{i}", "query": "x", "repo": "r", "gold": [{"path": "a.py", "symbol": "f"}], "not_relevant": [{"path": "b.py", "why": "?"}]})
+        json.dumps(
+            {
+                "id": f"q{i}",
+                "query": "x",
+                "repo": "r",
+                "gold": [{"path": "a.py", "symbol": "f"}],
+                "not_relevant": [{"path": "b.py", "why": "?"}],
+            }
+        )
         for i in range(3)
     ]
     notes = []
@@ -272,9 +288,20 @@ def test_unknown_fields_are_ignored_with_one_note_per_file():
 
 
 BENCH = [
-    {"query": "store creation", "relevant": ["src/createStore.ts"], "secondary": ["src/compose.ts"], "category": "architecture"},
-    {"query": "Depends", "relevant": [{"path": "src/params.ts", "start_line": 7, "end_line": 9}], "secondary": [],
-     "category": "symbol", "seed": {"path": "src/params.ts", "line": 7}, "related": []},
+    {
+        "query": "store creation",
+        "relevant": ["src/createStore.ts"],
+        "secondary": ["src/compose.ts"],
+        "category": "architecture",
+    },
+    {
+        "query": "Depends",
+        "relevant": [{"path": "src/params.ts", "start_line": 7, "end_line": 9}],
+        "secondary": [],
+        "category": "symbol",
+        "seed": {"path": "src/params.ts", "line": 7},
+        "related": [],
+    },
     {"query": "no category", "relevant": ["src/a.ts"]},
 ]
 
@@ -292,7 +319,7 @@ def test_benchmark_annotations_are_read_as_they_are():
     "text, message",
     [
         ('[{"query": "x", "relevant": []},\n {"query": "y"}]', 'redux.json: item 2: missing "relevant"'),
-        ('[{"query": "x", "relevant": [3]}]', "item 1: \"relevant\" item 1 must be a path or an object"),
+        ('[{"query": "x", "relevant": [3]}]', 'item 1: "relevant" item 1 must be a path or an object'),
         ('[{"query": "x", "relevant": [], "category": 3}]', '"category"'),
         ('[{"query": "x", "relevant": []}, 5]', "item 2: expected a JSON object"),
         ('[\n{"query": "x", "relevant": []}\n{"query": "y"}]', "redux.json:3: not valid JSON"),
@@ -331,7 +358,10 @@ def test_rebase_gold_strips_the_roots_own_trailing_folders(tmp_path):
         (Span("core.ts"), S("node/pool.ts", 1, 1)),
         (Span("gone.ts"), Span("docs/readme.md")),  # one prefix for all: a missing file is still rebased
     ]
-    assert note == "gold paths are relative to a folder above the root: stripped the root's trailing 'packages/src/' from 3 of 4 gold paths"
+    assert (
+        note
+        == "gold paths are relative to a folder above the root: stripped the root's trailing 'packages/src/' from 3 of 4 gold paths"
+    )
     # Already relative to the root: nothing changes, no note.
     same, note = rebase_gold(out, root)
     assert same == out and note is None
@@ -366,7 +396,12 @@ def test_calibration_counts_each_level_and_how_often_it_is_right():
     cal = calibration(EvalRun(runs, FusionSettings(("bm25",), k=60.0), ["bm25"], {}))
     assert cal["top_k"] == 10 and cal["hits"] == 7
     assert list(cal["levels"]) == ["high", "medium", "low", "shaky"]
-    assert cal["levels"]["high"] == {"hits": 3, "share": pytest.approx(3 / 7), "relevant": 2, "relevant_share": pytest.approx(2 / 3)}
+    assert cal["levels"]["high"] == {
+        "hits": 3,
+        "share": pytest.approx(3 / 7),
+        "relevant": 2,
+        "relevant_share": pytest.approx(2 / 3),
+    }
     assert cal["levels"]["medium"] == {"hits": 2, "share": pytest.approx(2 / 7), "relevant": 1, "relevant_share": 0.5}
     assert cal["levels"]["low"] == {"hits": 1, "share": pytest.approx(1 / 7), "relevant": 0, "relevant_share": 0.0}
     assert cal["levels"]["shaky"]["hits"] == 1
@@ -488,15 +523,60 @@ def test_tuning_scores_the_list_the_engine_ranks(arm_spans, weights, k):
 # ----------------------------------------------------------------------------- real engine
 
 SAMPLE_QUERIES = [
-    {"id": "s1", "kind": "identifier", "query": "PasswordHasher", "gold": [{"path": "app/auth.py", "start_line": 6, "end_line": 14}]},
-    {"id": "s2", "kind": "paraphrase", "query": "how are passwords hashed", "gold": [{"path": "app/auth.py", "start_line": 9, "end_line": 11}]},
-    {"id": "s3", "kind": "paraphrase", "query": "evict the oldest entry when the cache is full", "gold": [{"path": "app/cache.py", "start_line": 14, "end_line": 19}]},
-    {"id": "s4", "kind": "identifier", "query": "RateLimiter Allow", "gold": [{"path": "server/main.go", "start_line": 11, "end_line": 15}]},
-    {"id": "s5", "kind": "paraphrase", "query": "send an http request to the right handler", "gold": [{"path": "web/router.js", "start_line": 16, "end_line": 20}]},
-    {"id": "s6", "kind": "identifier", "query": "parse_config", "gold": [{"path": "engine/src/lib.rs", "start_line": 1, "end_line": 7}]},
-    {"id": "s7", "kind": "paraphrase", "query": "multiply two matrices", "gold": [{"path": "engine/src/lib.rs", "start_line": 14, "end_line": 19}]},
-    {"id": "s8", "kind": "paraphrase", "query": "how do I install it", "gold": [{"path": "docs/guide.md", "start_line": 5, "end_line": 7}]},
-    {"id": "s9", "kind": "paraphrase", "query": "zebra giraffe safari", "gold": [{"path": "zoo/animals.py", "start_line": 1, "end_line": 1}]},
+    {
+        "id": "s1",
+        "kind": "identifier",
+        "query": "PasswordHasher",
+        "gold": [{"path": "app/auth.py", "start_line": 6, "end_line": 14}],
+    },
+    {
+        "id": "s2",
+        "kind": "paraphrase",
+        "query": "how are passwords hashed",
+        "gold": [{"path": "app/auth.py", "start_line": 9, "end_line": 11}],
+    },
+    {
+        "id": "s3",
+        "kind": "paraphrase",
+        "query": "evict the oldest entry when the cache is full",
+        "gold": [{"path": "app/cache.py", "start_line": 14, "end_line": 19}],
+    },
+    {
+        "id": "s4",
+        "kind": "identifier",
+        "query": "RateLimiter Allow",
+        "gold": [{"path": "server/main.go", "start_line": 11, "end_line": 15}],
+    },
+    {
+        "id": "s5",
+        "kind": "paraphrase",
+        "query": "send an http request to the right handler",
+        "gold": [{"path": "web/router.js", "start_line": 16, "end_line": 20}],
+    },
+    {
+        "id": "s6",
+        "kind": "identifier",
+        "query": "parse_config",
+        "gold": [{"path": "engine/src/lib.rs", "start_line": 1, "end_line": 7}],
+    },
+    {
+        "id": "s7",
+        "kind": "paraphrase",
+        "query": "multiply two matrices",
+        "gold": [{"path": "engine/src/lib.rs", "start_line": 14, "end_line": 19}],
+    },
+    {
+        "id": "s8",
+        "kind": "paraphrase",
+        "query": "how do I install it",
+        "gold": [{"path": "docs/guide.md", "start_line": 5, "end_line": 7}],
+    },
+    {
+        "id": "s9",
+        "kind": "paraphrase",
+        "query": "zebra giraffe safari",
+        "gold": [{"path": "zoo/animals.py", "start_line": 1, "end_line": 1}],
+    },
     {"id": "s10", "query": "login session", "gold": [{"path": "app/auth.py", "start_line": 17, "end_line": 25}]},
 ]
 
@@ -510,7 +590,9 @@ def sample_queries(tmp_path):
 
 def test_sample_gold_spans_are_what_they_claim(sample_repo):
     lines = {
-        q["id"]: (sample_repo / q["gold"][0]["path"]).read_text().splitlines() for q in SAMPLE_QUERIES if q["id"] != "s9"
+        q["id"]: (sample_repo / q["gold"][0]["path"]).read_text().splitlines()
+        for q in SAMPLE_QUERIES
+        if q["id"] != "s9"
     }
     assert "class PasswordHasher" in lines["s1"][5]
     assert "def hash_password" in lines["s2"][8]
@@ -529,7 +611,9 @@ def test_run_and_report_over_a_real_index(sample_repo, sample_queries):
     engine.ensure_index()
     try:
         queries = load_queries(sample_queries)
-        run = run_queries(engine, queries, FusionSettings.resolve(arms=["bm25", "fts5", "dense", "symbols"]), also=list(REGISTRY))
+        run = run_queries(
+            engine, queries, FusionSettings.resolve(arms=["bm25", "fts5", "dense", "symbols"]), also=list(REGISTRY)
+        )
         data = report(run)
         tuned = tune(run, n_folds=2)
     finally:
@@ -565,8 +649,15 @@ def test_eval_prints_tables_per_kind_and_the_missed_queries(sample_repo, sample_
 
 def test_eval_json_measures_the_configuration_asked_for(sample_repo, sample_queries):
     out = run(
-        "eval", str(sample_queries), "--root", str(sample_repo), "--json",
-        "--weights", "dense:0.5,symbols:2", "--rrf-k", "20",
+        "eval",
+        str(sample_queries),
+        "--root",
+        str(sample_repo),
+        "--json",
+        "--weights",
+        "dense:0.5,symbols:2",
+        "--rrf-k",
+        "20",
     )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
@@ -580,7 +671,9 @@ def test_eval_json_measures_the_configuration_asked_for(sample_repo, sample_quer
     fused = data["groups"]["all"]["rows"]["fused"]
     assert set(fused) >= {"n", "hit@1", "hit@5", "hit@10", "file_hit@5", "mrr@10", "ndcg@10", "latency_ms"}
 
-    single = json.loads(run("eval", str(sample_queries), "--root", str(sample_repo), "--json", "--retriever", "fts5").stdout)
+    single = json.loads(
+        run("eval", str(sample_queries), "--root", str(sample_repo), "--json", "--retriever", "fts5").stdout
+    )
     rows = single["groups"]["all"]["rows"]
     assert single["configuration"]["arms"] == ["fts5"]
     assert rows["fused"]["ndcg@10"] == pytest.approx(rows["fts5"]["ndcg@10"])
@@ -592,8 +685,10 @@ def test_eval_json_measures_the_configuration_asked_for(sample_repo, sample_quer
 def test_eval_scores_whole_file_gold_in_both_forms(sample_repo, tmp_path):
     path = tmp_path / "q.jsonl"
     path.write_text(
-        json.dumps({"id": "obj", "query": "PasswordHasher", "gold": [{"path": "app/auth.py"}]}) + "\n"
-        + json.dumps({"id": "str", "query": "LRUCache", "gold": ["app/cache.py"]}) + "\n"
+        json.dumps({"id": "obj", "query": "PasswordHasher", "gold": [{"path": "app/auth.py"}]})
+        + "\n"
+        + json.dumps({"id": "str", "query": "LRUCache", "gold": ["app/cache.py"]})
+        + "\n"
     )
     out = run("eval", str(path), "--root", str(sample_repo), "--json")
     assert out.returncode == 0 and out.stderr == "", out.stderr
@@ -613,12 +708,22 @@ def test_eval_ignores_unknown_fields_with_exactly_one_note(sample_repo, tmp_path
     path = tmp_path / "q.jsonl"
     path.write_text(
         "".join(
-            json.dumps({"id": f"q{i}", "repo": "sample", "query": q, "gold": [{"path": g, "symbol": "x", "start_line": 1, "end_line": 30}]}) + "\n"
+            json.dumps(
+                {
+                    "id": f"q{i}",
+                    "repo": "sample",
+                    "query": q,
+                    "gold": [{"path": g, "symbol": "x", "start_line": 1, "end_line": 30}],
+                }
+            )
+            + "\n"
             for i, (q, g) in enumerate([("PasswordHasher", "app/auth.py"), ("LRUCache", "app/cache.py")])
         )
     )
     for command in ("eval", "tune"):
-        out = run(command, str(path), "--root", str(sample_repo), "--json", *(["--folds", "2"] if command == "tune" else []))
+        out = run(
+            command, str(path), "--root", str(sample_repo), "--json", *(["--folds", "2"] if command == "tune" else [])
+        )
         assert out.returncode == 0, out.stderr
         assert out.stderr.splitlines() == [f"ranklens: {path}: ignored fields ranklens does not use: gold.symbol, repo"]
 
@@ -627,9 +732,19 @@ def test_eval_and_tune_read_a_benchmark_file_with_a_checkout_prefix(sample_repo,
     # As the benchmark's annotations: paths relative to the checkout (here sample_repo's
     # parent), the folder searched one level down, so every gold path starts with "repo/".
     items = [
-        {"query": "PasswordHasher", "relevant": ["repo/app/auth.py"], "secondary": [], "category": "symbol", "seed": {}},
-        {"query": "evict the oldest entry when the cache is full", "relevant": [{"path": "repo/app/cache.py", "start_line": 14, "end_line": 19}],
-         "secondary": ["repo/app/auth.py"], "category": "semantic"},
+        {
+            "query": "PasswordHasher",
+            "relevant": ["repo/app/auth.py"],
+            "secondary": [],
+            "category": "symbol",
+            "seed": {},
+        },
+        {
+            "query": "evict the oldest entry when the cache is full",
+            "relevant": [{"path": "repo/app/cache.py", "start_line": 14, "end_line": 19}],
+            "secondary": ["repo/app/auth.py"],
+            "category": "semantic",
+        },
         {"query": "RateLimiter Allow", "relevant": ["repo/server/main.go"], "secondary": [], "category": "symbol"},
         {"query": "how do I install it", "relevant": [], "secondary": [], "category": "semantic"},
     ]
@@ -658,7 +773,9 @@ def test_eval_and_tune_read_a_benchmark_file_with_a_checkout_prefix(sample_repo,
 
 def test_eval_warns_about_gold_files_missing_from_the_index(sample_repo, tmp_path):
     path = tmp_path / "q.jsonl"
-    path.write_text(json.dumps({"id": "x", "query": "login", "gold": [{"path": "gone.py", "start_line": 1, "end_line": 2}]}) + "\n")
+    path.write_text(
+        json.dumps({"id": "x", "query": "login", "gold": [{"path": "gone.py", "start_line": 1, "end_line": 2}]}) + "\n"
+    )
     out = run("eval", str(path), "--root", str(sample_repo), "--json")
     assert out.returncode == 0, out.stderr
     assert "x: gold file gone.py is not in the index" in out.stderr
@@ -725,7 +842,10 @@ def test_tune_save_then_query_and_eval_start_from_it(sample_repo, sample_queries
     result = json.loads(saved.stdout)
     assert result["saved"] == str(config_path(sample_repo))
     config = load_config(sample_repo)
-    assert config == {"weights": {**default_config()["weights"], **result["tuned"]["weights"]}, "k": result["tuned"]["k"]}
+    assert config == {
+        "weights": {**default_config()["weights"], **result["tuned"]["weights"]},
+        "k": result["tuned"]["k"],
+    }
 
     # A config the CLI did not write, so the effect is unmistakable.
     config_path(sample_repo).write_text(json.dumps({"weights": {"dense": 0.0, "symbols": 2.5}, "k": 7}))
@@ -733,7 +853,9 @@ def test_tune_save_then_query_and_eval_start_from_it(sample_repo, sample_queries
     shipped = default_config()["weights"]
     assert q["k"] == 7 and q["weights"] == {**shipped, "dense": 0.0, "symbols": 2.5}
     assert all("dense" not in h["provenance"] for h in q["results"])
-    q = json.loads(run("query", "password", "--root", str(sample_repo), "--json", "--rrf-k", "30", "--weights", "bm25:2").stdout)
+    q = json.loads(
+        run("query", "password", "--root", str(sample_repo), "--json", "--rrf-k", "30", "--weights", "bm25:2").stdout
+    )
     # Explicit weights win arm by arm; the arms they do not name keep the config's.
     assert q["k"] == 30 and q["weights"] == {**shipped, "dense": 0.0, "symbols": 2.5, "bm25": 2.0}
     e = json.loads(run("eval", str(sample_queries), "--root", str(sample_repo), "--json").stdout)
@@ -745,7 +867,14 @@ def test_tune_save_refuses_a_result_that_does_not_generalise(sample_repo, tmp_pa
     path = tmp_path / "q.jsonl"
     path.write_text(
         "".join(
-            json.dumps({"id": f"q{i}", "query": "LRUCache", "gold": [{"path": "app/cache.py", "start_line": 1, "end_line": 19}]}) + "\n"
+            json.dumps(
+                {
+                    "id": f"q{i}",
+                    "query": "LRUCache",
+                    "gold": [{"path": "app/cache.py", "start_line": 1, "end_line": 19}],
+                }
+            )
+            + "\n"
             for i in range(4)
         )
     )
@@ -762,7 +891,11 @@ def test_a_broken_config_is_a_clean_error(sample_repo):
 
     path = config_path(sample_repo)
     path.parent.mkdir(parents=True, exist_ok=True)
-    for content, message in [("{nope", "not valid JSON"), ('{"k": 0}', "RRF k"), ('{"weights": {"vibes": 1}}', "unknown retriever")]:
+    for content, message in [
+        ("{nope", "not valid JSON"),
+        ('{"k": 0}', "RRF k"),
+        ('{"weights": {"vibes": 1}}', "unknown retriever"),
+    ]:
         path.write_text(content)
         out = run("query", "login", "--root", str(sample_repo))
         assert out.returncode == 2, out.stderr
@@ -774,8 +907,20 @@ def test_help_documents_eval_and_tune():
     top = run("--help").stdout
     assert "eval" in top and "tune" in top
     ev = run("eval", "--help").stdout
-    for word in ("--retriever", "--weights", "--rrf-k", "--top-k", "--json", "nDCG@K", "span hit", "whole file",
-                 "relevant", "secondary", "ignored", "Calibration"):
+    for word in (
+        "--retriever",
+        "--weights",
+        "--rrf-k",
+        "--top-k",
+        "--json",
+        "nDCG@K",
+        "span hit",
+        "whole file",
+        "relevant",
+        "secondary",
+        "ignored",
+        "Calibration",
+    ):
         assert word in ev
     tu = run("tune", "--help").stdout
     for word in ("--save", "--folds", "cross-validation", "held-out"):

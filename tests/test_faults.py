@@ -69,8 +69,14 @@ def child(root: Path, cache: Path, fault: str | None = None, pooled: bool = Fals
     env.pop(indexer.FAULT_ENV, None)
     if fault:
         env[indexer.FAULT_ENV] = fault
-    return subprocess.Popen([sys.executable, "-c", CHILD, str(root), str(cache), "0" if pooled else str(10**12)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(root), str(cache), "0" if pooled else str(10**12)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
 
 
 def check_consistent(root: Path, cache: Path) -> Engine | None:
@@ -221,8 +227,9 @@ def _edit_half(root: Path, seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", [4, 5, 6])
-def test_kills_at_random_points_of_an_update_leave_a_consistent_index_that_resumes(seed, repo, tmp_path,
-                                                                                  small_segments):
+def test_kills_at_random_points_of_an_update_leave_a_consistent_index_that_resumes(
+    seed, repo, tmp_path, small_segments
+):
     """An update of half the tree (several segments of ~50 chunks) killed twice, each time at a
     random pass through a random checkpoint (a random point that does not depend on timing)."""
     cache = tmp_path / "cache"
@@ -263,10 +270,18 @@ def test_a_full_disk_keeps_the_previous_index_serving(limit, repo, tmp_path, sma
     before = chunk_set(engine)
     generation = engine.view.generation
     # A big new file: its segment, vectors and rows do not fit under the limit.
-    (repo / "big.py").write_text("".join(f"def generated_function_{i}(x):\n    return x + {i}\n\n" for i in range(6000)))
+    (repo / "big.py").write_text(
+        "".join(f"def generated_function_{i}(x):\n    return x + {i}\n\n" for i in range(6000))
+    )
     env = {**os.environ, "RANKLENS_CACHE_DIR": str(cache), "RANKLENS_DEEP": "0", "COLUMNS": "200"}
-    out = subprocess.run([sys.executable, "-m", "ranklens", "index", str(repo)], capture_output=True, text=True,
-                         env=env, preexec_fn=_limited(limit), timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "ranklens", "index", str(repo)],
+        capture_output=True,
+        text=True,
+        env=env,
+        preexec_fn=_limited(limit),
+        timeout=300,
+    )
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 1 and len(lines) == 1, out.stderr[-3000:]
     assert lines[0].startswith("ranklens: error: cannot write the index") and "previous index is kept" in lines[0]
@@ -275,8 +290,14 @@ def test_a_full_disk_keeps_the_previous_index_serving(limit, repo, tmp_path, sma
     served = check_consistent(repo, cache)
     assert served.view.generation == generation and chunk_set(served) == before
     # A query under the same limit still answers, from the index as it was committed.
-    query = subprocess.run([sys.executable, "-m", "ranklens", "query", "vector search", "--root", str(repo)],
-                           capture_output=True, text=True, env=env, preexec_fn=_limited(limit), timeout=300)
+    query = subprocess.run(
+        [sys.executable, "-m", "ranklens", "query", "vector search", "--root", str(repo)],
+        capture_output=True,
+        text=True,
+        env=env,
+        preexec_fn=_limited(limit),
+        timeout=300,
+    )
     assert query.returncode == 0 and query.stdout.strip(), query.stderr[-2000:]
     assert "the previous index is kept; answering from it" in query.stderr
     check_clean(engine.directory)

@@ -266,9 +266,17 @@ def test_index_json_reports_the_check(tree, capsys):
     assert data["up_to_date"]
 
 
-@pytest.mark.parametrize("change", [
-    "binary file", "hidden folder", "folder removed", "folder renamed", "file to folder", "root file",
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        "binary file",
+        "hidden folder",
+        "folder removed",
+        "folder renamed",
+        "file to folder",
+        "root file",
+    ],
+)
 def test_a_folder_listed_again_counts_as_a_whole_listing(tmp_path, change):
     root = tmp_path / "repo"
     (root / "a" / "b" / "c").mkdir(parents=True)

@@ -15,7 +15,7 @@ def test_rrf_formula_with_weights():
 
 
 def test_ranks_are_one_based_and_default_weight_is_one():
-    (doc, score), = reciprocal_rank_fusion([["only"]], k=60)
+    ((doc, score),) = reciprocal_rank_fusion([["only"]], k=60)
     assert doc == "only" and score == 1 / 61
 
 

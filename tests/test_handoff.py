@@ -41,10 +41,18 @@ def test_query_json_and_output_are_valid_handoffs(sample_repo, tmp_path):
 
 def test_a_bad_document_names_the_first_problem():
     with pytest.raises(HandoffError, match=r"results/0: 'start_line' is a required property"):
-        validate_handoff({
-            "schema_version": 1, "query": "q", "mode": "all", "retrievers": [], "skipped": [], "weights": {},
-            "k": 5, "results": [{"path": "a.py"}],
-        })
+        validate_handoff(
+            {
+                "schema_version": 1,
+                "query": "q",
+                "mode": "all",
+                "retrievers": [],
+                "skipped": [],
+                "weights": {},
+                "k": 5,
+                "results": [{"path": "a.py"}],
+            }
+        )
     with pytest.raises(HandoffError, match="not of type 'object'"):
         validate_handoff([])
 
@@ -63,7 +71,10 @@ def batch(lines, *args):
     stdin = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
     return subprocess.run(
         [sys.executable, "-m", "ranklens", "query", "--batch", *args],
-        input=stdin, capture_output=True, text=True, timeout=300,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -84,8 +95,18 @@ def test_batch_answers_as_separate_queries_do(sample_repo):
     singles = [
         run("query", "rate limiter", "--root", str(sample_repo), "--json"),
         run("query", "LRUCache", "--root", str(sample_repo), "--json", "--retriever", "fts5", "--top-k", "3"),
-        run("query", "parse", "--root", str(sample_repo), "--json", "--path", "engine/*", "--weights", "dense:1.5",
-            "--no-priors"),
+        run(
+            "query",
+            "parse",
+            "--root",
+            str(sample_repo),
+            "--json",
+            "--path",
+            "engine/*",
+            "--weights",
+            "dense:1.5",
+            "--no-priors",
+        ),
     ]
     for answer, single in zip(answers, singles):
         assert single.returncode == 0, single.stderr
@@ -96,10 +117,16 @@ def test_batch_answers_as_separate_queries_do(sample_repo):
 
 def test_a_bad_batch_line_gets_an_error_and_the_batch_goes_on(sample_repo):
     out = batch(
-        ["not json", {"id": 1, "query": "   "}, {"id": 2, "query": "x", "topk": 3},
-         {"id": 3, "query": "x", "top_k": 0}, {"id": 4, "query": "cache", "retriever": "nope"},
-         {"id": 5, "query": "rate limiter"}],
-        "--root", str(sample_repo),
+        [
+            "not json",
+            {"id": 1, "query": "   "},
+            {"id": 2, "query": "x", "topk": 3},
+            {"id": 3, "query": "x", "top_k": 0},
+            {"id": 4, "query": "cache", "retriever": "nope"},
+            {"id": 5, "query": "rate limiter"},
+        ],
+        "--root",
+        str(sample_repo),
     )
     assert out.returncode == 0, out.stderr
     answers = [json.loads(line) for line in out.stdout.splitlines()]
@@ -116,8 +143,11 @@ def test_a_bad_batch_line_gets_an_error_and_the_batch_goes_on(sample_repo):
 
 @pytest.mark.parametrize(
     "args, message",
-    [(["TEXT"], "give TEXT or --batch, not both"), (["--output", "x.json"], "--output does not apply"),
-     (["--top-k", "0"], "--top-k must be from 1")],
+    [
+        (["TEXT"], "give TEXT or --batch, not both"),
+        (["--output", "x.json"], "--output does not apply"),
+        (["--top-k", "0"], "--top-k must be from 1"),
+    ],
 )
 def test_bad_batch_invocations_exit_2_with_one_line(sample_repo, args, message):
     out = batch([], "--root", str(sample_repo), *args)

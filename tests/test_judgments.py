@@ -89,8 +89,20 @@ def test_eval_reads_the_judgments_file(sample_repo):
     judge(sample_repo, "how are passwords hashed", "app/auth.py", 9, 11, True)
     judge(sample_repo, "evict the oldest cache entry", "app/cache.py", 14, 19, True)
     out = subprocess.run(
-        [sys.executable, "-m", "ranklens", "eval", str(judgments_path(sample_repo)), "--root", str(sample_repo), "--json"],
-        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "ranklens",
+            "eval",
+            str(judgments_path(sample_repo)),
+            "--root",
+            str(sample_repo),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)

@@ -32,7 +32,9 @@ async def server(root: Path, probe_every_s: float | None = None):
     if probe_every_s is not None:
         shim = root.parent / "mcp-shim"
         shim.mkdir(exist_ok=True)
-        (shim / "sitecustomize.py").write_text(f"import ranklens.core.agent\nranklens.core.agent.PROBE_EVERY_S = {probe_every_s!r}\n")
+        (shim / "sitecustomize.py").write_text(
+            f"import ranklens.core.agent\nranklens.core.agent.PROBE_EVERY_S = {probe_every_s!r}\n"
+        )
         env["PYTHONPATH"] = os.pathsep.join([str(shim), env.get("PYTHONPATH", "")])
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "ranklens", "mcp", str(root)], env=env, cwd=str(root)
@@ -152,7 +154,9 @@ async def test_paths_outside_the_root_ignored_and_secret_files_are_refused(sampl
             text = await refused(session, "read_span", {"path": path, "start_line": 1, "end_line": 1})
             assert "not a file ranklens serves" in text, text
         # An absolute path inside the root is fine.
-        span = await call(session, "read_span", {"path": str(sample_repo / "app/cache.py"), "start_line": 1, "end_line": 1})
+        span = await call(
+            session, "read_span", {"path": str(sample_repo / "app/cache.py"), "start_line": 1, "end_line": 1}
+        )
         assert span["path"] == "app/cache.py" and span["text"] == "class LRUCache:"
         # check_handoff is no hash oracle for files it does not serve.
         doc = await call(session, "search", {"query": "LRUCache", "top_k": 1})
@@ -184,7 +188,9 @@ async def test_a_malformed_call_gets_an_error_and_the_next_call_succeeds(sample_
 async def test_a_change_on_disk_is_indexed_before_the_next_answer(sample_repo):
     async with server(sample_repo, probe_every_s=0.0) as session:
         await call(session, "search", {"query": "LRUCache"})
-        (sample_repo / "app" / "quota.py").write_text("def enforce_storage_quota(user):\n    return user.used < user.limit\n")
+        (sample_repo / "app" / "quota.py").write_text(
+            "def enforce_storage_quota(user):\n    return user.used < user.limit\n"
+        )
         data = await call(session, "search", {"query": "enforce_storage_quota", "top_k": 1})
         assert data["results"][0]["path"] == "app/quota.py" and data["generation"] == 2
         assert "enforce_storage_quota" in data["results"][0]["text"] and data["notes"] == []

@@ -19,7 +19,10 @@ def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "-q", "-w", str(out)],
-        check=True, capture_output=True, text=True, timeout=600,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     [found] = out.glob("ranklens-*.whl")
     return found
@@ -44,8 +47,23 @@ def test_an_installed_wheel_runs_the_command_the_module_and_the_ui(wheel, tmp_pa
     python = env_dir / "bin" / "python"
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--force-reinstall", "-q", str(wheel)],
-        check=True, capture_output=True, text=True, timeout=600, env=clean,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--force-reinstall",
+            "-q",
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=clean,
     )
 
     def run(*args: str) -> subprocess.CompletedProcess:
@@ -60,7 +78,8 @@ def test_an_installed_wheel_runs_the_command_the_module_and_the_ui(wheel, tmp_pa
     query = run(str(env_dir / "bin" / "ranklens"), "query", "how are passwords hashed", "--root", str(sample_repo))
     assert query.returncode == 0 and query.stdout.startswith("app/auth.py"), query.stderr
     ui = run(
-        str(python), "-c",
+        str(python),
+        "-c",
         "import asyncio\n"
         "from ranklens.core.service import open_engine\n"
         "from ranklens.core.session import Session\n"

@@ -45,29 +45,57 @@ def hit(path: str, score: float, start: int = 1, end: int = 10) -> ConsolidatedH
     "path",
     [
         # python
-        "tests/test_fusion.py", "pkg/test_utils.py", "pkg/fusion_test.py", "conftest.py",
-        "app/tests.py", "src/pkg/tests/helpers.py",
+        "tests/test_fusion.py",
+        "pkg/test_utils.py",
+        "pkg/fusion_test.py",
+        "conftest.py",
+        "app/tests.py",
+        "src/pkg/tests/helpers.py",
         # go
-        "ratelimit/bucket_test.go", "pkg/example_test.go", "pkg/testdata/input.go",
+        "ratelimit/bucket_test.go",
+        "pkg/example_test.go",
+        "pkg/testdata/input.go",
         # javascript / typescript
-        "src/bus.test.js", "src/bus.spec.ts", "src/Button.test.tsx", "src/__tests__/bus.js",
-        "web/router-spec.mjs", "src/__mocks__/fs.ts",
+        "src/bus.test.js",
+        "src/bus.spec.ts",
+        "src/Button.test.tsx",
+        "src/__tests__/bus.js",
+        "web/router-spec.mjs",
+        "src/__mocks__/fs.ts",
         # rust
-        "tests/integration.rs", "crate/tests/parse.rs", "src/tests.rs",
+        "tests/integration.rs",
+        "crate/tests/parse.rs",
+        "src/tests.rs",
         # java
-        "src/test/java/com/acme/AccountTest.java", "src/main/java/com/acme/AccountTests.java",
-        "src/it/AccountIT.java", "lib/TestAccount.java",
+        "src/test/java/com/acme/AccountTest.java",
+        "src/main/java/com/acme/AccountTests.java",
+        "src/it/AccountIT.java",
+        "lib/TestAccount.java",
         # ruby
-        "spec/models/user_spec.rb", "lib/cart_spec.rb", "test/cart_test.rb", "lib/test_cart.rb",
+        "spec/models/user_spec.rb",
+        "lib/cart_spec.rb",
+        "test/cart_test.rb",
+        "lib/test_cart.rb",
         # c / c++
-        "base/strings_test.cc", "net/socket_unittest.cc", "util/list_tests.cpp", "src/test_list.c",
-        "test/check_list.c", "unittests/vector.cpp",
+        "base/strings_test.cc",
+        "net/socket_unittest.cc",
+        "util/list_tests.cpp",
+        "src/test_list.c",
+        "test/check_list.c",
+        "unittests/vector.cpp",
         # JVM / .NET neighbours
-        "app/src/test/kotlin/UserTest.kt", "Acme.Tests/ParserTests.cs",
+        "app/src/test/kotlin/UserTest.kt",
+        "Acme.Tests/ParserTests.cs",
         # scala, swift, php, haskell, elixir, lua, zig, shell
-        "core/FunctorSuite.scala", "Sources/RouterTests.swift", "src/CollectionTest.php",
-        "src/ParserSpec.hs", "lib/router_test.exs", "lua/picker_spec.lua", "src/parser_test.zig",
-        "fixtures/run.bats", "lib/helpers_test.sh",
+        "core/FunctorSuite.scala",
+        "Sources/RouterTests.swift",
+        "src/CollectionTest.php",
+        "src/ParserSpec.hs",
+        "lib/router_test.exs",
+        "lua/picker_spec.lua",
+        "src/parser_test.zig",
+        "fixtures/run.bats",
+        "lib/helpers_test.sh",
     ],
 )
 def test_test_code_of_every_language_is_demoted(path):
@@ -82,17 +110,30 @@ def test_a_shell_library_named_test_something_is_code():
 @pytest.mark.parametrize(
     "path",
     [
-        "core/fusion.py", "src/contest.ts", "src/main/java/com/acme/Latest.java",
-        "src/main/java/com/acme/Contest.java", "lib/attest.rb", "pytest_plugin.py",
-        "testing/helpers.py", "src/latest.rs", "src/protest.c", "core/evaluation.py",
-        "lib/contest.ex", "src/Latest.hs", "lua/attest.lua", "src/latest.zig", "bin/protest.sh",
+        "core/fusion.py",
+        "src/contest.ts",
+        "src/main/java/com/acme/Latest.java",
+        "src/main/java/com/acme/Contest.java",
+        "lib/attest.rb",
+        "pytest_plugin.py",
+        "testing/helpers.py",
+        "src/latest.rs",
+        "src/protest.c",
+        "core/evaluation.py",
+        "lib/contest.ex",
+        "src/Latest.hs",
+        "lua/attest.lua",
+        "src/latest.zig",
+        "bin/protest.sh",
     ],
 )
 def test_code_that_only_looks_like_a_test_is_not(path):
     assert names(path) == []
 
 
-@pytest.mark.parametrize("path", ["examples/basic.rs", "src/examples/x.go", "demo/app.js", "samples/q.py", "_examples/a.go"])
+@pytest.mark.parametrize(
+    "path", ["examples/basic.rs", "src/examples/x.go", "demo/app.js", "samples/q.py", "_examples/a.go"]
+)
 def test_examples_are_demoted(path):
     assert names(path) == ["examples"]
 
@@ -104,8 +145,18 @@ def test_a_java_package_named_example_is_not_an_examples_folder():
 
 @pytest.mark.parametrize(
     "path",
-    ["README.md", "README", "CHANGELOG.md", "HISTORY.rst", "LICENSE", "LICENSE.txt", "pkg/README.md",
-     "CONTRIBUTING.md", "NEWS.txt", "AUTHORS"],
+    [
+        "README.md",
+        "README",
+        "CHANGELOG.md",
+        "HISTORY.rst",
+        "LICENSE",
+        "LICENSE.txt",
+        "pkg/README.md",
+        "CONTRIBUTING.md",
+        "NEWS.txt",
+        "AUTHORS",
+    ],
 )
 def test_readme_changelog_and_license_files_are_demoted(path):
     assert names(path) == ["project-docs"]
@@ -127,10 +178,16 @@ def test_the_go_doc_package_and_doc_pages_are_not_demoted():
 
 @pytest.mark.parametrize(
     "path, rule",
-    [("vendor/github.com/x/y.go", "vendored"), ("third_party/zlib/inflate.c", "vendored"),
-     ("include/single_include/json.hpp", "vendored"), ("static/app.min.js", "generated"),
-     ("api/v1/service.pb.go", "generated"), ("proto/user_pb2.py", "generated"),
-     ("Forms/Main.Designer.cs", "generated"), ("src/types.d.ts", "generated")],
+    [
+        ("vendor/github.com/x/y.go", "vendored"),
+        ("third_party/zlib/inflate.c", "vendored"),
+        ("include/single_include/json.hpp", "vendored"),
+        ("static/app.min.js", "generated"),
+        ("api/v1/service.pb.go", "generated"),
+        ("proto/user_pb2.py", "generated"),
+        ("Forms/Main.Designer.cs", "generated"),
+        ("src/types.d.ts", "generated"),
+    ],
 )
 def test_vendored_and_generated_files_are_demoted(path, rule):
     assert names(path) == [rule]
@@ -142,10 +199,25 @@ def test_vendored_and_generated_rules_leave_ordinary_code_alone():
 
 @pytest.mark.parametrize(
     "path",
-    ["config.yaml", "deploy/values.yml", "package.json", "pyproject.toml", "setup.cfg", "pom.xml",
-     "templates/index.html", "app/views/show.html.erb", "Cargo.lock", "go.sum", "go.mod",
-     "data/points.csv", ".gitignore", "requirements.txt", "requirements-dev.txt", "icons/logo.svg",
-     "templates/mail.j2"],
+    [
+        "config.yaml",
+        "deploy/values.yml",
+        "package.json",
+        "pyproject.toml",
+        "setup.cfg",
+        "pom.xml",
+        "templates/index.html",
+        "app/views/show.html.erb",
+        "Cargo.lock",
+        "go.sum",
+        "go.mod",
+        "data/points.csv",
+        ".gitignore",
+        "requirements.txt",
+        "requirements-dev.txt",
+        "icons/logo.svg",
+        "templates/mail.j2",
+    ],
 )
 def test_non_code_files_are_demoted(path):
     assert names(path) == ["non-code"]
@@ -162,9 +234,11 @@ def test_rules_compose_and_describe_themselves():
     assert names("tests/fixtures/README.md") == ["tests", "project-docs"]
     assert names("tests/fixtures/config.yaml") == ["tests", "non-code"]
     table = describe()
-    assert [r["name"] for r in table] == [r.name for r in RULES] == [
-        "tests", "examples", "project-docs", "non-code", "vendored", "generated"
-    ]
+    assert (
+        [r["name"] for r in table]
+        == [r.name for r in RULES]
+        == ["tests", "examples", "project-docs", "non-code", "vendored", "generated"]
+    )
     for row in table:
         assert 0 < row["factor"] < 1 and row["reason"] and row["lifted_by"]
 
@@ -233,15 +307,16 @@ def test_the_off_switch_keeps_the_fused_order_and_records_nothing():
     # re-applying to already re-scored hits starts again from the fused score
     twice = apply_priors(apply_priors(hits, "parser"), "parser")
     assert twice[1].score == pytest.approx(0.05 * RULES[0].factor) and twice[1].fused_score == 0.05
-    assert [h.path for h in apply_priors(apply_priors(hits, "parser"), "parser", enabled=False)] == ["tests/test_a.py", "src/a.py"]
+    assert [h.path for h in apply_priors(apply_priors(hits, "parser"), "parser", enabled=False)] == [
+        "tests/test_a.py",
+        "src/a.py",
+    ]
 
 
 def test_to_dict_carries_the_trace():
     [d] = [h.to_dict() for h in apply_priors([hit("tests/test_a.py", 0.05)], "x")]
     assert d["fused_score"] == 0.05 and d["score"] == pytest.approx(0.05 * RULES[0].factor)
-    assert d["priors"] == [
-        {"name": "tests", "reason": RULES[0].reason, "factor": RULES[0].factor, "lifted_by": None}
-    ]
+    assert d["priors"] == [{"name": "tests", "reason": RULES[0].reason, "factor": RULES[0].factor, "lifted_by": None}]
     plain = hit("a.py", 0.01).to_dict()
     assert plain["fused_score"] == plain["score"] and plain["priors"] == []
 
@@ -259,8 +334,12 @@ def test_engine_fuse_applies_priors_by_default_with_the_arms_query(tmp_path):
     engine = Engine(tmp_path)
     try:
         results = [
-            ArmResult("bm25", hits=[_h("bm25", "tests/test_a.py", 1, 5, 1), _h("bm25", "a.py", 1, 5, 2)], query="parse it"),
-            ArmResult("dense", hits=[_h("dense", "tests/test_a.py", 1, 5, 1), _h("dense", "a.py", 1, 5, 2)], query="parse it"),
+            ArmResult(
+                "bm25", hits=[_h("bm25", "tests/test_a.py", 1, 5, 1), _h("bm25", "a.py", 1, 5, 2)], query="parse it"
+            ),
+            ArmResult(
+                "dense", hits=[_h("dense", "tests/test_a.py", 1, 5, 1), _h("dense", "a.py", 1, 5, 2)], query="parse it"
+            ),
         ]
         on = engine.fuse(results)
         assert [h.path for h in on] == ["a.py", "tests/test_a.py"] and on[1].priors[0].name == "tests"
@@ -283,11 +362,17 @@ def test_tuning_refuses_with_the_priors_lifted_or_not_by_the_query():
 
     rankings = {
         "bm25": [_h("bm25", "tests/test_a.py", 1, 5, 1), _h("bm25", "a.py", 1, 5, 2), _h("bm25", "README.md", 1, 9, 3)],
-        "dense": [_h("dense", "README.md", 1, 9, 1), _h("dense", "tests/test_a.py", 3, 4, 2), _h("dense", "a.py", 4, 8, 3)],
+        "dense": [
+            _h("dense", "README.md", 1, 9, 1),
+            _h("dense", "tests/test_a.py", 3, 4, 2),
+            _h("dense", "a.py", 4, 8, 3),
+        ],
     }
     for text in ("where is parse", "test parse"):
         q = LabeledQuery("q", text, (Span("a.py", 1, 5),))
-        run = EvalRun([QueryRun(q, rankings, {}, [], 0.0)], FusionSettings(("bm25", "dense"), k=60.0), ["bm25", "dense"], {})
+        run = EvalRun(
+            [QueryRun(q, rankings, {}, [], 0.0)], FusionSettings(("bm25", "dense"), k=60.0), ["bm25", "dense"], {}
+        )
         top = _Scorer(run).hits(Setting((("bm25", 1.0), ("dense", 1.0)), 60.0), 0)[0]
         assert top.path == ("tests/test_a.py" if text.startswith("test") else "a.py")
 
@@ -301,18 +386,18 @@ REPO = {
             name, _, value = line.partition(":")
             return name.strip(), value.strip()
     ''',
-    "tests/test_parser.py": '''
+    "tests/test_parser.py": """
         from src.parser import parse_header
 
         def test_parse_header_splits_name_and_value():
             assert parse_header("Host: example") == ("Host", "example")
             assert parse_header("parse header name value") is not None
-    ''',
-    "README.md": '''
+    """,
+    "README.md": """
         # parser
 
         parse_header splits a header line into its name and value.
-    ''',
+    """,
 }
 
 
@@ -377,8 +462,16 @@ def test_cli_query_text_names_the_demotion(small_repo):
 def test_cli_eval_and_tune_take_no_priors(small_repo, tmp_path):
     labeled = tmp_path / "q.jsonl"
     rows = [
-        {"id": "a", "query": "parse header name value", "gold": [{"path": "src/parser.py", "start_line": 1, "end_line": 4}]},
-        {"id": "b", "query": "split a header line", "gold": [{"path": "src/parser.py", "start_line": 1, "end_line": 4}]},
+        {
+            "id": "a",
+            "query": "parse header name value",
+            "gold": [{"path": "src/parser.py", "start_line": 1, "end_line": 4}],
+        },
+        {
+            "id": "b",
+            "query": "split a header line",
+            "gold": [{"path": "src/parser.py", "start_line": 1, "end_line": 4}],
+        },
     ]
     labeled.write_text("".join(json.dumps(r) + "\n" for r in rows))
     on = json.loads(cli("eval", str(labeled), "--root", str(small_repo), "--json").stdout)

@@ -23,8 +23,9 @@ def fuse(rankings, query, params=DEFAULT_PARAMS, k=5.0, limit=None):
     return Groups(rankings, False).fuse(k, None, limit=limit, stage=stage)
 
 
-NONE = Params(definition=0, path=0, name_coverage=0, file_evidence=0, coverage=0, diversity=1.0, depth=1.0,
-              name_length=1.0)
+NONE = Params(
+    definition=0, path=0, name_coverage=0, file_evidence=0, coverage=0, diversity=1.0, depth=1.0, name_length=1.0
+)
 
 
 # ----------------------------------------------------------------------------- the query
@@ -54,9 +55,17 @@ def test_keywords_drop_stop_words_and_short_words():
 
 @pytest.mark.parametrize(
     "a, b, alike",
-    [("dependency", "dependencies", True), ("middleware", "middlewares", True), ("serializer", "serialization", True),
-     ("route", "router", True), ("config", "configuration", True), ("parse", "parsing", True),
-     ("request", "require", False), ("compose", "component", False), ("run", "runner", False)],
+    [
+        ("dependency", "dependencies", True),
+        ("middleware", "middlewares", True),
+        ("serializer", "serialization", True),
+        ("route", "router", True),
+        ("config", "configuration", True),
+        ("parse", "parsing", True),
+        ("request", "require", False),
+        ("compose", "component", False),
+        ("run", "runner", False),
+    ],
 )
 def test_path_words_match_in_another_form(a, b, alike):
     from ranklens.core.ranking import _alike
@@ -74,8 +83,11 @@ def test_path_words_are_the_stem_and_folder_whole_and_split():
 
 def test_definition_a_bare_identifier_puts_its_definition_first():
     rankings = {
-        "bm25": [hit("bm25", "client.py", 1, 40, 1), hit("bm25", "uses.py", 1, 40, 2),
-                 hit("bm25", "session.py", 10, 40, 3, "Session request")],
+        "bm25": [
+            hit("bm25", "client.py", 1, 40, 1),
+            hit("bm25", "uses.py", 1, 40, 2),
+            hit("bm25", "session.py", 10, 40, 3, "Session request"),
+        ],
     }
     out = fuse(rankings, "Session")
     assert out[0].path == "session.py"
@@ -89,7 +101,9 @@ def test_definition_a_bare_identifier_puts_its_definition_first():
 
 
 def test_definition_a_capitalised_name_must_match_exactly():
-    rankings = {"bm25": [hit("bm25", "a.java", 1, 9, 1, "typeAdapter"), hit("bm25", "TypeAdapter.java", 1, 9, 2, "TypeAdapter")]}
+    rankings = {
+        "bm25": [hit("bm25", "a.java", 1, 9, 1, "typeAdapter"), hit("bm25", "TypeAdapter.java", 1, 9, 2, "TypeAdapter")]
+    }
     out = fuse(rankings, "TypeAdapter")
     assert out[0].path == "TypeAdapter.java"
     assert not any(s.name == "definition" for s in out[1].signals)
@@ -120,8 +134,12 @@ def test_path_a_query_word_that_is_the_file_stem_or_folder_lifts_it():
 
 def test_file_evidence_a_file_ranked_several_times_outranks_a_single_hit():
     rankings = {
-        "bm25": [hit("bm25", "single.py", 1, 10, 1), hit("bm25", "many.py", 1, 10, 2),
-                 hit("bm25", "many.py", 20, 30, 3), hit("bm25", "many.py", 40, 50, 4)],
+        "bm25": [
+            hit("bm25", "single.py", 1, 10, 1),
+            hit("bm25", "many.py", 1, 10, 2),
+            hit("bm25", "many.py", 20, 30, 3),
+            hit("bm25", "many.py", 40, 50, 4),
+        ],
     }
     assert fuse(rankings, "x y z", NONE)[0].path == "single.py"
     out = fuse(rankings, "x y z", Params(definition=0, path=0, diversity=1.0))
@@ -137,9 +155,12 @@ def test_name_parts_are_the_words_of_the_stem():
 
 
 def test_name_coverage_the_file_whose_name_the_query_names_whole_gains_most():
-    rankings = {"bm25": [hit("bm25", "Headers/HTTPMediaType.swift", 1, 9, 1), hit("bm25", "Request/Request.swift", 1, 9, 2)]}
-    only = Params(definition=0, path=0, file_evidence=0, coverage=0, diversity=1.0, depth=1.0, name_length=1.0,
-                  name_coverage=0.5)
+    rankings = {
+        "bm25": [hit("bm25", "Headers/HTTPMediaType.swift", 1, 9, 1), hit("bm25", "Request/Request.swift", 1, 9, 2)]
+    }
+    only = Params(
+        definition=0, path=0, file_evidence=0, coverage=0, diversity=1.0, depth=1.0, name_length=1.0, name_coverage=0.5
+    )
     out = fuse(rankings, "Request type and HTTP request representation", only)
     assert out[0].path == "Request/Request.swift"
     by_path = {h.path: h for h in out}
@@ -155,13 +176,17 @@ def test_coverage_the_file_whose_names_hold_most_keywords_gains_most():
     def crumb_hit(arm, path, rank, context, symbol=""):
         return Hit(arm, make_docid(path, 1, 9), path, 1, 9, rank, 1.0, context, None, None, symbol)
 
-    rankings = {"bm25": [
-        crumb_hit("bm25", "src/errors.py", 1, "src/errors.py > ExceptionPage > render"),
-        crumb_hit("bm25", "src/deps/solver.py", 2, "src/deps/solver.py > Solver > propagate_exception",
-                  "solve_dependency"),
-    ]}
-    only = Params(definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, depth=1.0, name_length=1.0,
-                  coverage=0.5)
+    rankings = {
+        "bm25": [
+            crumb_hit("bm25", "src/errors.py", 1, "src/errors.py > ExceptionPage > render"),
+            crumb_hit(
+                "bm25", "src/deps/solver.py", 2, "src/deps/solver.py > Solver > propagate_exception", "solve_dependency"
+            ),
+        ]
+    }
+    only = Params(
+        definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, depth=1.0, name_length=1.0, coverage=0.5
+    )
     out = fuse(rankings, "how exceptions propagate in dependency solving", only)
     assert out[0].path == "src/deps/solver.py"
     [signal] = [s for s in out[0].signals if s.name == "coverage"]
@@ -178,18 +203,26 @@ def test_coverage_the_file_whose_names_hold_most_keywords_gains_most():
     "paths, query, params, lifted",
     [
         # depth: the file higher in the tree than the median candidate wins a tie
-        (["pkg/_internal/core/a.py", "pkg/_internal/b.py", "pkg/c.py"], "x",
-         Params(definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, name_length=1.0, depth=0.8),
-         "pkg/c.py"),
+        (
+            ["pkg/_internal/core/a.py", "pkg/_internal/b.py", "pkg/c.py"],
+            "x",
+            Params(definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, name_length=1.0, depth=0.8),
+            "pkg/c.py",
+        ),
         # name-length: the file with fewer words in its name wins a tie
-        (["app/session_store_driver.rb", "app/session_store.rb", "app/session.rb"], "x",
-         Params(definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, depth=1.0, name_length=0.8),
-         "app/session.rb"),
+        (
+            ["app/session_store_driver.rb", "app/session_store.rb", "app/session.rb"],
+            "x",
+            Params(definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, depth=1.0, name_length=0.8),
+            "app/session.rb",
+        ),
     ],
 )
 def test_depth_and_name_length_lift_the_general_file_one_step_at_most(paths, query, params, lifted):
-    rankings = {"bm25": [hit("bm25", p, 1, 9, i + 1) for i, p in enumerate(paths)],
-                "dense": [hit("dense", p, 1, 9, len(paths) - i) for i, p in enumerate(paths)]}  # a tie
+    rankings = {
+        "bm25": [hit("bm25", p, 1, 9, i + 1) for i, p in enumerate(paths)],
+        "dense": [hit("dense", p, 1, 9, len(paths) - i) for i, p in enumerate(paths)],
+    }  # a tie
     out = fuse(rankings, query, params)
     assert out[0].path == lifted
     factors = {h.path: [s for s in h.signals if s.name in ("depth", "name-length")] for h in out}
@@ -214,8 +247,12 @@ def test_diversity_scales_a_files_further_hits_down():
 
 
 def test_priors_multiply_after_the_boosts_and_the_score_adds_up():
-    rankings = {"bm25": [hit("bm25", "tests/test_router.py", 1, 10, 1, "Router"),
-                         hit("bm25", "src/router.py", 1, 10, 2, "Router")]}
+    rankings = {
+        "bm25": [
+            hit("bm25", "tests/test_router.py", 1, 10, 1, "Router"),
+            hit("bm25", "src/router.py", 1, 10, 2, "Router"),
+        ]
+    }
     out = fuse(rankings, "Router")
     assert out[0].path == "src/router.py"
     for h in out:
@@ -226,8 +263,10 @@ def test_priors_multiply_after_the_boosts_and_the_score_adds_up():
 
 
 def test_a_cut_keeps_the_best_of_the_full_order():
-    rankings = {"bm25": [hit("bm25", f"f{i}.py", 1, 10, i + 1) for i in range(20)],
-                "dense": [hit("dense", f"f{19 - i}.py", 1, 10, i + 1) for i in range(20)]}
+    rankings = {
+        "bm25": [hit("bm25", f"f{i}.py", 1, 10, i + 1) for i in range(20)],
+        "dense": [hit("dense", f"f{19 - i}.py", 1, 10, i + 1) for i in range(20)],
+    }
     whole = fuse(rankings, "where is f3")
     cut = fuse(rankings, "where is f3", limit=5)
     assert [h.docid for h in cut] == [h.docid for h in whole[:5]]

@@ -53,76 +53,140 @@ END = "-----" + "END "
 # (file, its text with {c} where the credential goes, the credential). Each file also holds an
 # ordinary word of its own (``zq`` + its name) that must stay searchable.
 CORPUS: list[tuple[str, str, str]] = [
-    ("deploy.sh", "#!/bin/sh\n# zqdeploy the release bucket\nexport AWS_ACCESS_KEY_ID={c}\n",
-     "AKIA" + _pick(UPPER_DIGITS, 16)),
-    ("deploy2.sh", "#!/bin/sh\n# zqdeploytwo sync\nexport AWS_SECRET_ACCESS_KEY={c}\naws s3 sync . s3://b\n",
-     _pick(B64, 40)),
-    ("infra/main.tf", 'provider "aws" {{\n  region     = "eu-west-1"  # zqterraform\n  secret_key = "{c}"\n}}\n',
-     _pick(B64, 40)),
-    ("tests/fixtures/github_api.json", '{{\n  "note": "zqfixture",\n  "token": "{c}"\n}}\n',
-     "gh" + "p_" + _pick(ALNUM, 36)),
-    ("tests/test_oauth.py", '# zqoauth\ndef test_login():\n    token = "{c}"\n    assert token\n',
-     "gh" + "o_" + _pick(ALNUM, 36)),
-    ("scripts/gh.sh", "# zqgithubcli login\ngh auth login --with-token <<< {c}\n",
-     "github" + "_pat_" + _pick(ALNUM, 22) + "_" + _pick(ALNUM, 59)),
-    ("config/notify.yaml", "notifications:\n  channel: zqalerts\n  webhook: {c}\n",
-     "https://hooks." + "slack.com/services/T" + _pick(UPPER_DIGITS, 8) + "/B" + _pick(UPPER_DIGITS, 8)
-     + "/" + _pick(ALNUM, 24)),
-    ("app/settings.py", 'DEBUG = False  # zqsettings\nSLACK_BOT_TOKEN = "{c}"\n',
-     "xo" + "xb-" + _pick(string.digits, 12) + "-" + _pick(string.digits, 12) + "-" + _pick(LOWER_ALNUM, 24)),
-    ("web/payments.js", '// zqcheckout page\nconst stripe = Stripe("{c}");\n',
-     "sk" + "_live_" + _pick(ALNUM, 24)),
-    ("scripts/refund.rb", "# zqrefund batch\nStripe.api_key = '{c}'\n",
-     "rk" + "_live_" + _pick(ALNUM, 24)),
-    ("ci/pipeline.yml", "variables:\n  STAGE: zqpipeline\n  GITLAB_TOKEN: {c}\n",
-     "gl" + "pat-" + _pick(URLSAFE, 20)),
-    ("Dockerfile", 'FROM node:20\n# zqdocker image\nRUN echo "//registry.npmjs.org/:_authToken={c}" > /root/.npmrc\n',
-     "npm" + "_" + _pick(ALNUM, 36)),
-    ("ci/release.yml", "publish:\n  name: zqrelease\n  password: {c}\n",
-     "pypi" + "-AgEIcHlwaS5vcmc" + _pick(URLSAFE, 80)),
-    ("app/mail.py", '# zqmailer\nSENDGRID_API_KEY = "{c}"\n',
-     "SG" + "." + _pick(URLSAFE, 22) + "." + _pick(URLSAFE, 43)),
-    ("docs/api.md", '# zqapiguide\n\n    curl -H "Authorization: Bearer {c}" https://api.example.com/me\n',
-     "ey" + _b64url({"alg": "HS256", "typ": "JWT"})[2:] + "." + _b64url({"sub": "1234567890", "name": "zq"}) + "."
-     + _pick(URLSAFE, 43)),
-    ("docker-compose.yml", "services:\n  web:  # zqcompose\n    environment:\n      DATABASE_URL: postgres://app:{c}@db:5432/app\n",
-     "Tr0ub4dor" + _pick(ALNUM, 6)),
-    ("notebooks/analysis.py", '# zqnotebook cell\nopenai.api_key = "{c}"\n',
-     "sk-" + _pick(ALNUM, 20) + "T3Blbk" + "FJ" + _pick(ALNUM, 20)),
-    ("app/llm.py", '# zqllm client\nOPENAI_API_KEY = "{c}"\n',
-     "sk-" + "proj-" + _pick(URLSAFE, 48)),
-    ("app/claude.py", '# zqassistant\nclient = Anthropic(api_key="{c}")\n',
-     "sk-" + "ant-api03-" + _pick(URLSAFE, 80)),
-    ("config/app.ini", "[twilio]\n; zqsms gateway\napi_key = {c}\n",
-     "SK" + _pick(string.ascii_lowercase[:6] + string.digits, 32)),
-    ("appsettings.json", '{{\n  "Name": "zqdotnet",\n  "Storage": "DefaultEndpointsProtocol=https;AccountName=x;AccountKey={c};EndpointSuffix=core.windows.net"\n}}\n',
-     _pick(B64, 86) + "=="),
-    ("app/newsletter.py", '# zqnewsletter\nMAILCHIMP_KEY = "{c}"\n',
-     _pick(string.digits + "abcdef", 32) + "-us6"),
-    ("app/pos.py", '# zqpointofsale\nSQUARE_SECRET = "{c}"\n',
-     "sq0" + "csp-" + _pick(URLSAFE, 43)),
-    ("bots/telegram.py", '# zqtelegram bot\nTOKEN = "{c}"\n',
-     _pick(string.digits, 9) + ":AA" + _pick(URLSAFE, 33)),
-    ("bots/discord.js", '// zqdiscord bot\nclient.login("{c}");\n',
-     "M" + _pick(URLSAFE, 23) + "." + _pick(URLSAFE, 6) + "." + _pick(URLSAFE, 27)),
-    ("web/maps.js", '// zqmaps widget\nconst key = "{c}";\n',
-     "AI" + "za" + _pick(URLSAFE, 35)),
+    (
+        "deploy.sh",
+        "#!/bin/sh\n# zqdeploy the release bucket\nexport AWS_ACCESS_KEY_ID={c}\n",
+        "AKIA" + _pick(UPPER_DIGITS, 16),
+    ),
+    (
+        "deploy2.sh",
+        "#!/bin/sh\n# zqdeploytwo sync\nexport AWS_SECRET_ACCESS_KEY={c}\naws s3 sync . s3://b\n",
+        _pick(B64, 40),
+    ),
+    (
+        "infra/main.tf",
+        'provider "aws" {{\n  region     = "eu-west-1"  # zqterraform\n  secret_key = "{c}"\n}}\n',
+        _pick(B64, 40),
+    ),
+    (
+        "tests/fixtures/github_api.json",
+        '{{\n  "note": "zqfixture",\n  "token": "{c}"\n}}\n',
+        "gh" + "p_" + _pick(ALNUM, 36),
+    ),
+    (
+        "tests/test_oauth.py",
+        '# zqoauth\ndef test_login():\n    token = "{c}"\n    assert token\n',
+        "gh" + "o_" + _pick(ALNUM, 36),
+    ),
+    (
+        "scripts/gh.sh",
+        "# zqgithubcli login\ngh auth login --with-token <<< {c}\n",
+        "github" + "_pat_" + _pick(ALNUM, 22) + "_" + _pick(ALNUM, 59),
+    ),
+    (
+        "config/notify.yaml",
+        "notifications:\n  channel: zqalerts\n  webhook: {c}\n",
+        "https://hooks."
+        + "slack.com/services/T"
+        + _pick(UPPER_DIGITS, 8)
+        + "/B"
+        + _pick(UPPER_DIGITS, 8)
+        + "/"
+        + _pick(ALNUM, 24),
+    ),
+    (
+        "app/settings.py",
+        'DEBUG = False  # zqsettings\nSLACK_BOT_TOKEN = "{c}"\n',
+        "xo" + "xb-" + _pick(string.digits, 12) + "-" + _pick(string.digits, 12) + "-" + _pick(LOWER_ALNUM, 24),
+    ),
+    ("web/payments.js", '// zqcheckout page\nconst stripe = Stripe("{c}");\n', "sk" + "_live_" + _pick(ALNUM, 24)),
+    ("scripts/refund.rb", "# zqrefund batch\nStripe.api_key = '{c}'\n", "rk" + "_live_" + _pick(ALNUM, 24)),
+    ("ci/pipeline.yml", "variables:\n  STAGE: zqpipeline\n  GITLAB_TOKEN: {c}\n", "gl" + "pat-" + _pick(URLSAFE, 20)),
+    (
+        "Dockerfile",
+        'FROM node:20\n# zqdocker image\nRUN echo "//registry.npmjs.org/:_authToken={c}" > /root/.npmrc\n',
+        "npm" + "_" + _pick(ALNUM, 36),
+    ),
+    (
+        "ci/release.yml",
+        "publish:\n  name: zqrelease\n  password: {c}\n",
+        "pypi" + "-AgEIcHlwaS5vcmc" + _pick(URLSAFE, 80),
+    ),
+    (
+        "app/mail.py",
+        '# zqmailer\nSENDGRID_API_KEY = "{c}"\n',
+        "SG" + "." + _pick(URLSAFE, 22) + "." + _pick(URLSAFE, 43),
+    ),
+    (
+        "docs/api.md",
+        '# zqapiguide\n\n    curl -H "Authorization: Bearer {c}" https://api.example.com/me\n',
+        "ey"
+        + _b64url({"alg": "HS256", "typ": "JWT"})[2:]
+        + "."
+        + _b64url({"sub": "1234567890", "name": "zq"})
+        + "."
+        + _pick(URLSAFE, 43),
+    ),
+    (
+        "docker-compose.yml",
+        "services:\n  web:  # zqcompose\n    environment:\n      DATABASE_URL: postgres://app:{c}@db:5432/app\n",
+        "Tr0ub4dor" + _pick(ALNUM, 6),
+    ),
+    (
+        "notebooks/analysis.py",
+        '# zqnotebook cell\nopenai.api_key = "{c}"\n',
+        "sk-" + _pick(ALNUM, 20) + "T3Blbk" + "FJ" + _pick(ALNUM, 20),
+    ),
+    ("app/llm.py", '# zqllm client\nOPENAI_API_KEY = "{c}"\n', "sk-" + "proj-" + _pick(URLSAFE, 48)),
+    ("app/claude.py", '# zqassistant\nclient = Anthropic(api_key="{c}")\n', "sk-" + "ant-api03-" + _pick(URLSAFE, 80)),
+    (
+        "config/app.ini",
+        "[twilio]\n; zqsms gateway\napi_key = {c}\n",
+        "SK" + _pick(string.ascii_lowercase[:6] + string.digits, 32),
+    ),
+    (
+        "appsettings.json",
+        '{{\n  "Name": "zqdotnet",\n  "Storage": "DefaultEndpointsProtocol=https;AccountName=x;AccountKey={c};EndpointSuffix=core.windows.net"\n}}\n',
+        _pick(B64, 86) + "==",
+    ),
+    ("app/newsletter.py", '# zqnewsletter\nMAILCHIMP_KEY = "{c}"\n', _pick(string.digits + "abcdef", 32) + "-us6"),
+    ("app/pos.py", '# zqpointofsale\nSQUARE_SECRET = "{c}"\n', "sq0" + "csp-" + _pick(URLSAFE, 43)),
+    ("bots/telegram.py", '# zqtelegram bot\nTOKEN = "{c}"\n', _pick(string.digits, 9) + ":AA" + _pick(URLSAFE, 33)),
+    (
+        "bots/discord.js",
+        '// zqdiscord bot\nclient.login("{c}");\n',
+        "M" + _pick(URLSAFE, 23) + "." + _pick(URLSAFE, 6) + "." + _pick(URLSAFE, 27),
+    ),
+    ("web/maps.js", '// zqmaps widget\nconst key = "{c}";\n', "AI" + "za" + _pick(URLSAFE, 35)),
 ]
 # Private keys: a short block (the probe of issue #14) in YAML, and a service-account JSON.
 _short = _pick(B64, 24)
-CORPUS.append((
-    "config/service.yaml",
-    "name: zqservice\ntls_key: |\n  " + BEGIN + "RSA PRIVATE KEY-----\n  {c}\n  " + END + "RSA PRIVATE KEY-----\nport: 8443\n",
-    _short,
-))
+CORPUS.append(
+    (
+        "config/service.yaml",
+        "name: zqservice\ntls_key: |\n  "
+        + BEGIN
+        + "RSA PRIVATE KEY-----\n  {c}\n  "
+        + END
+        + "RSA PRIVATE KEY-----\nport: 8443\n",
+        _short,
+    )
+)
 _body = _key_body(3)
-CORPUS.append((
-    "config/gcp.json",
-    '{{\n  "type": "service_account",\n  "project_id": "zqgcp",\n  "private_key": "' + BEGIN
-    + "PRIVATE KEY-----\\n" + _body[0] + "\\n{c}\\n" + END + 'PRIVATE KEY-----\\n",\n'
-    + '  "client_email": "indexer@example.iam.gserviceaccount.com"\n}}\n',
-    _body[1],
-))
+CORPUS.append(
+    (
+        "config/gcp.json",
+        '{{\n  "type": "service_account",\n  "project_id": "zqgcp",\n  "private_key": "'
+        + BEGIN
+        + "PRIVATE KEY-----\\n"
+        + _body[0]
+        + "\\n{c}\\n"
+        + END
+        + 'PRIVATE KEY-----\\n",\n'
+        + '  "client_email": "indexer@example.iam.gserviceaccount.com"\n}}\n',
+        _body[1],
+    )
+)
 
 
 def _write_corpus(root: Path) -> Path:
@@ -196,7 +260,8 @@ def test_the_index_holds_no_credential_anywhere(corpus_engine):
     conn = connect(engine.directory / "index.sqlite", readonly=True)
     try:
         stored = "\n".join(
-            " ".join(row) for row in conn.execute("SELECT path, context, symbol, signature, docstring, text FROM chunks")
+            " ".join(row)
+            for row in conn.execute("SELECT path, context, symbol, signature, docstring, text FROM chunks")
         )
         vocab = {row[0] for row in conn.execute("SELECT token FROM vocab")}
     finally:
@@ -214,8 +279,15 @@ def test_exports_and_span_hashes_hold_no_credential(corpus_engine):
         hits = [h for h in result.hits if h.path == rel]
         assert hits, rel
         data = envelope(
-            query=_word(rel), mode="all", retrievers=result.answered, skipped=[], weights={}, k=60,
-            hits=hits, root=engine.root, with_hashes=True,
+            query=_word(rel),
+            mode="all",
+            retrievers=result.answered,
+            skipped=[],
+            weights={},
+            k=60,
+            hits=hits,
+            root=engine.root,
+            with_hashes=True,
         )
         assert cred not in json.dumps(data)
         for hit in hits:
@@ -286,7 +358,14 @@ def test_code_that_talks_about_credentials_is_left_alone():
 
 def test_a_private_key_block_counts_whatever_its_body_length():
     for body in ("", "a", "MIIBOg", _pick(B64, 40) + "\n" + _pick(B64, 12)):
-        text = "x = 1\n" + BEGIN + "EC PRIVATE KEY-----\n" + (body + "\n" if body else "") + END + "EC PRIVATE KEY-----\ny = 2\n"
+        text = (
+            "x = 1\n"
+            + BEGIN
+            + "EC PRIVATE KEY-----\n"
+            + (body + "\n" if body else "")
+            + END
+            + "EC PRIVATE KEY-----\ny = 2\n"
+        )
         lines = redact(text, "notes.txt").split("\n")
         assert lines[0] == "x = 1" and lines[-2:] == ["y = 2", ""]
         assert lines[1:-2] == [MARKER] * (len(text.split("\n")) - 3)

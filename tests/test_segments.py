@@ -17,8 +17,17 @@ from ranklens.core.vectors import VectorIndex
 
 CORE = Path(__file__).resolve().parents[1] / "core"
 ARMS = ("bm25", "symbols", "lexical+ctx", "dense", "fts5")
-QUERIES = ["merge segments", "def return self", "vector index search", "parse query tokens", "lock file write",
-           "added_function_3", "edit lorem ipsum", "IndexView open", "chunk table"]
+QUERIES = [
+    "merge segments",
+    "def return self",
+    "vector index search",
+    "parse query tokens",
+    "lock file write",
+    "added_function_3",
+    "edit lorem ipsum",
+    "IndexView open",
+    "chunk table",
+]
 
 
 @pytest.fixture
@@ -71,14 +80,16 @@ def test_segments_tombstones_and_merges_answer_as_one_fresh_segment(small_segmen
     fresh.ensure_index()
     assert len(fresh.view.manifest.segments) == 1
     assert sorted(zip(engine.view.chunks.paths, engine.view.chunks.starts.tolist())) == sorted(
-        zip(fresh.view.chunks.paths, fresh.view.chunks.starts.tolist()))
+        zip(fresh.view.chunks.paths, fresh.view.chunks.starts.tolist())
+    )
     for arm in ARMS:
         for query in QUERIES:
             got, want = _scores(engine, arm, query), _scores(fresh, arm, query)
             # Chunk ids differ (changed files got new ones), so ties may order differently: the
             # same scores, and the same score for every chunk both rank.
-            np.testing.assert_allclose(sorted(got.values()), sorted(want.values()), rtol=1e-9, atol=1e-12,
-                                       err_msg=f"{arm}: {query}")
+            np.testing.assert_allclose(
+                sorted(got.values()), sorted(want.values()), rtol=1e-9, atol=1e-12, err_msg=f"{arm}: {query}"
+            )
             for docid in set(got) & set(want):
                 assert got[docid] == pytest.approx(want[docid], rel=1e-9), (arm, query, docid)
     # Filters see live rows only.

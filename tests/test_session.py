@@ -90,7 +90,9 @@ def test_files_are_read_redacted_and_exported_as_a_handoff(session):
     from ranklens.core.handoff import validate_handoff
     from ranklens.core.secrets import MARKER
 
-    (session.engine.root / "deploy.sh").write_text("echo deploy\nAWS_SECRET_ACCESS_KEY=" + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY\n")
+    (session.engine.root / "deploy.sh").write_text(
+        "echo deploy\nAWS_SECRET_ACCESS_KEY=" + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY\n"
+    )
     assert MARKER in session.read_file("deploy.sh") and "EXAMPLEKEY" not in session.read_file("deploy.sh")
     run_query(session, "how are passwords hashed")
     data = session.handoff(session.hits[:2])

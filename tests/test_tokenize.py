@@ -3,7 +3,11 @@ from ranklens.core.tokenize import code_tokens, identifiers, split_identifier
 
 def test_identifiers_stay_whole_and_lowercase():
     assert identifiers("def parseHTTPResponse(snake_case): return 42") == [
-        "def", "parsehttpresponse", "snake_case", "return", "42",
+        "def",
+        "parsehttpresponse",
+        "snake_case",
+        "return",
+        "42",
     ]
 
 
@@ -21,4 +25,3 @@ def test_code_tokens_keep_whole_then_parts():
 def test_unicode_identifiers_are_kept_whole():
     assert identifiers("größe = café_2") == ["größe", "café_2"]
     assert code_tokens("café") == ["café"]
-

@@ -32,8 +32,10 @@ class NamesArm:
 
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
         words = set(code_tokens(query))
-        scored = sorted(((len(words & names), cid) for cid, names in self.names.items() if words & names),
-                        key=lambda t: (-t[0], t[1]))
+        scored = sorted(
+            ((len(words & names), cid) for cid, names in self.names.items() if words & names),
+            key=lambda t: (-t[0], t[1]),
+        )
         ids = np.array([cid for _, cid in scored], dtype=np.int64)
         rows = self.view.chunks.rows_for(ids)
         keep = rows >= 0
@@ -55,6 +57,11 @@ class NamesBuild(ArmBuild):
 
 
 SPEC = ArmSpec(
-    NamesArm.name, STRUCTURAL, NamesArm, fused_by_default=True, weight=0.3, weight_with_deep=0.2,
+    NamesArm.name,
+    STRUCTURAL,
+    NamesArm,
+    fused_by_default=True,
+    weight=0.3,
+    weight_with_deep=0.2,
     build=lambda _settings: NamesBuild(),
 )

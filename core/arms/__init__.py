@@ -37,9 +37,7 @@ def always_fused() -> tuple[str, ...]:
 def default_arms() -> tuple[str, ...]:
     """The arms fused when none are named: :func:`always_fused`, plus each optional arm
     (``deep``) whose extra is installed and not switched off (``RANKLENS_DEEP=0``)."""
-    return tuple(
-        s.name for s in REGISTRY.values() if s.fused_by_default and (s.enabled is None or s.enabled())
-    )
+    return tuple(s.name for s in REGISTRY.values() if s.fused_by_default and (s.enabled is None or s.enabled()))
 
 
 def optional_defaults() -> tuple[str, ...]:
@@ -58,6 +56,14 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "ARM_FAMILIES", "DEFAULT_ARMS", "MODULES", "REGISTRY", "Arm", "ArmSpec", "ArmUnavailable",
-    "always_fused", "default_arms", "optional_defaults",
+    "ARM_FAMILIES",
+    "DEFAULT_ARMS",
+    "MODULES",
+    "REGISTRY",
+    "Arm",
+    "ArmSpec",
+    "ArmUnavailable",
+    "always_fused",
+    "default_arms",
+    "optional_defaults",
 ]

@@ -21,6 +21,11 @@ class Bm25Arm(MatrixArm):
 
 
 SPEC = ArmSpec(
-    Bm25Arm.name, LEXICAL, Bm25Arm, fused_by_default=True, weight=1.2, weight_with_deep=0.8,
+    Bm25Arm.name,
+    LEXICAL,
+    Bm25Arm,
+    fused_by_default=True,
+    weight=1.2,
+    weight_with_deep=0.8,
     build=lambda _settings: MatrixBuild(Bm25Arm.matrix_name, FIELDS),
 )

@@ -55,15 +55,16 @@ class DenseArm:
         except ModelUnavailable as exc:
             raise ArmUnavailable(str(exc)) from None
         if self.model.name != view.meta.get("dense_model"):
-            raise ArmUnavailable(
-                f"index was embedded with {view.meta.get('dense_model')}, not {self.model.name}"
-            )
+            raise ArmUnavailable(f"index was embedded with {view.meta.get('dense_model')}, not {self.model.name}")
         self.view = view
-        self.vectors = view.cached("vectors", lambda: SegmentedVectors(
-            [VectorIndex.load(p, view=True) for p in paths],
-            [view.segment_rows(i) for i in range(len(paths))],
-            [ChunkTable.load_dir(d).ids for d in view.segment_dirs],
-        ))
+        self.vectors = view.cached(
+            "vectors",
+            lambda: SegmentedVectors(
+                [VectorIndex.load(p, view=True) for p in paths],
+                [view.segment_rows(i) for i in range(len(paths))],
+                [ChunkTable.load_dir(d).ids for d in view.segment_dirs],
+            ),
+        )
 
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
         if limit <= 0:
@@ -149,12 +150,15 @@ class DenseBuild(ArmBuild):
                 marks = ",".join("?" * len(ids))
                 rows = gen.conn.execute(
                     "SELECT id, path, start_line, end_line, kind, language, context, symbol, signature,"
-                    f" docstring, text FROM chunks WHERE id IN ({marks}) ORDER BY id", ids
+                    f" docstring, text FROM chunks WHERE id IN ({marks}) ORDER BY id",
+                    ids,
                 ).fetchall()
                 for b in range(0, len(rows), EMBED_BATCH):
                     part = rows[b : b + EMBED_BATCH]
-                    index.add(np.array([r[0] for r in part], dtype=np.int64),
-                              model.encode([document_text(_row_chunk(r[1:])) for r in part]))
+                    index.add(
+                        np.array([r[0] for r in part], dtype=np.int64),
+                        model.encode([document_text(_row_chunk(r[1:])) for r in part]),
+                    )
             gen.seconds["embed"] = gen.seconds.get("embed", 0.0) + time.perf_counter() - t0
             if self.embedder is not None:
                 self.embedder.count += len(index)

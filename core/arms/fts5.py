@@ -115,7 +115,9 @@ class Fts5Build(ArmBuild):
             )
 
     def add(self, ids: list[int], chunks: list[Chunk]) -> None:
-        self.conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", [(cid, c.text) for cid, c in zip(ids, chunks)])
+        self.conn.executemany(
+            "INSERT INTO fts(rowid, text) VALUES (?, ?)", [(cid, c.text) for cid, c in zip(ids, chunks)]
+        )
 
     def write(self, gen: Generation) -> None:
         """FTS5's frequent terms. They are counted again when the chunks changed by 1 % or more
@@ -135,6 +137,4 @@ class Fts5Build(ArmBuild):
         (gen.out / COMMON_TERMS_FILE).write_text(json.dumps(common_terms(gen.conn)), encoding="utf-8")
 
 
-SPEC = ArmSpec(
-    Fts5Arm.name, LEXICAL, Fts5Arm, fused_by_default=True, weight=0.4, build=lambda _settings: Fts5Build()
-)
+SPEC = ArmSpec(Fts5Arm.name, LEXICAL, Fts5Arm, fused_by_default=True, weight=0.4, build=lambda _settings: Fts5Build())

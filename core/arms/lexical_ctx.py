@@ -23,6 +23,8 @@ class LexicalCtxArm(MatrixArm):
 
 #: A single-retriever mode: fused with ``bm25`` it would count that evidence twice.
 SPEC = ArmSpec(
-    LexicalCtxArm.name, LEXICAL, LexicalCtxArm,
+    LexicalCtxArm.name,
+    LEXICAL,
+    LexicalCtxArm,
     build=lambda _settings: MatrixBuild(LexicalCtxArm.matrix_name, FIELDS),
 )

@@ -48,7 +48,9 @@ class SymbolsArm(MatrixArm):
             return ranked
         table = self.view.chunks
         # As the definition signal compares: a capitalised name exactly, a lowercase one in any case.
-        rows = list(dict.fromkeys(row for name in sorted(q.names) for row in table.definers(name, any_case=name.islower())))
+        rows = list(
+            dict.fromkeys(row for name in sorted(q.names) for row in table.definers(name, any_case=name.islower()))
+        )
         if allowed is not None:
             rows = [r for r in rows if allowed[r]]
         if not rows:
@@ -59,8 +61,12 @@ class SymbolsArm(MatrixArm):
 
         def order(r: int) -> tuple:
             where = f"{table.paths[r]} {table.contexts[r]}".lower()
-            return (not all(w in where for w in scope), stem_key(table.paths[r]) not in wanted,
-                    path_depth(table.paths[r]), r)
+            return (
+                not all(w in where for w in scope),
+                stem_key(table.paths[r]) not in wanted,
+                path_depth(table.paths[r]),
+                r,
+            )
 
         rows.sort(key=order)
         first = table.hits(self.name, np.asarray(rows[:limit], dtype=np.int64), np.zeros(min(len(rows), limit)))
@@ -68,7 +74,12 @@ class SymbolsArm(MatrixArm):
         merged = first + [h for h in ranked if h.docid not in seen]
         return [replace(h, rank=i) for i, h in enumerate(merged[:limit], start=1)]
 
+
 SPEC = ArmSpec(
-    SymbolsArm.name, STRUCTURAL, SymbolsArm, fused_by_default=True, weight=0.8,
+    SymbolsArm.name,
+    STRUCTURAL,
+    SymbolsArm,
+    fused_by_default=True,
+    weight=0.8,
     build=lambda _settings: MatrixBuild(SymbolsArm.matrix_name, FIELDS, include),
 )

@@ -133,13 +133,17 @@ class Budget:
                 )
             )
         else:
-            self.out.extend(window_chunks(self.path, self.lines, self.language, context, start, end, self.window, self.overlap))
+            self.out.extend(
+                window_chunks(self.path, self.lines, self.language, context, start, end, self.window, self.overlap)
+            )
         return None
 
     def _long_code(self, start: int, end: int, scope: str, header: _Unit | None) -> None:
         """Code between definitions longer than the budget: windows (the first one carries
         the pending header's name)."""
-        windows = window_chunks(self.path, self.lines, self.language, scope, start, end, self.window, self.overlap, True)
+        windows = window_chunks(
+            self.path, self.lines, self.language, scope, start, end, self.window, self.overlap, True
+        )
         if header is not None:
             h = header.chunk
             windows[0] = replace(
@@ -198,4 +202,3 @@ def _join_names(scope: str, defs: list[Chunk]) -> str:
 
 def _capped(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-

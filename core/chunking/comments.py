@@ -18,16 +18,12 @@ _STAR = re.compile(r"^\*(?!/)\s?")
 _LINE_MARK = re.compile(r"^(//+|#+|--+)\s?")
 
 
-def comment_above(
-    lines: list[str], start_row: int, spec: Spec, skip: frozenset[int] = frozenset()
-) -> str:
+def comment_above(lines: list[str], start_row: int, spec: Spec, skip: frozenset[int] = frozenset()) -> str:
     """The comment block ending on the line just above ``start_row`` (0-based), cleaned."""
     return comment_block(lines, start_row, spec, skip)[1]
 
 
-def comment_block(
-    lines: list[str], start_row: int, spec: Spec, skip: frozenset[int] = frozenset()
-) -> tuple[int, str]:
+def comment_block(lines: list[str], start_row: int, spec: Spec, skip: frozenset[int] = frozenset()) -> tuple[int, str]:
     """The first row (0-based) and cleaned text of the comment block just above ``start_row``.
 
     The row is ``start_row`` itself when there is no comment. Rows in ``skip`` (attributes)

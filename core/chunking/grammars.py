@@ -72,4 +72,3 @@ def parser_for(grammar: Grammar) -> Parser:
 
         parser = parsers[grammar.name] = Parser(grammar.language)
     return parser
-

@@ -42,13 +42,9 @@ _C_NAMES = frozenset(
     }
 )
 # Definitions whose body is the function value of one of their fields.
-_FUNCTION_HOLDERS = frozenset(
-    {"variable_declarator", "field_definition", "public_field_definition"}
-)
+_FUNCTION_HOLDERS = frozenset({"variable_declarator", "field_definition", "public_field_definition"})
 # Definitions that are only declarations without a body are not worth a chunk.
-_NEEDS_BODY = frozenset(
-    {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier", "mod_item"}
-)
+_NEEDS_BODY = frozenset({"struct_specifier", "union_specifier", "enum_specifier", "class_specifier", "mod_item"})
 
 
 def safe_definitions(path: str, text: str, lines: list[str], language: str, with_text: bool = True) -> list[Chunk]:

@@ -30,9 +30,7 @@ def check_window(window: int, overlap: int) -> None:
         raise ValueError(f"overlap must be in [0, window), got {overlap} for window {window}")
 
 
-def line_windows(
-    n_lines: int, window: int = DEFAULT_WINDOW, overlap: int = DEFAULT_OVERLAP
-) -> list[tuple[int, int]]:
+def line_windows(n_lines: int, window: int = DEFAULT_WINDOW, overlap: int = DEFAULT_OVERLAP) -> list[tuple[int, int]]:
     """The 1-based inclusive ``(start, end)`` line spans of the windows over a file.
 
     Windows start at lines ``1, 1 + step, 1 + 2*step, …`` with ``step = window - overlap``
@@ -88,7 +86,14 @@ def even_spans(n_lines: int, window: int = DEFAULT_WINDOW, overlap: int = DEFAUL
 
 
 def window_chunks(
-    path: str, lines: list[str], language: str, context: str, lo: int, hi: int, window: int, overlap: int,
+    path: str,
+    lines: list[str],
+    language: str,
+    context: str,
+    lo: int,
+    hi: int,
+    window: int,
+    overlap: int,
     even: bool = False,
 ) -> list[Chunk]:
     """Window chunks over lines ``lo..hi`` (1-based, inclusive); ``even``: see :func:`even_spans`."""

@@ -35,8 +35,13 @@ def _git(root: str, *args: str, stdin: bytes | None = None) -> subprocess.Comple
     """Run git in ``root`` (None when git is missing, hangs or fails to start)."""
     try:
         return subprocess.run(
-            ["git", *args], cwd=root, env=_git_env(), input=stdin,
-            capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
+            ["git", *args],
+            cwd=root,
+            env=_git_env(),
+            input=stdin,
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -122,8 +127,7 @@ def _discover_git(root: str, root_real: str, paths: list[str], rules: _Rules, wa
     return out.result("git")
 
 
-def _git_stat(abs_path: str, rel: str, root_real: str,
-              out: _Collector) -> Callable[[], os.stat_result | None]:
+def _git_stat(abs_path: str, rel: str, root_real: str, out: _Collector) -> Callable[[], os.stat_result | None]:
     def get() -> os.stat_result | None:
         st = os.lstat(abs_path)
         if stat_mod.S_ISLNK(st.st_mode):
@@ -133,6 +137,7 @@ def _git_stat(abs_path: str, rel: str, root_real: str,
                 return None
             st = os.stat(abs_path)
         return st
+
     return get
 
 
@@ -151,8 +156,13 @@ def _watch_git(root: str, rules: _Rules, out: _Collector) -> None:
     git_dir, top, exclude = lines[0], lines[1], lines[2]
     if not os.path.isabs(exclude):
         exclude = os.path.join(root, exclude)
-    for path in (os.path.join(git_dir, "index"), os.path.join(git_dir, "config"), exclude,
-                 _global_excludes(root), os.path.expanduser("~/.gitconfig")):
+    for path in (
+        os.path.join(git_dir, "index"),
+        os.path.join(git_dir, "config"),
+        exclude,
+        _global_excludes(root),
+        os.path.expanduser("~/.gitconfig"),
+    ):
         if path:
             out.watch(os.path.abspath(path))
     rel_top = os.path.relpath(root, top)
@@ -163,8 +173,16 @@ def _watch_git(root: str, rules: _Rules, out: _Collector) -> None:
             folder = os.path.dirname(folder)
     ignored: set[str] = set()
     if rules.respect_ignores:
-        listing = _git(root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory",
-                       *_git_exclude_args(rules.excluded_dirs))
+        listing = _git(
+            root,
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+            *_git_exclude_args(rules.excluded_dirs),
+        )
         if listing is not None and listing.returncode == 0:
             ignored = {p[:-1] for p in os.fsdecode(listing.stdout).split("\0") if p.endswith("/")}
     names = _EXTRA_IGNORE_FILES if rules.respect_ignores else ()

@@ -101,8 +101,9 @@ def _compile(lines: Iterable[tuple[str, Rule]]) -> _IgnoreFile | None:
     return _IgnoreFile(patterns) if patterns else None
 
 
-def _read_ignore_lines(dir_path: str, names: Iterable[str], rel_dir: str,
-                       digests: dict[str, str] | None = None) -> list[tuple[str, Rule]]:
+def _read_ignore_lines(
+    dir_path: str, names: Iterable[str], rel_dir: str, digests: dict[str, str] | None = None
+) -> list[tuple[str, Rule]]:
     """The lines of one directory's ignore files, later files taking precedence, each with
     its rule (file relative to the root, line number, the line as written). ``digests``
     receives each file's :func:`digest` under its path relative to the root."""

@@ -82,8 +82,7 @@ def _is_key(text: str) -> bool:
     return "PRIVATE KEY" in text or "PuTTY-User-Key-File-" in text
 
 
-def read_text(root: Path | str, entry_or_path: FileEntry | str,
-              max_bytes: int = 1 << 20) -> tuple[str | None, str]:
+def read_text(root: Path | str, entry_or_path: FileEntry | str, max_bytes: int = 1 << 20) -> tuple[str | None, str]:
     """Read one discovered file as text, refusing content that must not be indexed.
 
     Parameters

@@ -30,8 +30,9 @@ def _parent(rel: str) -> str:
     return rel.rpartition("/")[0]
 
 
-def relist(root: Path | str, options: DiscoveryOptions, base: DiscoveryResult,
-           changed: Iterable[str]) -> DiscoveryResult | None:
+def relist(
+    root: Path | str, options: DiscoveryOptions, base: DiscoveryResult, changed: Iterable[str]
+) -> DiscoveryResult | None:
     """``base`` (the last walk-mode listing, with the current stats of its files) listed again
     in the ``changed`` folders; None when only a whole listing can answer (module docstring)."""
     root_str = os.path.abspath(os.fspath(root))
@@ -90,8 +91,15 @@ def relist(root: Path | str, options: DiscoveryOptions, base: DiscoveryResult,
             continue
         out.folder(rel_dir, st)
         try:
-            _walk(root_real, rules, out, [(abs_dir, rel_dir, through(parent) if rel_dir else ())],
-                  {(st.st_dev, st.st_ino)}, known=known - {rel_dir}, entered=entered)
+            _walk(
+                root_real,
+                rules,
+                out,
+                [(abs_dir, rel_dir, through(parent) if rel_dir else ())],
+                {(st.st_dev, st.st_ino)},
+                known=known - {rel_dir},
+                entered=entered,
+            )
         except LinkMet:
             return None
         redone.append(rel_dir)
@@ -117,9 +125,7 @@ def relist(root: Path | str, options: DiscoveryOptions, base: DiscoveryResult,
         keep.exclude(rule, rel, is_dir)
     keep.folders = {k: v for k, v in base.folders.items() if k not in gone_all and k not in redone_set}
     keep.folders.update(out.folders)
-    keep.watched = {
-        k: v for k, v in base.watched.items() if os.path.isabs(k) or _parent(k) not in drop
-    }
+    keep.watched = {k: v for k, v in base.watched.items() if os.path.isabs(k) or _parent(k) not in drop}
     keep.watched.update(out.watched)
     keep.digests = {k: v for k, v in base.digests.items() if _parent(k) not in drop}
     keep.digests.update(out.digests)
@@ -134,5 +140,6 @@ def with_stats(base: DiscoveryResult, stats: dict[str, os.stat_result]) -> Disco
         FileEntry(f.path, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if (st := stats.get(f.path)) is not None else f
         for f in base.files
     ]
-    return DiscoveryResult(files, base.skipped, base.excluded, base.mode, base.folders, base.watched,
-                           base.exclusions, base.digests)
+    return DiscoveryResult(
+        files, base.skipped, base.excluded, base.mode, base.folders, base.watched, base.exclusions, base.digests
+    )

@@ -154,8 +154,12 @@ class DiscoveryResult:
         what = ", ".join(
             p for p in (_count(top.dirs, "directory", "directories"), _count(top.files, "file", "files")) if p
         )
-        head = f"kept no files under {root}" if not kept else (
-            f"kept {kept:,} files under {root} and passed over {passed:,} entries ({passed / (kept + passed):.0%})"
+        head = (
+            f"kept no files under {root}"
+            if not kept
+            else (
+                f"kept {kept:,} files under {root} and passed over {passed:,} entries ({passed / (kept + passed):.0%})"
+            )
         )
         others = len(self.excluded) - 1
         tail = f"; {others} other rule{'s' if others != 1 else ''} in --json" if others else ""
@@ -198,6 +202,10 @@ class Verdict:
 
     def to_dict(self) -> dict:
         return {
-            "path": self.path, "is_dir": self.is_dir, "kept": self.kept,
-            "rule": self.rule.to_dict() if self.rule is not None else None, "via": self.via, "mode": self.mode,
+            "path": self.path,
+            "is_dir": self.is_dir,
+            "kept": self.kept,
+            "rule": self.rule.to_dict() if self.rule is not None else None,
+            "via": self.via,
+            "mode": self.mode,
         }

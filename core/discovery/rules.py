@@ -38,46 +38,162 @@ from .results import (
 #: searching with ``hidden``) and ``coverage`` (coverage.py's own package is called that;
 #: generated HTML reports land in ``htmlcov``). ``*.egg-info`` is matched by suffix, see
 #: :data:`_EXCLUDED_DIR_SUFFIXES`. These apply with ``hidden`` and ``no_ignore`` too.
-BUILTIN_EXCLUDED_DIRS: frozenset[str] = frozenset({
-    # version control
-    ".git", ".hg", ".svn", ".bzr",
-    # dependencies and virtualenvs
-    "node_modules", "bower_components", ".venv", "venv", "site-packages", ".eggs",
-    # caches
-    "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-    ".cache", ".gradle", ".terraform",
-    # build output
-    "dist", "build", "target", ".next", ".nuxt", "htmlcov",
-    # IDE state (per-user, machine generated)
-    ".idea",
-})
+BUILTIN_EXCLUDED_DIRS: frozenset[str] = frozenset(
+    {
+        # version control
+        ".git",
+        ".hg",
+        ".svn",
+        ".bzr",
+        # dependencies and virtualenvs
+        "node_modules",
+        "bower_components",
+        ".venv",
+        "venv",
+        "site-packages",
+        ".eggs",
+        # caches
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".cache",
+        ".gradle",
+        ".terraform",
+        # build output
+        "dist",
+        "build",
+        "target",
+        ".next",
+        ".nuxt",
+        "htmlcov",
+        # IDE state (per-user, machine generated)
+        ".idea",
+    }
+)
 _EXCLUDED_DIR_SUFFIXES: tuple[str, ...] = (".egg-info",)
 
 #: Extensions (lowercase, with the dot) of formats that are never text: skipped by name
 #: without opening the file.
-BINARY_EXTENSIONS: frozenset[str] = frozenset({
-    # images
-    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".icns", ".tif", ".tiff", ".webp",
-    ".avif", ".heic", ".psd", ".xcf", ".svgz",
-    # documents
-    ".pdf", ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp",
-    # archives and packages
-    ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".lz", ".lzma", ".7z", ".rar", ".tar",
-    ".whl", ".egg", ".jar", ".war", ".ear", ".deb", ".rpm", ".apk", ".ipa", ".dmg",
-    ".iso", ".img", ".msi", ".nupkg", ".gem",
-    # compiled code and objects
-    ".so", ".dll", ".dylib", ".exe", ".bin", ".o", ".obj", ".a", ".lib", ".pyc", ".pyo",
-    ".pyd", ".class", ".wasm", ".mo", ".lockb",
-    # fonts
-    ".woff", ".woff2", ".ttf", ".otf", ".eot",
-    # audio and video
-    ".mp3", ".mp4", ".m4a", ".wav", ".flac", ".ogg", ".opus", ".aac", ".avi", ".mov",
-    ".mkv", ".webm", ".flv", ".wmv", ".swf",
-    # databases and data/model blobs
-    ".sqlite", ".sqlite3", ".db", ".npy", ".npz", ".pkl", ".pickle", ".h5", ".hdf5",
-    ".parquet", ".feather", ".arrow", ".onnx", ".pt", ".pth", ".ckpt", ".safetensors",
-    ".tflite", ".pb",
-})
+BINARY_EXTENSIONS: frozenset[str] = frozenset(
+    {
+        # images
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".bmp",
+        ".ico",
+        ".icns",
+        ".tif",
+        ".tiff",
+        ".webp",
+        ".avif",
+        ".heic",
+        ".psd",
+        ".xcf",
+        ".svgz",
+        # documents
+        ".pdf",
+        ".doc",
+        ".docx",
+        ".xls",
+        ".xlsx",
+        ".ppt",
+        ".pptx",
+        ".odt",
+        ".ods",
+        ".odp",
+        # archives and packages
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".zst",
+        ".lz",
+        ".lzma",
+        ".7z",
+        ".rar",
+        ".tar",
+        ".whl",
+        ".egg",
+        ".jar",
+        ".war",
+        ".ear",
+        ".deb",
+        ".rpm",
+        ".apk",
+        ".ipa",
+        ".dmg",
+        ".iso",
+        ".img",
+        ".msi",
+        ".nupkg",
+        ".gem",
+        # compiled code and objects
+        ".so",
+        ".dll",
+        ".dylib",
+        ".exe",
+        ".bin",
+        ".o",
+        ".obj",
+        ".a",
+        ".lib",
+        ".pyc",
+        ".pyo",
+        ".pyd",
+        ".class",
+        ".wasm",
+        ".mo",
+        ".lockb",
+        # fonts
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+        ".eot",
+        # audio and video
+        ".mp3",
+        ".mp4",
+        ".m4a",
+        ".wav",
+        ".flac",
+        ".ogg",
+        ".opus",
+        ".aac",
+        ".avi",
+        ".mov",
+        ".mkv",
+        ".webm",
+        ".flv",
+        ".wmv",
+        ".swf",
+        # databases and data/model blobs
+        ".sqlite",
+        ".sqlite3",
+        ".db",
+        ".npy",
+        ".npz",
+        ".pkl",
+        ".pickle",
+        ".h5",
+        ".hdf5",
+        ".parquet",
+        ".feather",
+        ".arrow",
+        ".onnx",
+        ".pt",
+        ".pth",
+        ".ckpt",
+        ".safetensors",
+        ".tflite",
+        ".pb",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -136,9 +252,11 @@ class _Rules:
     def __init__(self, options: DiscoveryOptions) -> None:
         self.options = options
         self.excluded_dirs = BUILTIN_EXCLUDED_DIRS | options.exclude_dirs
-        self.globs = _compile(
-            (g, Rule("option", "exclude_globs", i, g)) for i, g in enumerate(options.exclude_globs, start=1)
-        ) if options.exclude_globs else None
+        self.globs = (
+            _compile((g, Rule("option", "exclude_globs", i, g)) for i, g in enumerate(options.exclude_globs, start=1))
+            if options.exclude_globs
+            else None
+        )
         self.hidden = bool(options.hidden)
         self.respect_ignores = not options.no_ignore
         self.max_bytes = options.max_bytes
@@ -164,7 +282,7 @@ class _Rules:
             if found is not None and found[0]:
                 return found[1]
         for prefix, patterns in reversed(layers):
-            found = patterns.verdict(rel[len(prefix):], is_dir)
+            found = patterns.verdict(rel[len(prefix) :], is_dir)
             if found is not None:
                 return found[1] if found[0] else None
         return None
@@ -174,7 +292,7 @@ class _Rules:
         if name in self.excluded_dirs or name.endswith(_EXCLUDED_DIR_SUFFIXES):
             rule = self._dir_rules.get(name)
             if rule is None:
-                shown = name if name in self.excluded_dirs else "*" + name[name.rindex("."):]
+                shown = name if name in self.excluded_dirs else "*" + name[name.rindex(".") :]
                 rule = self._dir_rules[name] = Rule("builtin", RULE_EXCLUDED_DIR, 0, shown)
             return rule
         if layers or self.globs is not None:
@@ -255,8 +373,9 @@ class _Collector:
         if rule.kind == "builtin" and rule.name in _REPORTED:
             self.skipped.append((rel, rule.name))
 
-    def consider(self, name: str, rel: str, layers: tuple[_Layer, ...],
-                 get_stat: Callable[[], os.stat_result | None]) -> None:
+    def consider(
+        self, name: str, rel: str, layers: tuple[_Layer, ...], get_stat: Callable[[], os.stat_result | None]
+    ) -> None:
         """Apply ignore, name and size rules to one candidate file.
 
         ``get_stat`` is called only when the name rules pass (most skips cost no
@@ -291,8 +410,9 @@ class _Collector:
         self.files.sort(key=lambda f: f.path)
         self.skipped.sort()
         excluded = sorted(self.tally.values(), key=lambda e: (-e.entries, str(e.rule)))
-        return DiscoveryResult(self.files, self.skipped, excluded, mode, self.folders, self.watched, self.entries,
-                               self.digests)
+        return DiscoveryResult(
+            self.files, self.skipped, excluded, mode, self.folders, self.watched, self.entries, self.digests
+        )
 
 
 #: The state of a watched file that does not exist.

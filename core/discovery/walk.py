@@ -22,8 +22,15 @@ def _discover_walk(root: str, root_real: str, rules: _Rules) -> DiscoveryResult:
     return out.result("walk")
 
 
-def _walk(root_real: str, rules: _Rules, out: _Collector, stack: list[tuple[str, str, tuple[_Layer, ...]]],
-          visited: set[tuple[int, int]], known: set[str] | None = None, entered: set[str] | None = None) -> None:
+def _walk(
+    root_real: str,
+    rules: _Rules,
+    out: _Collector,
+    stack: list[tuple[str, str, tuple[_Layer, ...]]],
+    visited: set[tuple[int, int]],
+    known: set[str] | None = None,
+    entered: set[str] | None = None,
+) -> None:
     """Walk from the folders on ``stack`` (absolute, relative, ignore layers of the parent),
     collecting into ``out``. With ``known`` (a listing redone folder by folder,
     :mod:`~core.discovery.relist`): folders in it are noted in ``entered`` when they would be
@@ -102,9 +109,16 @@ def _walk(root_real: str, rules: _Rules, out: _Collector, stack: list[tuple[str,
                 out.consider(name, rel, layers, entry.stat)
 
 
-def _walk_symlink(entry: os.DirEntry, name: str, rel: str, layers: tuple[_Layer, ...],
-                  root_real: str, rules: _Rules, out: _Collector,
-                  deferred: list[tuple[str, str, tuple[_Layer, ...], os.stat_result]]) -> None:
+def _walk_symlink(
+    entry: os.DirEntry,
+    name: str,
+    rel: str,
+    layers: tuple[_Layer, ...],
+    root_real: str,
+    rules: _Rules,
+    out: _Collector,
+    deferred: list[tuple[str, str, tuple[_Layer, ...], os.stat_result]],
+) -> None:
     try:
         st = os.stat(entry.path)  # follows; raises on dangling links and link loops
     except OSError:

@@ -83,7 +83,6 @@ class EvalFileError(ValueError):
     """A labeled query file cannot be used; the message names the file and line."""
 
 
-
 _KEYS = {"id", "query", "gold", "kind", "note", "not_relevant"}
 #: The fields of one item of a benchmark annotation file that are read.
 _BENCH_KEYS = {"query", "relevant", "secondary", "category"}
@@ -119,9 +118,7 @@ def load_queries(path: Path | str, notify: Notify | None = None) -> list[Labeled
     return parse_queries(text.splitlines(), source=str(path), notify=notify)
 
 
-def parse_queries(
-    lines: Iterable[str], source: str = "<queries>", notify: Notify | None = None
-) -> list[LabeledQuery]:
+def parse_queries(lines: Iterable[str], source: str = "<queries>", notify: Notify | None = None) -> list[LabeledQuery]:
     """Validate JSONL lines into labeled queries; blank lines are skipped."""
     out: list[LabeledQuery] = []
     seen: dict[str, int] = {}
@@ -158,9 +155,7 @@ def parse_queries(
     return out
 
 
-def parse_annotations(
-    text: str, source: str = "<annotations>", notify: Notify | None = None
-) -> list[LabeledQuery]:
+def parse_annotations(text: str, source: str = "<annotations>", notify: Notify | None = None) -> list[LabeledQuery]:
     """Validate a benchmark annotation file into labeled queries.
 
     The file is a JSON array of ``{"query", "relevant", "secondary"?, "category"?}``:
@@ -223,9 +218,7 @@ def _kind(value: object, name: str, bad: Callable[[str], EvalFileError]) -> str 
     return value.strip() if value else None
 
 
-def _targets(
-    value: object, name: str, bad: Callable[[str], EvalFileError], ignored: set[str]
-) -> tuple[Span, ...]:
+def _targets(value: object, name: str, bad: Callable[[str], EvalFileError], ignored: set[str]) -> tuple[Span, ...]:
     """Gold targets: path strings (whole files) or ``{"path", "start_line"?, "end_line"?}``."""
     if not isinstance(value, list):
         raise bad(f'"{name}" must be {_TARGETS}')

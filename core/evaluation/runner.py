@@ -88,9 +88,7 @@ def run_queries(
             r = results[name]
             if not r.ok:
                 skipped.setdefault(name, r.skipped or r.error or "")
-        ranked = {
-            a: rank_single(r.hits, settings.with_(arms=(a,)), q.query) for a, r in results.items() if r.ok
-        }
+        ranked = {a: rank_single(r.hits, settings.with_(arms=(a,)), q.query) for a, r in results.items() if r.ok}
         runs.append(
             QueryRun(
                 query=q,

@@ -207,9 +207,7 @@ class VectorIndex:
                 self._lookup = (live[order], order.astype(np.int64, copy=False))
             return self._lookup
 
-    def search(
-        self, vector: np.ndarray, k: int, allowed: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, vector: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (keys, cosine similarities, descending). `allowed` = sorted int64 array of keys that may be returned (filters); when given, return only allowed keys.
 
         Results are exact. Ties are broken by key. A zero query vector matches nothing.
@@ -254,9 +252,7 @@ class VectorIndex:
         order = np.lexsort((out_keys, -sims))[:k]
         return np.ascontiguousarray(out_keys[order]), np.ascontiguousarray(sims[order])
 
-    def search_rows(
-        self, vector: np.ndarray, k: int, mask: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def search_rows(self, vector: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (storage rows, cosine similarities, descending) among the rows ``mask`` allows
         (a boolean array over the rows; None: all). Ties go to the earlier row.
 

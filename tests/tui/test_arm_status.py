@@ -40,8 +40,7 @@ async def test_states_render_in_order_with_note() -> None:
         status.set_note("indexing 40%")
         await pilot.pause()
         assert shown(status) == (
-            "bm25: 12 ms · 30 hits   dense: failed (model missing)   "
-            "symbols: skipped (no index)   │ indexing 40%"
+            "bm25: 12 ms · 30 hits   dense: failed (model missing)   symbols: skipped (no index)   │ indexing 40%"
         )
         assert status.states["dense"].state == "failed"
         # States get different colours.

@@ -10,26 +10,29 @@ from textual.widgets import Static
 from ranklens.core.types import ConsolidatedHit, Contribution
 from ranklens.tui.widgets.preview import Preview, lexer_for, query_terms, term_ranges
 
-SOURCE = "\n".join(
-    [
-        "import os",  # 1
-        "",  # 2
-        "",  # 3
-        "def helper():",  # 4
-        "    return 1",  # 5
-        "",  # 6
-        "def parseHTTPResponse(raw):",  # 7
-        '    """Parse one response."""',  # 8
-        "    status = raw.split()[1]",  # 9
-        "    return status",  # 10
-        "",  # 11
-        "",  # 12
-        "def unrelated():",  # 13
-        "    pass",  # 14
-        "",  # 15
-        "# trailing comment",  # 16
-    ]
-) + "\n"
+SOURCE = (
+    "\n".join(
+        [
+            "import os",  # 1
+            "",  # 2
+            "",  # 3
+            "def helper():",  # 4
+            "    return 1",  # 5
+            "",  # 6
+            "def parseHTTPResponse(raw):",  # 7
+            '    """Parse one response."""',  # 8
+            "    status = raw.split()[1]",  # 9
+            "    return status",  # 10
+            "",  # 11
+            "",  # 12
+            "def unrelated():",  # 13
+            "    pass",  # 14
+            "",  # 15
+            "# trailing comment",  # 16
+        ]
+    )
+    + "\n"
+)
 
 ARMS = ["bm25", "fts5", "dense", "symbols"]
 
@@ -70,7 +73,9 @@ def render(renderable, width: int = 100):
     return console
 
 
-async def show(pilot, preview: Preview, *, hit: ConsolidatedHit | None = None, first_line: int = 1, text: str = SOURCE) -> None:
+async def show(
+    pilot, preview: Preview, *, hit: ConsolidatedHit | None = None, first_line: int = 1, text: str = SOURCE
+) -> None:
     preview.show(
         path="pkg/http.py",
         text=text,

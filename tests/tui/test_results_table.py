@@ -22,8 +22,16 @@ SIZE = (100, 20)
 def hits(n: int) -> list[ConsolidatedHit]:
     return [
         ConsolidatedHit(
-            path=f"pkg/mod{i}.py", start_line=1, end_line=9, docid=f"pkg/mod{i}.py:1-9", context=f"pkg/mod{i}.py > f{i}",
-            score=1.0 / i, rank=i, provenance=["bm25"], agreement=1, confidence="medium",
+            path=f"pkg/mod{i}.py",
+            start_line=1,
+            end_line=9,
+            docid=f"pkg/mod{i}.py:1-9",
+            context=f"pkg/mod{i}.py > f{i}",
+            score=1.0 / i,
+            rank=i,
+            provenance=["bm25"],
+            agreement=1,
+            confidence="medium",
         )
         for i in range(1, n + 1)
     ]
@@ -110,7 +118,16 @@ async def test_the_cursor_and_hover_rows_are_styled_from_the_component_classes()
         def background(y: int):
             return next(iter(table.render_line(y))).style.bgcolor
 
-        assert table.render_line(0).text.split() == ["#", "move", "score", "agree", "conf", "via", "location", "context"]
+        assert table.render_line(0).text.split() == [
+            "#",
+            "move",
+            "score",
+            "agree",
+            "conf",
+            "via",
+            "location",
+            "context",
+        ]
         assert background(1) == cursor.bgcolor and background(2) != cursor.bgcolor
         await pilot.hover(ResultsTable, offset=(10, 3))
         await pilot.pause()

@@ -49,7 +49,9 @@ def _filename_patterns() -> tuple[tuple[str, str], ...]:
     from pygments.lexers._mapping import LEXERS
 
     return tuple(
-        (pattern, aliases[0]) for _module, _name, aliases, patterns, _mimes in LEXERS.values() if aliases
+        (pattern, aliases[0])
+        for _module, _name, aliases, patterns, _mimes in LEXERS.values()
+        if aliases
         for pattern in patterns
     )
 
@@ -381,9 +383,7 @@ class Preview(VerticalScroll):
             return self.theme
         return "github-dark" if self._is_dark() else "default"
 
-    def _build_syntax(
-        self, path: str, text: str, first_line: int, start: int, end: int, query: str
-    ) -> Syntax:
+    def _build_syntax(self, path: str, text: str, first_line: int, start: int, end: int, query: str) -> Syntax:
         # Count lines on "\n" only, as editors and the chunker do (splitlines() would also
         # split on form feeds and other separators and shift the numbering).
         lines = [line.rstrip("\r") for line in text.split("\n")]

@@ -167,8 +167,6 @@ def _same_cell(a: object, b: object) -> bool:
     return a == b
 
 
-
-
 class _Styles(NamedTuple):
     """The styles of one render pass (they change with focus, hover and the theme)."""
 
@@ -771,7 +769,9 @@ class ResultsTable(ScrollView, can_focus=True):
         cells = self._steady.get(key)
         if cells is not None:
             return cells
-        conf = Text(CONFIDENCE_LABELS.get(hit.confidence, hit.confidence), style=CONFIDENCE_STYLES.get(hit.confidence, ""))
+        conf = Text(
+            CONFIDENCE_LABELS.get(hit.confidence, hit.confidence), style=CONFIDENCE_STYLES.get(hit.confidence, "")
+        )
         via = Text()
         for arm in self.arms:
             tag = self._letters[arm]

@@ -82,8 +82,20 @@ def haskell_clean_doc(doc: str) -> str:
 
 #: Calls that define something, by their target identifier.
 ELIXIR_DEFINERS = (
-    "def", "defp", "defmacro", "defmacrop", "defguard", "defguardp", "defdelegate", "defn", "defnp",
-    "defmodule", "defprotocol", "defimpl", "defstruct", "defexception",
+    "def",
+    "defp",
+    "defmacro",
+    "defmacrop",
+    "defguard",
+    "defguardp",
+    "defdelegate",
+    "defn",
+    "defnp",
+    "defmodule",
+    "defprotocol",
+    "defimpl",
+    "defstruct",
+    "defexception",
 )
 #: ExUnit blocks named by a string (``test "…" do``).
 ELIXIR_TESTS = ("test", "describe")
@@ -213,9 +225,7 @@ def elixir_is_attribute(node: Node, source: bytes) -> bool:
 
 
 _ELIXIR_PATTERNS = (
-    "(call target: (identifier) @_kind (#any-of? @_kind {})) @def".format(
-        " ".join(f'"{k}"' for k in ELIXIR_DEFINERS)
-    ),
+    "(call target: (identifier) @_kind (#any-of? @_kind {})) @def".format(" ".join(f'"{k}"' for k in ELIXIR_DEFINERS)),
     "(call target: (identifier) @_kind (#any-of? @_kind {}) (do_block)) @def".format(
         " ".join(f'"{k}"' for k in ELIXIR_TESTS)
     ),

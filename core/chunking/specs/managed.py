@@ -219,8 +219,14 @@ SPECS: dict[str, Spec] = {
         ),
         parents={"property_declaration": _SWIFT_MEMBERS},
         bodies=frozenset(
-            {"computed_property", "function_body", "class_body", "protocol_body", "enum_class_body",
-             "protocol_property_requirements"}
+            {
+                "computed_property",
+                "function_body",
+                "class_body",
+                "protocol_body",
+                "enum_class_body",
+                "protocol_property_requirements",
+            }
         ),
         name=swift_name,
     ),
