@@ -4,6 +4,7 @@ joins the table when its vectors are ready; the other arms never wait for it."""
 from __future__ import annotations
 
 import threading
+import time
 
 from pilot_helpers import column, settled, wait_for
 
@@ -65,6 +66,10 @@ async def test_quitting_stops_a_deep_build(fake_deep, sample_repo) -> None:
     assert app.session.deep_stop.is_set()
     fake_deep.gate.set()  # the batch in flight ends; the build sees the stop flag
     assert returned.wait(30)  # unstopped, it would return only after embedding all ~20 texts
+    # The worker's state turns finished just after the build returns (on its own thread).
+    deadline = time.monotonic() + 30
+    while not worker.is_finished and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert worker.is_finished
     assert len(fake_deep.seen) < 20 and not engine.view.sidecar_dir("deep").exists()
     engine.close()
