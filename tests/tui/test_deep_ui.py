@@ -61,7 +61,9 @@ async def test_quitting_stops_a_deep_build(fake_deep, sample_repo) -> None:
     engine.build_deep = build_deep_then_say_so
     app = RanklensApp(engine)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.deep_building)
+        # In flight: the worker's thread is inside the model (a worker quit before its thread
+        # starts is cancelled and never builds, which would leave nothing to stop).
+        await wait_for(pilot, lambda: app.deep_building and fake_deep.started.is_set())
         worker = app._deep_worker
     assert app.session.deep_stop.is_set()
     fake_deep.gate.set()  # the batch in flight ends; the build sees the stop flag
