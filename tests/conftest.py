@@ -215,3 +215,14 @@ def fake_deep(monkeypatch) -> FakeDeepEncoder:
     monkeypatch.setattr(model, "_ENCODER", encoder)
     monkeypatch.delenv("RANKLENS_DEEP", raising=False)
     return encoder
+
+
+@pytest.fixture
+def small_segments(monkeypatch):
+    """Segments of ~50 chunks (about one file batch each), merged after 8 small ones."""
+    from ranklens.core import indexer, segments
+
+    monkeypatch.setattr(indexer, "SEGMENT_CHUNKS", 50)
+    monkeypatch.setattr(segments, "SEGMENT_CHUNKS", 50)
+    monkeypatch.setattr(segments, "SMALL_SEGMENT", 12)
+    monkeypatch.setattr(indexer, "CHUNK_BATCH_BYTES", 20_000)

@@ -50,14 +50,6 @@ print("done", stats.generation, flush=True)
 
 
 @pytest.fixture
-def small_segments(monkeypatch):
-    monkeypatch.setattr(indexer, "SEGMENT_CHUNKS", 50)
-    monkeypatch.setattr(segments, "SEGMENT_CHUNKS", 50)
-    monkeypatch.setattr(segments, "SMALL_SEGMENT", 12)
-    monkeypatch.setattr(indexer, "CHUNK_BATCH_BYTES", 20_000)
-
-
-@pytest.fixture
 def repo(tmp_path):
     root = tmp_path / "repo"
     shutil.copytree(CORE, root, ignore=shutil.ignore_patterns("models", "__pycache__", "schemas"))

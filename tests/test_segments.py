@@ -30,15 +30,6 @@ QUERIES = [
 ]
 
 
-@pytest.fixture
-def small_segments(monkeypatch):
-    """Segments of ~50 chunks (about one file batch each), merged after 8 small ones."""
-    monkeypatch.setattr(indexer, "SEGMENT_CHUNKS", 50)
-    monkeypatch.setattr(segments, "SEGMENT_CHUNKS", 50)
-    monkeypatch.setattr(segments, "SMALL_SEGMENT", 12)
-    monkeypatch.setattr(indexer, "CHUNK_BATCH_BYTES", 20_000)
-
-
 def _scores(engine: Engine, arm: str, query: str) -> dict[str, float]:
     return {h.docid: h.score for h in engine.run_arm(arm, query, top_k=20).hits}
 

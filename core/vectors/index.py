@@ -207,6 +207,19 @@ class VectorIndex:
                 self._lookup = (live[order], order.astype(np.int64, copy=False))
             return self._lookup
 
+    def _search_state(self, *, lookup: bool):
+        """What one search reads, taken together under the lock: keys, vectors, the int8
+        companion (loaded on first use; only a view's, which cannot change under a running
+        search), the float32 copy with its version and, with ``lookup``, the key lookup."""
+        with self._lock:
+            if self._coarse_pending is not None:
+                self._coarse = Int8Scan.load(self._coarse_pending, self.dim, self._n, view=True)
+                self._coarse_pending = None
+            keys, vecs = self._snapshot()
+            coarse = self._coarse if self._view else None
+            found = self._snapshot_lookup() if lookup else None
+            return keys, vecs, coarse, self._f32, self._version, found
+
     def search(self, vector: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (keys, cosine similarities, descending). `allowed` = sorted int64 array of keys that may be returned (filters); when given, return only allowed keys.
 
@@ -214,15 +227,7 @@ class VectorIndex:
         ``allowed`` need not actually be sorted; keys in it that are not indexed are ignored.
         """
         k = int(k)
-        with self._lock:
-            if self._coarse_pending is not None:
-                self._coarse = Int8Scan.load(self._coarse_pending, self.dim, self._n, view=True)
-                self._coarse_pending = None
-            keys, vecs = self._snapshot()
-            # Only a view's companion: it cannot change under a running search.
-            coarse = self._coarse if self._view else None
-            lookup = self._snapshot_lookup() if allowed is not None else None
-            f32, version = self._f32, self._version
+        keys, vecs, coarse, f32, version, lookup = self._search_state(lookup=allowed is not None)
         n = len(keys)
         if n == 0 or k <= 0:
             return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
@@ -262,13 +267,7 @@ class VectorIndex:
         of the rest.
         """
         k = int(k)
-        with self._lock:
-            if self._coarse_pending is not None:
-                self._coarse = Int8Scan.load(self._coarse_pending, self.dim, self._n, view=True)
-                self._coarse_pending = None
-            keys, vecs = self._snapshot()
-            coarse = self._coarse if self._view else None
-            f32, version = self._f32, self._version
+        keys, vecs, coarse, f32, version, _ = self._search_state(lookup=False)
         n = len(keys)
         q16 = self._unit_query(vector)
         if n == 0 or k <= 0 or q16 is None:
