@@ -238,7 +238,7 @@ class Groups:
         paths = [g.path for g in kept]
         contexts = [[h.context for h in g.best] for g in kept]
         boosted, applied = stage.score(paths, fused, [g.symbols for g in kept], contexts)
-        order = stage.order(paths, boosted)
+        order = stage.order(paths, boosted, applied)
         out: list[ConsolidatedHit] = []
         for rank, (i, final, above) in enumerate(order[:limit] if limit else order, start=1):
             built = self._hit(kept[i], weight_of, kf)

@@ -40,6 +40,7 @@ in the terminal UI's preview and the JSON.
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 from collections.abc import Callable, Iterable
@@ -286,7 +287,6 @@ class Stage:
         self.shape = shape(query)
         self.priors = priors
         self.params = params
-        self._factors: list[float] | None = None
         self._by_prefix: dict[str, list[str]] = {}
         for kw in self.shape.keywords:
             self._by_prefix.setdefault(kw[:4], []).append(kw)
@@ -361,7 +361,7 @@ class Stage:
                     scores[i] += boost
                     reason = REASONS["name-coverage"].format(n=named, m=len(parts))
                     applied[i].append(AppliedSignal("name-coverage", reason, boost))
-        self._factors = self._shape_factors(paths, applied)
+        self._shape_factors(paths, applied)
         if p.file_evidence:
             totals: dict[str, float] = {}
             counts: dict[str, int] = {}
@@ -409,13 +409,12 @@ class Stage:
                 scores[i] += boost
                 applied[i].append(AppliedSignal("coverage", REASONS["coverage"].format(words=", ".join(found)), boost))
 
-    def _shape_factors(self, paths: list[str], applied: list[list[AppliedSignal]]) -> list[float] | None:
-        """``depth`` and ``name-length``: each hit's factor (recorded on it), from where its file
-        sits among the candidates; None when both are off or there is one candidate."""
+    def _shape_factors(self, paths: list[str], applied: list[list[AppliedSignal]]) -> None:
+        """``depth`` and ``name-length``: each hit's factor, from where its file sits among the
+        candidates, recorded on it as a signal (:meth:`order` multiplies them in)."""
         p = self.params
         if len(paths) < 2 or (p.depth == 1.0 and p.name_length == 1.0):
-            return None
-        factors = [1.0] * len(paths)
+            return
         steps = (
             ("depth", p.depth, [path_depth(x) for x in paths], ("higher", "deeper")),
             ("name-length", p.name_length, [len(name_parts(x)) for x in paths], ("fewer", "more")),
@@ -426,21 +425,21 @@ class Stage:
             for i, (f, v, median) in enumerate(_relative(values, factor)):
                 if f == 1.0:
                     continue
-                factors[i] *= f
                 if name == "depth":
                     reason = REASONS[name].format(n=abs(v - median), way=less if v < median else more)
                 else:
                     reason = REASONS[name].format(way=less if v < median else more, n=v, m=median)
                 applied[i].append(AppliedSignal(name, reason, 0.0, f))
-        return factors
 
-    def order(self, paths: list[str], scores: list[float]) -> list[tuple[int, float, int]]:
-        """Indexes best first with their final scores (``depth`` and ``name-length``, the
-        priors, then diversity), and how many better hits of the same file each has above it.
-        The factors are those :meth:`score` worked out for these paths."""
-        factors = self._factors if self._factors is not None and len(self._factors) == len(paths) else None
+    def order(
+        self, paths: list[str], scores: list[float], applied: list[list[AppliedSignal]] | None = None
+    ) -> list[tuple[int, float, int]]:
+        """Indexes best first with their final scores (the factors of the signals :meth:`score`
+        gave each hit in ``applied``, ``depth`` and ``name-length``; the priors; then
+        diversity), and how many better hits of the same file each has above it."""
         adjusted = [
-            (scores[i] * self.priors(path)[0] * (factors[i] if factors else 1.0), i) for i, path in enumerate(paths)
+            (scores[i] * self.priors(path)[0] * (math.prod(s.factor for s in applied[i]) if applied else 1.0), i)
+            for i, path in enumerate(paths)
         ]
         adjusted.sort(key=lambda t: (-t[0], paths[t[1]], t[1]))
         seen: dict[str, int] = {}
