@@ -98,18 +98,6 @@ class Manifest:
         return cls([], np.empty(0, dtype=np.int64))
 
 
-def split_by_segment(segments: list[SegmentRef], ids) -> list[tuple[SegmentRef, np.ndarray]]:
-    """``ids`` (any order) grouped by the segment whose id range holds them, in segment order;
-    ids in no segment are left out."""
-    ids = np.unique(np.asarray(ids, dtype=np.int64))
-    out = []
-    for seg in segments:
-        lo, hi = np.searchsorted(ids, seg.first, side="left"), np.searchsorted(ids, seg.last, side="right")
-        if hi > lo:
-            out.append((seg, ids[lo:hi]))
-    return out
-
-
 def plan_merges(manifest: Manifest) -> list[list[int]]:
     """Which segments to merge now: runs of neighbouring segment positions, each run becoming
     one segment (a run of one: rewritten without its tombstones; with no live row left, dropped).
