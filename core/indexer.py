@@ -38,11 +38,12 @@ from .arms.protocol import ArmBuild, Documents, Generation, SegmentMerge
 from .atomic import publish_folder
 from .bm25 import IndexVocabulary, TokenBatch, TokenMerger, count_batch
 from .chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
+from .chunktable import ChunkTable
 from .discovery import DiscoveryOptions, FileEntry, discover, load_text
 from .languages import language_for
 from .secrets import RULES_VERSION as SECRET_RULES
 from .segments import SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
-from .store import FORMAT_VERSION, SCHEMA, ChunkTable, IndexWriteError, connect, gen_dir_name, read_meta
+from .store import FORMAT_VERSION, SCHEMA, IndexWriteError, connect, gen_dir_name, read_meta
 from .types import Chunk
 from .workers import ordered_map
 

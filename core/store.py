@@ -33,13 +33,12 @@ import json
 import os
 import re
 import threading
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 import numpy as np
 
 from ._sqlite import sqlite3
-from .types import Hit, make_docid
+from .chunktable import ChunkRows, ChunkTable
 
 #: Bumped whenever the on-disk layout or the meaning of a stored artifact changes; a cache of
 #: another version is rebuilt, never read. 2: path and symbol tokens in the bm25 documents.
@@ -58,7 +57,9 @@ from .types import Hit, make_docid
 #: 12: the deep arm's vectors live in a sidecar folder ``gen-N.deep``, not in ``gen-N``.
 #: 13: segments (``seg-N``: chunk table, BM25 postings, vectors) listed by each generation
 #:    with its tombstones and BM25 statistics, instead of whole arrays per generation.
-FORMAT_VERSION = 13
+#: 14: a segment's chunk table stores breadcrumbs and defined names as one UTF-8 buffer each
+#:    (``core.columns``), not a JSON list.
+FORMAT_VERSION = 14
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -142,311 +143,6 @@ def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
     return dict(conn.execute("SELECT key, value FROM meta").fetchall())
 
 
-class Recent:
-    """The last few values this process stored under a key (thread-safe, oldest dropped first):
-    what it last saved or read, so the next reader of the same state need not read it again."""
-
-    def __init__(self, size: int) -> None:
-        self._items: dict[object, object] = {}
-        self._lock = threading.Lock()
-        self._size = size
-
-    def get(self, key):
-        with self._lock:
-            return self._items.get(key) if key is not None else None
-
-    def put(self, key, value) -> None:
-        if key is None:
-            return
-        with self._lock:
-            self._items.pop(key, None)
-            self._items[key] = value
-            while len(self._items) > self._size:
-                del self._items[next(iter(self._items))]
-
-
-def file_identity(path: Path) -> tuple | None:
-    """(device, inode, size, mtime) of a file, None if it is gone: a generation folder is
-    written under a temporary name and renamed, which keeps it, and a rewrite changes it."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-_recent_tables = Recent(96)  # segments' chunk tables, by file identity (a view holds them all anyway)
-
-
-class ChunkTable:
-    """Columnar, in-memory metadata of every chunk (no text), ordered by chunk id.
-
-    Saved in each generation folder (``chunks.npz``), so a warm start reads a few arrays
-    instead of every row of the chunks table.
-    """
-
-    FILE = "chunks.npz"
-
-    def __init__(
-        self,
-        ids: np.ndarray,
-        paths: list[str],
-        starts: np.ndarray,
-        ends: np.ndarray,
-        contexts: list[str],
-        languages: list[str],
-        kinds: list[str],
-        pieces: np.ndarray | None = None,
-        symbols: list[str] | None = None,
-    ) -> None:
-        self.ids = np.asarray(ids, dtype=np.int64)
-        # (start, end) of the definition each chunk is a piece of; (0, 0) for whole chunks.
-        self.pieces = (
-            np.zeros((len(self.ids), 2), dtype=np.int64)
-            if pieces is None
-            else np.asarray(pieces, dtype=np.int64).reshape(-1, 2)
-        )
-        self.paths = paths
-        self.starts = np.asarray(starts, dtype=np.int64)
-        self.ends = np.asarray(ends, dtype=np.int64)
-        self.contexts = contexts
-        self.languages = languages
-        self.kinds = kinds
-        # The names each chunk defines, space-separated (``Chunk.symbol``): the ranking stage's
-        # definition signal reads them (core.ranking).
-        self.symbols = symbols if symbols is not None else [""] * len(self.ids)
-        self._masks: dict[tuple[str | None, str | None], np.ndarray] = {}
-        self._definers: tuple[dict[str, list[int]], dict[str, list[int]]] | None = None
-        self._lock = threading.Lock()
-
-    @classmethod
-    def from_rows(cls, rows: list[tuple]) -> ChunkTable:
-        """From ``(id, path, start, end, context, language, kind, piece_start, piece_end, symbol)``
-        rows sorted by id."""
-        cols = list(zip(*rows)) if rows else [[]] * 10
-        return cls(
-            np.array(cols[0], dtype=np.int64),
-            list(cols[1]),
-            np.array(cols[2], dtype=np.int64),
-            np.array(cols[3], dtype=np.int64),
-            list(cols[4]),
-            list(cols[5]),
-            list(cols[6]),
-            np.array([cols[7], cols[8]], dtype=np.int64).T,
-            list(cols[9]),
-        )
-
-    @classmethod
-    def load(cls, conn: sqlite3.Connection) -> ChunkTable:
-        return cls.from_rows(
-            conn.execute(
-                "SELECT id, path, start_line, end_line, context, language, kind, piece_start, piece_end, symbol"
-                " FROM chunks ORDER BY id"
-            ).fetchall()
-        )
-
-    @classmethod
-    def of_chunks(cls, ids, chunks: list) -> ChunkTable:
-        """The table of ``chunks`` under ``ids`` (ascending)."""
-        return cls(
-            np.asarray(ids, dtype=np.int64),
-            [c.path for c in chunks],
-            np.array([c.start_line for c in chunks], dtype=np.int64),
-            np.array([c.end_line for c in chunks], dtype=np.int64),
-            [c.context for c in chunks],
-            [c.language for c in chunks],
-            [c.kind for c in chunks],
-            _pieces(chunks),
-            [c.symbol for c in chunks],
-        )
-
-    @classmethod
-    def concat(cls, tables: list[ChunkTable]) -> ChunkTable:
-        """The rows of ``tables`` one after the other (ids ascending across them)."""
-        if len(tables) == 1:
-            return tables[0]
-
-        def joined(name: str) -> list:
-            out: list = []
-            for t in tables:
-                out.extend(getattr(t, name))
-            return out
-
-        def stacked(name: str) -> np.ndarray:
-            return np.concatenate([getattr(t, name) for t in tables]) if tables else np.empty(0, dtype=np.int64)
-
-        return cls(
-            stacked("ids"),
-            joined("paths"),
-            stacked("starts"),
-            stacked("ends"),
-            joined("contexts"),
-            joined("languages"),
-            joined("kinds"),
-            np.concatenate([t.pieces for t in tables]) if tables else None,
-            joined("symbols"),
-        )
-
-    def kept(self, keep: np.ndarray) -> ChunkTable:
-        """Only the rows where ``keep`` is true."""
-        rows = np.flatnonzero(keep).tolist()
-
-        def pick(values: list[str]) -> list[str]:
-            return [values[r] for r in rows]
-
-        return ChunkTable(
-            self.ids[keep],
-            pick(self.paths),
-            self.starts[keep],
-            self.ends[keep],
-            pick(self.contexts),
-            pick(self.languages),
-            pick(self.kinds),
-            self.pieces[keep],
-            pick(self.symbols),
-        )
-
-    def save(self, directory: Path) -> None:
-        # Repeated strings (paths, languages, kinds) are stored once plus an index per row.
-        arrays = {"ids": self.ids, "starts": self.starts, "ends": self.ends, "pieces": self.pieces}
-        texts = {}
-        for name in ("paths", "languages", "kinds"):
-            values = getattr(self, name)
-            uniq = list(dict.fromkeys(values))
-            pos = {v: i for i, v in enumerate(uniq)}
-            arrays[name] = np.fromiter(map(pos.__getitem__, values), dtype=np.int32, count=len(values))
-            texts[name] = uniq
-        texts["contexts"] = self.contexts
-        texts["symbols"] = self.symbols
-        path = directory / self.FILE
-        np.savez(path, **arrays, texts=np.frombuffer(json.dumps(texts).encode(), dtype=np.uint8))
-        _recent_tables.put(file_identity(path), self)
-
-    @classmethod
-    def load_dir(cls, directory: Path) -> ChunkTable:
-        """The table saved in ``directory``; the same instance when this process saved or
-        loaded that very file last (an index update, then the engine reopening the new
-        generation, would each read ~0.08 s of it at 50k chunks). Tables are never mutated."""
-        path = directory / cls.FILE
-        identity = file_identity(path)
-        found = _recent_tables.get(identity)
-        if found is not None:
-            return found
-        with np.load(path) as z:
-            texts = json.loads(z["texts"].tobytes())
-            cols = {name: [texts[name][i] for i in z[name].tolist()] for name in ("paths", "languages", "kinds")}
-            table = cls(
-                z["ids"],
-                cols["paths"],
-                z["starts"],
-                z["ends"],
-                texts["contexts"],
-                cols["languages"],
-                cols["kinds"],
-                z["pieces"],
-                texts["symbols"],
-            )
-        _recent_tables.put(identity, table)
-        return table
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def rows_for(self, keys: np.ndarray) -> np.ndarray:
-        """Row of each chunk id, -1 where the id is unknown (e.g. newer than this view)."""
-        keys = np.asarray(keys, dtype=np.int64)
-        if len(self.ids) == 0:
-            return np.full(len(keys), -1, dtype=np.int64)
-        pos = np.minimum(np.searchsorted(self.ids, keys), len(self.ids) - 1)
-        return np.where(self.ids[pos] == keys, pos, -1)
-
-    def hits(self, arm: str, rows, scores) -> list[Hit]:
-        """One arm's ranking: chunk row ``rows[i]`` ranked ``i + 1`` with ``scores[i]``.
-
-        Each column is read once for all rows (~1 µs a hit; reading numpy scalars row by row
-        cost ~4)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        paths, contexts, symbols = self.paths, self.contexts, self.symbols
-        out = []
-        for rank, (row, start, end, (piece_start, piece_end), score) in enumerate(
-            zip(
-                rows.tolist(),
-                self.starts[rows].tolist(),
-                self.ends[rows].tolist(),
-                self.pieces[rows].tolist(),
-                np.asarray(scores, dtype=np.float64).tolist(),
-            ),
-            start=1,
-        ):
-            path = paths[row]
-            out.append(
-                Hit(
-                    arm,
-                    make_docid(path, start, end),
-                    path,
-                    start,
-                    end,
-                    rank,
-                    score,
-                    contexts[row],
-                    None,
-                    (piece_start, piece_end) if piece_start else None,
-                    symbols[row],
-                )
-            )
-        return out
-
-    def definers(self, name: str, *, any_case: bool = False) -> list[int]:
-        """The rows of the chunks that define ``name`` (as written in a ``symbol`` field, or
-        its last part after ``.``/``::`` …: :func:`core.ranking.defined_names`), in any case
-        with ``any_case``.
-
-        The name -> rows maps are built on the first call (~30 ms at 50k chunks) and kept
-        with the table, which is never mutated."""
-        with self._lock:
-            if self._definers is None:
-                from .ranking import defined_names
-
-                exact: dict[str, list[int]] = {}
-                folded: dict[str, list[int]] = {}
-                for row, field in enumerate(self.symbols):
-                    if field:
-                        for defined in defined_names((field,)):
-                            exact.setdefault(defined, []).append(row)
-                            folded.setdefault(defined.lower(), []).append(row)
-                self._definers = (exact, folded)
-            exact, folded = self._definers
-            return folded.get(name.lower(), []) if any_case else exact.get(name, [])
-
-    def mask(self, path_glob: str | None = None, language: str | None = None) -> np.ndarray | None:
-        """Boolean row mask for the filters (``None`` when there is no filter).
-
-        ``path_glob`` is fnmatch-style against the relative path (``*`` crosses ``/``);
-        ``language`` compares case-insensitively.
-        """
-        if not path_glob and not language:
-            return None
-        key = (path_glob or None, language.lower() if language else None)
-        with self._lock:
-            cached = self._masks.get(key)
-        if cached is not None:
-            return cached
-        by_path: dict[str, bool] = {}
-        out = np.zeros(len(self.ids), dtype=bool)
-        for row, path in enumerate(self.paths):
-            ok = by_path.get(path)
-            if ok is None:
-                ok = by_path[path] = not path_glob or fnmatchcase(path, path_glob)
-            out[row] = ok and (key[1] is None or self.languages[row] == key[1])
-        with self._lock:
-            self._masks[key] = out
-        return out
-
-
-def _pieces(chunks: list) -> np.ndarray:
-    return np.array([c.piece_of or (0, 0) for c in chunks], dtype=np.int64).reshape(-1, 2)
-
-
 class IndexView:
     """One committed generation of an index, opened read-only for querying.
 
@@ -479,39 +175,21 @@ class IndexView:
         return [self.directory / s.name for s in self.manifest.segments]
 
     @property
-    def chunks(self) -> ChunkTable:
+    def chunks(self) -> ChunkRows:
         """The live chunks of every segment, in order (ids ascending): the rows every arm answers
-        with."""
+        with. Each segment's table is memory-mapped, and none is copied."""
         return self.cached("chunks", self._load_chunks)
 
-    def _load_chunks(self) -> ChunkTable:
-        # Tombstones are dropped segment by segment: only the segments holding some are copied
-        # (on the Linux sources, filtering the joined 1.1M rows took 0.24 s of a query's start).
-        tables = []
-        for seg, folder in zip(self.manifest.segments, self.segment_dirs):
-            table = ChunkTable.load_dir(folder)
-            dead = self.manifest.dead_in(seg)
-            tables.append(table.kept(~np.isin(table.ids, dead)) if len(dead) else table)
-        return ChunkTable.concat(tables)
+    def _load_chunks(self) -> ChunkRows:
+        return ChunkRows(
+            [ChunkTable.load_dir(folder) for folder in self.segment_dirs],
+            [self.manifest.dead_in(seg) for seg in self.manifest.segments],
+        )
 
     def segment_rows(self, i: int) -> np.ndarray:
         """Segment ``i``'s rows (its chunk table's) as rows of :attr:`chunks`; -1 for a
         tombstoned chunk."""
-        return self.cached(f"rows:{i}", lambda: self._segment_rows()[i])
-
-    def _segment_rows(self) -> list[np.ndarray]:
-        out, start = [], 0
-        for seg in self.manifest.segments:
-            dead = self.manifest.dead_in(seg)
-            if not len(dead):
-                out.append(np.arange(start, start + seg.rows, dtype=np.int64))
-                start += seg.rows
-                continue
-            live = ~np.isin(ChunkTable.load_dir(self.directory / seg.name).ids, dead)
-            rows = np.cumsum(live) - 1 + start
-            out.append(np.where(live, rows, -1))
-            start += int(live.sum())
-        return out
+        return self.cached(f"rows:{i}", lambda: self.chunks.segment_rows(i))
 
     def sidecar_dir(self, arm: str) -> Path:
         """Where ``arm``'s sidecar of this generation is, once committed (it may not be)."""

@@ -278,18 +278,60 @@ def test_fts5_leaves_out_terms_in_over_a_tenth_of_the_chunks_but_keeps_the_rares
     assert match_expression('say "NOT" a*', None) == '"say" OR "not" OR "a"'
 
 
+def test_fts5_over_its_scoring_budget_makes_the_rarest_terms_that_fit_it_match():
+    from ranklens.core.arms.fts5 import SCORE_BUDGET, match_plan
+
+    big = SCORE_BUDGET // 2
+    common = {"n": 10**7, "floor": 2000, "df": {"lock": big, "with": big + 1, "disabled": big - 5}}
+    # Under the budget: the one OR query, as match_expression makes it.
+    assert match_plan("spin lock", common) == ['"spin" OR "lock"']
+    # Over it: "spin" (unlisted: at most the floor) and "disabled" fit, the rest must come along.
+    assert match_plan("spin lock with disabled", common) == [
+        '("spin" OR "disabled") AND ("lock" OR "with")',
+        '("spin" OR "disabled") NOT ("lock" OR "with")',
+    ]
+    # One term alone over the budget: nothing to leave out.
+    assert match_plan("lock", {**common, "df": {"lock": SCORE_BUDGET * 2}}) == ['"lock"']
+    # A list written without the floor (or none) plans the plain query.
+    assert match_plan("spin lock with disabled", {"n": 10**7, "df": common["df"]}) == [
+        '"spin" OR "lock" OR "with" OR "disabled"'
+    ]
+
+
+def test_fts5_over_budget_scores_every_chunk_holding_a_rare_term_as_the_whole_query_does(tmp_path, monkeypatch):
+    from ranklens.core.arms import fts5
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for i in range(60):  # "common" in every file, "rare" in a few, "mid" in a third
+        words = ["common"] * (1 + i % 3) + (["rare"] * (1 + i % 2) if i % 10 == 0 else []) + (["mid"] if i % 3 else [])
+        (repo / f"f{i:02d}.txt").write_text(" ".join(words) + f" filler{i}\n")
+    engine = Engine(repo, cache_dir=tmp_path / "cache")
+    engine.ensure_index()
+    arm = engine.arm("fts5")
+    # The true counts, under an N that prunes nothing.
+    arm.common = {"n": 10_000, "floor": 1, "df": {"rare": 6, "mid": 40, "common": 60}}
+    whole = arm.search("rare mid common", 100)
+    monkeypatch.setattr(fts5, "SCORE_BUDGET", 10)
+    assert len(fts5.match_plan("rare mid common", arm.common)) == 2
+    budgeted = arm.search("rare mid common", 100)
+    holding_rare = [(h.path, h.score) for h in whole if "rare" in (repo / h.path).read_text()]
+    assert [(h.path, h.score) for h in budgeted] == pytest.approx(holding_rare) and len(budgeted) == 6
+
+
 def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_repo):
-    from ranklens.core.store import ChunkTable, connect
+    from ranklens.core.chunktable import ChunkTable
+    from ranklens.core.store import connect
 
     (sample_repo / "app/cache.py").write_text("def evict():\n    return 1\n")
     (sample_repo / "app/more.py").write_text("class More:\n    pass\n")
     engine.ensure_index()
     saved = engine.view.chunks
     fresh = ChunkTable.load(connect(engine.view.db_path, readonly=True))
-    assert list(saved.ids) == list(fresh.ids)
-    for name in ("paths", "contexts", "languages", "kinds"):
-        assert getattr(saved, name) == getattr(fresh, name)
-    assert list(saved.starts) == list(fresh.starts) and list(saved.ends) == list(fresh.ends)
+    assert saved.ids().tolist() == fresh.ids.tolist()
+    every = range(len(saved))
+    for name in ("paths", "contexts", "languages", "kinds", "symbols", "starts", "ends"):
+        assert saved.column(name, every) == list(getattr(fresh, name))
 
 
 def test_bm25_documents_hold_path_and_symbol_tokens(engine):

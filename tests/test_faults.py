@@ -87,7 +87,7 @@ def check_consistent(root: Path, cache: Path) -> Engine | None:
     finally:
         conn.close()
     # Every chunk row of the generation is a chunk of the database, and the other way round.
-    assert view.chunks.ids.tolist() == ids
+    assert view.chunks.ids().tolist() == ids
     assert set(view.chunks.paths) == chunk_paths <= files
     assert view.manifest.live == len(ids)
     for folder in view.segment_dirs:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from ranklens.core import indexer, segments
+from ranklens.core.chunktable import ChunkTable
 from ranklens.core.engine import Engine
 from ranklens.core.segments import Manifest, SegmentRef, plan_merges
-from ranklens.core.store import ChunkTable
 from ranklens.core.vectors import VectorIndex
 
 CORE = Path(__file__).resolve().parents[1] / "core"

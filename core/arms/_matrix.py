@@ -39,7 +39,7 @@ class MatrixArm:
 def _chunk_rows(view: IndexView, matrix) -> np.ndarray:
     """Each matrix row's chunk row in the view (segment by segment: both run in the same
     segment order), -1 where the chunk is tombstoned."""
-    from ..store import ChunkTable
+    from ..chunktable import ChunkTable
 
     out = []
     for i, (seg, folder) in enumerate(zip(matrix.segments, view.segment_dirs)):

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..store import ChunkTable, IndexView
+from ..chunktable import ChunkTable
+from ..store import IndexView
 from ..types import SEMANTIC, Chunk, Hit
 from .protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation, SegmentMerge
 
@@ -209,7 +210,7 @@ def nearest(arm: str, view: IndexView, vectors, vec: np.ndarray, limit: int, all
     """The ``limit`` chunks whose vectors (one index keyed by chunk id) are nearest ``vec``, as
     ``arm``'s ranking (the deep arm's); ``allowed`` masks chunk rows."""
     chunks = view.chunks
-    allowed_keys = None if allowed is None else chunks.ids[allowed]
+    allowed_keys = None if allowed is None else chunks.ids(allowed)
     keys, sims = vectors.search(vec, limit, allowed_keys)
     rows = chunks.rows_for(keys)
     known = rows >= 0

@@ -59,16 +59,13 @@ class SymbolsArm(MatrixArm):
         # ``Phoenix.Router``: a Router under Phoenix (its breadcrumb or path) before another.
         scope = qualifiers(q.text)
 
-        def order(r: int) -> tuple:
-            where = f"{table.paths[r]} {table.contexts[r]}".lower()
-            return (
-                not all(w in where for w in scope),
-                stem_key(table.paths[r]) not in wanted,
-                path_depth(table.paths[r]),
-                r,
-            )
+        paths, contexts = table.column("paths", rows), table.column("contexts", rows)
 
-        rows.sort(key=order)
+        def order(i: int) -> tuple:
+            where = f"{paths[i]} {contexts[i]}".lower()
+            return (not all(w in where for w in scope), stem_key(paths[i]) not in wanted, path_depth(paths[i]), rows[i])
+
+        rows = [rows[i] for i in sorted(range(len(rows)), key=order)]
         first = table.hits(self.name, np.asarray(rows[:limit], dtype=np.int64), np.zeros(min(len(rows), limit)))
         seen = {h.docid for h in first}
         merged = first + [h for h in ranked if h.docid not in seen]
