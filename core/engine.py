@@ -176,7 +176,17 @@ class Engine:
             self.notify(f"the index folder {self.directory} was deleted; rebuilding it")
             with self._lock:
                 self._view, self._arms = None, {}
-        stats = Indexer(self.root, self.directory, self.settings, self.notify).update(progress)
+        prewarm = None
+        if open_view and self._view is None and (self.directory / "index.sqlite").exists():
+            # While the indexer stats the tree (~0.2 s at 78k files), open the committed
+            # generation and its arms on another thread: when nothing changed (the usual case
+            # for a query) that is the generation to answer from; otherwise it is dropped below.
+            prewarm = self._pool.submit(self._prewarm)
+        try:
+            stats = Indexer(self.root, self.directory, self.settings, self.notify).update(progress)
+        finally:
+            if prewarm is not None:
+                prewarm.result()
         if open_view:
             with self._lock:
                 if self._view is None or self._view.generation != stats.generation:
@@ -188,6 +198,13 @@ class Engine:
 
             stats.deep = unavailable() or f"switched off ({ENV_SWITCH}=0)"
         return stats
+
+    def _prewarm(self) -> None:
+        try:
+            if self.open():
+                self.warm()
+        except Exception:  # whatever is wrong, the index pass meets it too and says so
+            pass
 
     def check(self):
         """Whether the tree changed since the last index pass, by a stat pass over what that

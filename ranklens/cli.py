@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -370,6 +371,13 @@ def query(
     if text is None:
         raise UsageProblem("missing TEXT (or --batch to read queries from stdin)")
     request = check_request(text, **options)
+    # Span hashes go only into JSON (stdout or --output); the lines printed otherwise show none,
+    # and hashing reads each hit's file through the credential detectors (~0.2 s to import).
+    hashes = as_json or bool(output)
+    if hashes:
+        from .core.secrets import load_detectors
+
+        threading.Thread(target=load_detectors, name="ranklens-detectors", daemon=True).start()
     engine = open_engine(root, model, _note, hidden, no_ignore)
     # Asked for by name, deep is built whatever it costs; as one arm of many it does not hold
     # the answer up for a first build.
@@ -380,7 +388,7 @@ def query(
         deep_limit=None if request.arms == ["deep"] else QUERY_DEEP_LIMIT,
     )
     try:
-        data, hits, skipped = answer_query(engine, request, deep=deep_ready(stats))
+        data, hits, skipped = answer_query(engine, request, deep=deep_ready(stats), hashes=hashes)
     except NoAnswer as exc:
         for name, reason in exc.skipped:
             _note(f"{name} skipped: {reason}")
@@ -518,7 +526,7 @@ def _run_labeled(engine: Engine, queries, settings: FusionSettings, *, also, top
     queries, rebased = rebase_gold(queries, engine.root)
     if rebased:
         _note(rebased)
-    indexed = set(engine.view.chunks.paths)
+    indexed = engine.view.chunks.distinct_paths()
     missing = sorted({(q.id, g.path) for q in queries for g in q.gold if g.path not in indexed})
     for qid, path in missing[:10]:
         _note(f"{qid}: gold file {path} is not in the index of {engine.root}")
