@@ -130,8 +130,9 @@ engine.ensure_index()
 engine.warm()
 for q in queries:
     engine.search(q)
-times = [engine.search(q).elapsed_ms for _ in range(repeat) for q in queries]
-print(json.dumps(times))
+results = [engine.search(q) for _ in range(repeat) for q in queries]
+arms = {a: statistics.median(r.results[a].elapsed_ms for r in results) for a in results[0].arms}
+print(json.dumps({"times": [r.elapsed_ms for r in results], "arms": arms}))
 """
 
 # The terminal UI, measured by bench_tui.py's own functions.
@@ -361,14 +362,16 @@ def in_process(b: Bench) -> None:
     r = checked(
         run([sys.executable, "-c", LATENCY, str(b.tree), json.dumps(QUERIES), "5"], b.env), "the in-process latency run"
     )
-    times = json.loads(r.stdout.strip().splitlines()[-1])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    times = out["times"]
     p50, p95 = statistics.median(times), pct(times, 0.95)
+    arms = ", ".join(f"{arm} {ms:.1f}" for arm, ms in out["arms"].items())
     b.add(
         "in-process all-arm query p50",
         f"{p50:.1f} ms",
         "<= 30 ms",
         verdict(p50, 30),
-        f"{len(times)} queries, 4 arms; the process's RSS {r.maxrss:.0f} MB",
+        f"{len(times)} queries; per arm, wall p50 ms (the arms run at once): {arms}; the process's RSS {r.maxrss:.0f} MB",
     )
     b.add("in-process all-arm query p95", f"{p95:.1f} ms", "<= 60 ms", verdict(p95, 60))
 
