@@ -15,7 +15,7 @@ import numpy as np
 
 from ..atomic import atomic_write
 
-__all__ = ["Float32Scan", "Int8Scan", "numkong"]
+__all__ = ["Float32Scan", "Int8Scan", "SignBits", "nearest_by_bits", "numkong"]
 
 
 class Float32Scan:
@@ -135,6 +135,14 @@ class Int8Scan:
         kernels = numkong()
         return np.asarray(kernels.dots_packed(self.codes, kernels.dots_pack(self.encode_query(query)))).reshape(-1)
 
+    def sims_of(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The int8 dot products of ``rows`` with ``query``, as :meth:`sims` gives them, in
+        float32 with numpy (exact: the sums stay below 2**24 at up to 1040 dimensions). For a
+        few thousand rows this is as fast as numkong (~0.5 ms for 8192 rows of 256), which
+        then never has to be imported (~65 ms in a fresh process)."""
+        q = self.encode_query(query).reshape(-1).astype(np.float32)
+        return np.einsum("ij,j->i", self.codes[rows].astype(np.float32), q)
+
     def candidates(self, query: np.ndarray, pool: int, mask: np.ndarray | None = None) -> np.ndarray:
         """The ``pool`` rows nearest ``query`` by int8 dot product, in row order, of the rows
         ``mask`` allows (a boolean array; None: all) (needs :func:`numkong`)."""
@@ -162,6 +170,108 @@ class Int8Scan:
         if codes.dtype != np.int8 or codes.shape != (n, dim):
             return None
         return cls(np.asarray(codes))  # a plain array on the map: np.memmap's indexing is slow
+
+
+class SignBits:
+    """One bit a component, row for row: the sign of each stored unit vector's components,
+    scanned by Hamming distance to pick candidates for the int8 scan in very large indexes.
+
+    Stored column-major (``words[w, i]`` is 64-bit word ``w`` of row ``i``; 32 bytes a row at
+    256 dimensions, an eighth of the int8 codes), so numpy XORs and counts the bits of one
+    word of every row at a time: ~3 ms for 1.1M rows, where the int8 scan takes ~26 ms and
+    numkong's own Hamming kernels 15-50 ms. The query's bits are its own signs. On the Linux
+    sources (1.1M chunks) the 8192 rows nearest by Hamming distance held 99.7 % of the exact
+    top 30 over 120 questions (int8 codes re-score them; sign bits of mean-centred vectors
+    did no better across segments, whose means differ). Saved as a ``.npy`` file,
+    memory-mapped by a view; needs numpy's ``bitwise_count`` (numpy >= 2), else unused.
+    """
+
+    #: Rows that the Hamming scan hands on to the int8 re-score, per query.
+    CANDIDATES = 8192
+    #: The bits pick candidates only among at least this many rows (with int8 codes); below
+    #: it the int8 scan of every row is cheap (~0.27 ms at 50k) and needs no such cut.
+    MIN_ROWS = 131_072
+
+    __slots__ = ("words",)
+
+    def __init__(self, words: np.ndarray) -> None:
+        self.words = words  # uint64 [words, n]
+
+    def __len__(self) -> int:
+        return self.words.shape[1]
+
+    @staticmethod
+    def width(dim: int) -> int:
+        """64-bit words a row of ``dim`` components takes."""
+        return (dim + 63) // 64
+
+    @classmethod
+    def encode(cls, vecs: np.ndarray) -> np.ndarray:
+        """The rows' words (``vecs``: [n, dim], any float type), column-major."""
+        vecs = np.asarray(vecs).reshape(-1, vecs.shape[-1])
+        n, dim = vecs.shape
+        width = cls.width(dim)
+        out = np.empty((width, n), dtype="<u8")
+        for i in range(0, n, 8192):  # bounded temporaries
+            bits = np.packbits(vecs[i : i + 8192] > 0, axis=1)
+            padded = np.zeros((len(bits), width * 8), dtype=np.uint8)
+            padded[:, : bits.shape[1]] = bits
+            out[:, i : i + 8192] = padded.view("<u8").T
+        return out
+
+    @classmethod
+    def encode_query(cls, query: np.ndarray) -> np.ndarray:
+        return cls.encode(np.asarray(query).reshape(1, -1))[:, 0]
+
+    @staticmethod
+    def usable() -> bool:
+        return hasattr(np, "bitwise_count")
+
+    def distances(self, query_words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Every row's Hamming distance (uint16, into ``out`` when given) to the query whose
+        :meth:`encode_query` is ``query_words``."""
+        n = len(self)
+        acc = np.empty(n, dtype=np.uint16) if out is None else out
+        tmp = np.empty(n, dtype="<u8")
+        count = np.empty(n, dtype=np.uint8)
+        for w, word in enumerate(query_words):
+            np.bitwise_xor(self.words[w], word, out=tmp)
+            if w:
+                np.bitwise_count(tmp, out=count)
+                np.add(acc, count, out=acc)
+            else:
+                np.bitwise_count(tmp, out=acc)
+        return acc
+
+    def save(self, path: Path) -> None:
+        with atomic_write(path, chmod=0o644) as fh:
+            np.save(fh, self.words, allow_pickle=False)
+
+    @classmethod
+    def load(cls, path: Path, dim: int, n: int, view: bool) -> SignBits | None:
+        """The sign bits of a vector file, or None when they are absent or do not match it
+        (candidates then come from the int8 scan of every row; the next save writes new ones)."""
+        try:
+            words = np.load(path, mmap_mode="r" if view else None, allow_pickle=False)
+        except (OSError, ValueError):
+            return None
+        if words.dtype != np.dtype("<u8") or words.shape != (cls.width(dim), n):
+            return None
+        return cls(np.asarray(words))  # a plain array on the map: np.memmap's indexing is slow
+
+
+def nearest_by_bits(distances: np.ndarray, count: int, dead: int) -> np.ndarray:
+    """The positions (ascending) of the ``count`` smallest ``distances`` (uint16), never one of
+    value ``dead`` (larger than any real distance); ties at the cut go to the earlier position.
+    numpy's SIMD partition of 16-bit values finds the cut in ~0.2 ms at 1.1M."""
+    if count >= len(distances) or count <= 0:
+        return np.flatnonzero(distances < dead) if count > 0 else np.empty(0, dtype=np.int64)
+    cut = int(np.partition(distances, count - 1)[count - 1])
+    if cut >= dead:  # fewer than ``count`` live rows
+        return np.flatnonzero(distances < dead)
+    below = np.flatnonzero(distances < cut)
+    at = np.flatnonzero(distances == cut)[: count - len(below)]
+    return np.sort(np.concatenate([below, at]))
 
 
 _numkong_module = None  # the module, False when unusable, None before the first call
