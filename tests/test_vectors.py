@@ -685,7 +685,7 @@ def test_a_masked_search_of_one_big_view_picks_by_bits_among_the_allowed_rows_on
 
 def test_sign_bits_need_no_numkong(tmp_path: Path):
     """The Hamming scan and the int8 re-score of its candidates are numpy's: a big index
-    answers without numkong (which costs ~65 ms to import in a fresh process)."""
+    answers where numkong is missing or broken."""
     path = tmp_path / "v.idx"
     assert_python_prints_ok(
         "import sys, numpy as np\n"

@@ -41,12 +41,15 @@ int8 codes, every row, the codes packed (before)               28-31 ms  37-48 m
 =============================================================  ========  ========  =========
 
 (the 4096-16384 row is one process under heavier load, 7.3 ms at 8192 there.) The first
-search in a fresh process took 0.31-0.69 s before (numkong copying the 271 MB of codes into
-its packed layout, 1.3x their size kept in memory, and its import), 0.11-0.13 s for an
-older index now (the import, ~65 ms, and first page touches) and 75-92 ms with sign bits:
-they need no numkong. What is left is opening the 68 companion files, the float32 copy of
-the one segment under 20k vectors, first page touches, and, when it falls there, a garbage
-collection walking the chunk tables' Python lists (45-60 ms, in any query it falls in).
+search in a fresh process (``bench_dense.py``, 3 processes) took 0.31-0.69 s before
+(numkong copying the 271 MB of codes into its packed layout, 1.3x their size then kept in
+memory), 0.11-0.13 s for an older index now (every int8 code paged in and scanned once)
+and 75-92 ms with sign bits. Those figures include, when it falls there, a garbage
+collection walking the chunk tables' Python lists (45-60 ms at 1.1M chunks, in whichever
+query or import it falls); collected just before, the first search takes 27-47 ms with sign
+bits, 71-91 ms for an older index, 265-324 ms before (load average 4.4). What is left with
+sign bits is opening the 68 companion files, the float32 copy of the one segment under 20k
+vectors, and first page touches.
 
 Choices measured on the way: sign bits of mean-centred vectors (each segment's own mean)
 found fewer of the top 30 (0.995 at 4000 candidates against 0.996: the segments' means
