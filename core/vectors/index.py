@@ -494,7 +494,9 @@ class SegmentedVectors:
         Unfiltered, the segments with an int8 companion share one candidate pool, as one index
         would: the ``max(128, 4k)`` best rows by int8 score across all of them, re-scored
         exactly (a pool per segment re-scored ~35 times as many rows on the Linux sources,
-        each read paging in the rows around it); the others are scanned exactly.
+        each read paging in the rows around it); the others are scanned exactly. Past
+        :attr:`SignBits.MIN_ROWS` rows with sign bits, only their nearest by Hamming distance
+        get an int8 score (:meth:`_pooled`).
         """
         found_rows, found_sims = [], []
         pooled: set[int] = set()
