@@ -107,3 +107,45 @@ def test_merges_join_runs_of_small_neighbours_and_expunge_dead_segments(monkeypa
     # 40 % of a large segment tombstoned: rewritten alone; a small one emptied: dropped by its rewrite.
     assert plan_merges(_manifest([1000, 1000, 5], dead=list(range(1001, 1401)))) == [[1]]
     assert plan_merges(_manifest([1000, 5], dead=list(range(1001, 1006)))) == [[1]]
+
+
+@pytest.mark.slow
+def test_every_segment_written_by_the_dense_build_carries_both_companions(small_segments, tmp_path, monkeypatch):
+    """The dense build writes each segment's int8 codes and sign bits with its vectors (a new
+    segment and a merged one alike), and the arm's search picks its candidates by the bits."""
+    from ranklens.core.vectors import scan, storage
+
+    monkeypatch.setattr(scan.Int8Scan, "MIN_VECTORS", 10)
+    monkeypatch.setattr(scan.SignBits, "MIN_ROWS", 200)
+    monkeypatch.setattr(scan.SignBits, "CANDIDATES", 150)
+    repo = tmp_path / "repo"
+    shutil.copytree(CORE, repo, ignore=shutil.ignore_patterns("models", "__pycache__", "schemas"))
+    engine = Engine(repo, cache_dir=tmp_path / "cache")
+    engine.ensure_index()
+
+    def check() -> None:
+        for folder in engine.view.segment_dirs:
+            stored = storage.read(folder / "dense.usearch", view=True)
+            if len(stored.keys) < 10:
+                continue
+            assert stored.companion.exists() and stored.bits.exists(), folder
+            bits = scan.SignBits.load(stored.bits, stored.dim, len(stored.keys), view=True)
+            assert bits is not None and np.array_equal(bits.words, scan.SignBits.encode(stored.vecs))
+            assert sorted(p.name for p in folder.glob("dense.usearch.*")) == [stored.bits.name, stored.companion.name]
+
+    check()
+    first = len(engine.view.manifest.segments)
+    for i in range(10):  # small updates, until some merge
+        (repo / f"added_{i}.py").write_text(f"def added_function_{i}(x):\n    return x + {i}\n" * 8)
+        engine.ensure_index()
+    assert len(engine.view.manifest.segments) < first + 10
+    check()
+    scanned: list[int] = []
+    real = scan.SignBits.distances
+    monkeypatch.setattr(
+        scan.SignBits, "distances", lambda self, q, out=None: scanned.append(len(self)) or real(self, q, out)
+    )
+    result = engine.run_arm("dense", "search the vectors of every segment", top_k=10)
+    assert result.ok and len(result.hits) >= 10
+    sizes = [len(VectorIndex.load(d / "dense.usearch")) for d in engine.view.segment_dirs]
+    assert sum(scanned) == sum(n for n in sizes if n >= 10)  # every segment with companions, once

@@ -1,7 +1,8 @@
 """``dense``: model2vec static embeddings, exact cosine search over the stored f16 vectors.
 
 Each segment holds its chunks' vectors (``dense.usearch``, memory-mapped read-only on warm
-start, see :mod:`core.vectors`); a query scans every segment and merges their best. The model is the one the index
+start, with its int8 codes and sign bits when it has 20k chunks or more, see
+:mod:`core.vectors`); a query scans every segment and merges their best. The model is the one the index
 was embedded with (recorded in the index meta); if it cannot load, the arm is skipped with
 the reason rather than failing the query.
 """

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _usearch, storage
-from .scan import Float32Scan, Int8Scan, numkong
+from .scan import Float32Scan, Int8Scan, SignBits, nearest_by_bits, numkong
 
 __all__ = ["SegmentedVectors", "VectorIndex"]
 
@@ -56,6 +56,36 @@ def _exact(dataset, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarr
     return _usearch.exact(dataset, query, count)
 
 
+def _by_bits(bits: SignBits | None, rows: int) -> bool:
+    """Whether sign bits pick the candidates among ``rows`` rows."""
+    return bits is not None and rows >= SignBits.MIN_ROWS and SignBits.usable()
+
+
+def _coarse_usable(coarse: tuple[Int8Scan | None, SignBits | None], rows: int) -> bool:
+    """Whether a view's companions can pick candidates among ``rows`` rows: by sign bits, or by
+    the int8 scan of every row (which needs :func:`numkong`)."""
+    return coarse[0] is not None and (_by_bits(coarse[1], rows) or numkong() is not None)
+
+
+def _coarse_candidates(
+    coarse: Int8Scan, bits: SignBits | None, q16: np.ndarray, pool: int, mask: np.ndarray | None, allowed: int
+) -> np.ndarray:
+    """The ``pool`` rows (ascending) nearest ``q16`` by int8 score among those ``mask`` allows
+    (``allowed`` of them): from the :attr:`SignBits.CANDIDATES` nearest by sign bits when
+    there are bits and :attr:`SignBits.MIN_ROWS` allowed rows or more, else from every row."""
+    if not _by_bits(bits, allowed):
+        return coarse.candidates(q16, pool, mask)
+    dist = bits.distances(SignBits.encode_query(q16))
+    dead = SignBits.width(len(q16)) * 64 + 1
+    if mask is not None:
+        dist[~mask] = dead
+    rows = nearest_by_bits(dist, SignBits.CANDIDATES, dead)
+    if rows.size <= pool:
+        return rows
+    sims = coarse.sims_of(q16, rows)
+    return np.sort(rows[np.argpartition(-sims, pool)[:pool]])
+
+
 class VectorIndex:
     """Keys -> unit vectors, searched by exact cosine similarity.
 
@@ -82,6 +112,10 @@ class VectorIndex:
         # next save builds a new one. A mutable index keeps its own in step, for saving.
         self._coarse: Int8Scan | None = None
         self._coarse_pending: Path | None = None  # a view's companion, not opened yet
+        # A view's sign bits (see SignBits), opened with its companion; a mutable index has
+        # none (the next save writes them from the vectors).
+        self._bits: SignBits | None = None
+        self._bits_pending: Path | None = None
 
     # ------------------------------------------------------------------ basics
 
@@ -184,6 +218,7 @@ class VectorIndex:
         """Before a view's first modification: its companion describes the file, not this."""
         if self._view:
             self._coarse = self._coarse_pending = None
+            self._bits = self._bits_pending = None
 
     def _materialise(self) -> None:
         self._leave_view()
@@ -207,18 +242,29 @@ class VectorIndex:
                 self._lookup = (live[order], order.astype(np.int64, copy=False))
             return self._lookup
 
+    def _companions(self) -> tuple[Int8Scan | None, SignBits | None]:
+        """A view's int8 codes and sign bits (opened on first use; they cannot change under a
+        running search), (None, None) for a mutable index. Sign bits come only with codes.
+        Called under the lock."""
+        if self._coarse_pending is not None:
+            self._coarse = Int8Scan.load(self._coarse_pending, self.dim, self._n, view=True)
+            self._coarse_pending = None
+        if self._bits_pending is not None:
+            self._bits = SignBits.load(self._bits_pending, self.dim, self._n, view=True)
+            self._bits_pending = None
+        if not self._view or self._coarse is None:
+            return None, None
+        return self._coarse, self._bits
+
     def _search_state(self, *, lookup: bool):
-        """What one search reads, taken together under the lock: keys, vectors, the int8
-        companion (loaded on first use; only a view's, which cannot change under a running
-        search), the float32 copy with its version and, with ``lookup``, the key lookup."""
+        """What one search reads, taken together under the lock: keys, vectors, the companions
+        (:meth:`_companions`), the float32 copy with its version and, with ``lookup``, the
+        key lookup."""
         with self._lock:
-            if self._coarse_pending is not None:
-                self._coarse = Int8Scan.load(self._coarse_pending, self.dim, self._n, view=True)
-                self._coarse_pending = None
+            coarse, bits = self._companions()
             keys, vecs = self._snapshot()
-            coarse = self._coarse if self._view else None
             found = self._snapshot_lookup() if lookup else None
-            return keys, vecs, coarse, self._f32, self._version, found
+            return keys, vecs, (coarse, bits), self._f32, self._version, found
 
     def search(self, vector: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (keys, cosine similarities, descending). `allowed` = sorted int64 array of keys that may be returned (filters); when given, return only allowed keys.
@@ -239,8 +285,9 @@ class VectorIndex:
             return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
         q16 = (q / norm).astype(_STORE)
         pool = max(Int8Scan.MIN_POOL, 4 * k)
-        if allowed is None and coarse is not None and pool < n and numkong() is not None:
-            rows, dist = self._search_coarse(coarse, vecs, q16, pool)
+        if allowed is None and pool < n and _coarse_usable(coarse, n):
+            rows = _coarse_candidates(*coarse, q16, pool, None, n)
+            dist = Float32Scan(vecs[rows]).distances(q16)
         else:
             if f32 is None and vecs.size * 4 <= _F32_MAX_BYTES:
                 f32 = self._float32(vecs, version)
@@ -262,7 +309,8 @@ class VectorIndex:
         (a boolean array over the rows; None: all). Ties go to the earlier row.
 
         Scans as :meth:`search` does: a view's int8 companion picks candidates (among the
-        allowed rows only), re-scored exactly; else every allowed row in float32. A few
+        allowed rows only; from its sign bits' nearest when there are :attr:`SignBits.MIN_ROWS`
+        of them or more), re-scored exactly; else every allowed row in float32. A few
         allowed rows (filters) are scanned exactly from their float16 vectors, with no copy
         of the rest.
         """
@@ -285,8 +333,8 @@ class VectorIndex:
             rows = np.flatnonzero(mask)
             sub_rows, dist = Float32Scan(vecs[rows]).nearest(q16, k)
             rows = rows[sub_rows]
-        elif coarse is not None and pool < allowed and numkong() is not None:
-            rows = coarse.candidates(q16, pool, mask)
+        elif pool < allowed and _coarse_usable(coarse, allowed):
+            rows = _coarse_candidates(*coarse, q16, pool, mask, allowed)
             dist = Float32Scan(vecs[rows]).distances(q16)
         else:
             if f32 is None and vecs.size * 4 <= _F32_MAX_BYTES:
@@ -304,17 +352,18 @@ class VectorIndex:
         order = np.lexsort((rows, -sims))[:k]
         return np.ascontiguousarray(rows[order]), np.ascontiguousarray(sims[order])
 
+    def companions(self) -> tuple[Int8Scan | None, SignBits | None]:
+        """A view's int8 codes and sign bits (None for what it does not have, and for bits
+        numpy cannot count: :meth:`SignBits.usable`)."""
+        with self._lock:
+            coarse, bits = self._companions()
+        return coarse, bits if SignBits.usable() else None
+
     def coarse_sims(self, q16: np.ndarray) -> np.ndarray | None:
         """Every row's int8 dot product with the unit query ``q16`` from a view's companion;
         None when there is none (or no :func:`numkong`)."""
-        with self._lock:
-            if self._coarse_pending is not None:
-                self._coarse = Int8Scan.load(self._coarse_pending, self.dim, self._n, view=True)
-                self._coarse_pending = None
-            coarse = self._coarse if self._view else None
-        if coarse is None or numkong() is None:
-            return None
-        return coarse.sims(q16)
+        coarse = self.companions()[0]
+        return None if coarse is None or numkong() is None else coarse.sims(q16)
 
     def exact_sims(self, q16: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """The cosine similarity of ``rows`` (storage rows) with the unit query ``q16``."""
@@ -333,13 +382,6 @@ class VectorIndex:
     def vectors(self) -> np.ndarray:
         """The stored (unit, float16) vectors, in storage order (read-only for a view)."""
         return self._snapshot()[1]
-
-    @staticmethod
-    def _search_coarse(coarse, vecs, q16, pool) -> tuple[np.ndarray, np.ndarray]:
-        """The int8 scan's ``pool`` candidate rows and their exact distances, computed as
-        :class:`Float32Scan` computes them (the same bits)."""
-        rows = coarse.candidates(q16, pool)
-        return rows, Float32Scan(vecs[rows]).distances(q16)
 
     def _float32(self, vecs: np.ndarray, version: int) -> Float32Scan:
         """The float32 copy of this snapshot, made once (kept unless the index changed since)."""
@@ -417,6 +459,7 @@ class VectorIndex:
         index._keys, index._vecs, index._n, index._view = stored.keys, stored.vecs, n, bool(view)
         if stored.companion is not None and view:
             index._coarse_pending = stored.companion  # opened by the first search
+            index._bits_pending = stored.bits
         elif stored.companion is not None:
             index._coarse = Int8Scan.load(stored.companion, stored.dim, n, view=False)
         return index
@@ -451,7 +494,9 @@ class SegmentedVectors:
         Unfiltered, the segments with an int8 companion share one candidate pool, as one index
         would: the ``max(128, 4k)`` best rows by int8 score across all of them, re-scored
         exactly (a pool per segment re-scored ~35 times as many rows on the Linux sources,
-        each read paging in the rows around it); the others are scanned exactly.
+        each read paging in the rows around it); the others are scanned exactly. Past
+        :attr:`SignBits.MIN_ROWS` rows with sign bits, only their nearest by Hamming distance
+        get an int8 score (:meth:`_pooled`).
         """
         found_rows, found_sims = [], []
         pooled: set[int] = set()
@@ -475,31 +520,64 @@ class SegmentedVectors:
 
     def _pooled(self, vector: np.ndarray, k: int, found_rows: list, found_sims: list) -> set[int]:
         """Search the segments with a companion through one candidate pool (appending to
-        ``found_rows``/``found_sims``); the positions of the segments it answered for."""
+        ``found_rows``/``found_sims``); the positions of the segments it answered for.
+
+        With :attr:`SignBits.MIN_ROWS` live rows or more in segments with sign bits, those
+        segments' :attr:`SignBits.CANDIDATES` rows nearest by Hamming distance (one cut across
+        them) are the only ones of theirs the int8 codes score; the others' every row is."""
         q16 = self.parts[0]._unit_query(vector)
         if q16 is None:
             return set()
-        which, scores = [], []
-        for i, (part, live) in enumerate(zip(self.parts, self._live)):
-            sims = part.coarse_sims(q16) if len(part) else None
-            if sims is None:
-                continue
-            sims = np.asarray(sims, dtype=np.float32)
-            if live is not None:
-                sims = np.where(live, sims, -np.inf)
-            which.append(i)
-            scores.append(sims)
+        found = []  # (segment, int8 codes, sign bits, live rows)
+        for i, part in enumerate(self.parts):
+            coarse, signs = part.companions() if len(part) else (None, None)
+            if coarse is not None:
+                live = self._live[i]
+                found.append((i, coarse, signs, len(part) if live is None else int(np.count_nonzero(live))))
+        bit_rows = sum(rows for _, _, signs, rows in found if signs is not None)
+        use_bits = bit_rows >= SignBits.MIN_ROWS and SignBits.usable()
+        if any(not use_bits or f[2] is None for f in found) and numkong() is None:
+            found = [f for f in found if use_bits and f[2] is not None]  # the others need numkong
         pool = max(Int8Scan.MIN_POOL, 4 * int(k))
-        if not which:
-            return set()
-        joined = np.concatenate(scores)
-        if int(np.count_nonzero(np.isfinite(joined))) <= pool:
+        if not found or sum(f[3] for f in found) <= pool:
             return set()  # so few rows: each segment scans its own
-        picked = np.argpartition(-joined, pool)[:pool]
-        starts = np.cumsum([0] + [len(s) for s in scores])
+        which = [f[0] for f in found]
+        picked: list[np.ndarray | None] = [None] * len(found)  # None: every row
+        by_bits = [j for j, f in enumerate(found) if use_bits and f[2] is not None]
+        if by_bits:
+            # One array of every such segment's distances, one cut across them.
+            dead = SignBits.width(len(q16)) * 64 + 1
+            q_words = SignBits.encode_query(q16)
+            starts = np.cumsum([0] + [len(found[j][2]) for j in by_bits])
+            dist = np.empty(starts[-1], dtype=np.uint16)
+            for j, lo, hi in zip(by_bits, starts[:-1], starts[1:]):
+                found[j][2].distances(q_words, dist[lo:hi])
+                live = self._live[found[j][0]]
+                if live is not None:
+                    dist[lo:hi][~live] = dead
+            near = nearest_by_bits(dist, SignBits.CANDIDATES, dead)
+            cuts = np.searchsorted(near, starts)
+            for j, lo, a, b in zip(by_bits, starts[:-1], cuts[:-1], cuts[1:]):
+                picked[j] = near[a:b] - lo
+        scores, rows_of = [], []
+        for (i, coarse, _signs, _n), rows in zip(found, picked):
+            if rows is None:
+                sims = np.asarray(coarse.sims(q16), dtype=np.float32)
+                if self._live[i] is not None:
+                    sims = np.where(self._live[i], sims, -np.inf)
+                rows = np.arange(len(sims))
+            else:
+                sims = coarse.sims_of(q16, rows)
+            scores.append(sims)
+            rows_of.append(rows)
+        joined = np.concatenate(scores)
+        finite = int(np.count_nonzero(np.isfinite(joined)))
+        best = np.flatnonzero(np.isfinite(joined)) if finite <= pool else np.argpartition(-joined, pool)[:pool]
+        starts = np.cumsum([0] + [len(x) for x in scores])
         for j, i in enumerate(which):
-            rows = np.sort(picked[(picked >= starts[j]) & (picked < starts[j + 1])] - starts[j])
-            if rows.size:
+            mine = best[(best >= starts[j]) & (best < starts[j + 1])] - starts[j]
+            if mine.size:
+                rows = np.sort(rows_of[j][mine])
                 found_rows.append(self.rows[i][rows])
                 found_sims.append(self.parts[i].exact_sims(q16, rows))
         return set(which)

@@ -1,4 +1,4 @@
-"""The vector index's file format: one file of keys and float16 vectors, plus its int8 companion.
+"""The vector index's file format: one file of keys and float16 vectors, plus its companions.
 
 Vectors are L2-normalised in float32 and stored as float16 (half the memory, enough for a
 cosine ranking: the f16 results match f32 ground truth exactly). Keys are int64. The file is
@@ -14,9 +14,11 @@ little-endian::
     48  ... zero padding to 64
 
 so a view memory-maps both arrays read-only and a warm start reads nothing up front. The
-companion (:class:`core.vectors.scan.Int8Scan`, ``<file>.<stamp:016x>.i8``) is written first,
-under a random stamp then written into the header: a reader finds the companion of exactly
-these vectors, or none.
+companions, int8 codes (:class:`core.vectors.scan.Int8Scan`, ``<file>.<stamp:016x>.i8``) and
+sign bits (:class:`core.vectors.scan.SignBits`, ``<file>.<stamp:016x>.b1``), are written
+first, under a random stamp then written into the header: a reader finds the companions of
+exactly these vectors, or none. Files written before the sign bits existed have only the
+``.i8``; a reader then picks candidates with the int8 codes alone.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import atomic_write, fsync_dir
-from .scan import Int8Scan
+from .scan import Int8Scan, SignBits
 
 _MAGIC = b"RLVECIDX"
 _VERSION = 1
@@ -38,6 +40,7 @@ _HEADER = struct.Struct("<8sIIQQQQ")
 _HEADER_SIZE = 64
 _ALIGN = 64
 _COMPANION = ".i8"
+_BITS = ".b1"
 
 
 @dataclass
@@ -48,29 +51,37 @@ class Stored:
     keys: np.ndarray
     vecs: np.ndarray
     companion: Path | None
+    bits: Path | None = None
 
 
 def _align(offset: int) -> int:
     return (offset + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
-def companion_path(path: Path, stamp: int) -> Path:
-    """Where the int8 companion of the vectors saved at ``path`` lives."""
-    return path.with_name(f"{path.name}.{stamp:016x}{_COMPANION}")
+def companion_path(path: Path, stamp: int, suffix: str = _COMPANION) -> Path:
+    """Where the int8 companion (or, with ``suffix`` ``.b1``, the sign bits) of the vectors
+    saved at ``path`` lives."""
+    return path.with_name(f"{path.name}.{stamp:016x}{suffix}")
 
 
 def write(path: Path, dim: int, keys: np.ndarray, vecs: np.ndarray, coarse: Int8Scan | None) -> None:
-    """Write ``keys`` and their float16 ``vecs`` atomically (temp file, fsync, rename), with a
-    companion when there are :attr:`Int8Scan.MIN_VECTORS` or more (``coarse``, when it mirrors
-    these rows, or a new one) and no other companion of ``path`` left behind."""
+    """Write ``keys`` and their float16 ``vecs`` atomically (temp file, fsync, rename), with
+    companions when there are :attr:`Int8Scan.MIN_VECTORS` or more (the int8 codes:
+    ``coarse``, when it mirrors these rows, or new ones; the sign bits) and no other companion
+    of ``path`` left behind."""
     n = len(keys)
     keys_off = _HEADER_SIZE
     vecs_off = _align(keys_off + 8 * n)
     path.parent.mkdir(parents=True, exist_ok=True)
     stamp = int.from_bytes(os.urandom(8), "little") | 1 if n >= Int8Scan.MIN_VECTORS else 0
-    companion = companion_path(path, stamp)
+    companion, bits = companion_path(path, stamp), companion_path(path, stamp, _BITS)
     if stamp:
-        (coarse or Int8Scan(Int8Scan.encode(vecs))).save(companion)
+        try:
+            (coarse or Int8Scan(Int8Scan.encode(vecs))).save(companion)
+            SignBits(SignBits.encode(vecs)).save(bits)
+        except BaseException:
+            companion.unlink(missing_ok=True)
+            raise
     header = _HEADER.pack(_MAGIC, _VERSION, dim, n, keys_off, vecs_off, stamp)
     try:
         with atomic_write(path, chmod=0o644) as fh:
@@ -81,10 +92,12 @@ def write(path: Path, dim: int, keys: np.ndarray, vecs: np.ndarray, coarse: Int8
     except BaseException:
         if stamp:
             companion.unlink(missing_ok=True)
+            bits.unlink(missing_ok=True)
         raise
-    for old in path.parent.glob(f"{glob.escape(path.name)}.*{_COMPANION}"):
-        if old != companion:
-            old.unlink(missing_ok=True)
+    for suffix, mine in ((_COMPANION, companion), (_BITS, bits)):
+        for old in path.parent.glob(f"{glob.escape(path.name)}.*{suffix}"):
+            if old != mine:
+                old.unlink(missing_ok=True)
     fsync_dir(path.parent)
 
 
@@ -115,4 +128,6 @@ def read(path: Path, view: bool) -> Stored:
     else:
         keys = np.fromfile(path, dtype="<i8", count=n, offset=keys_off).astype(np.int64, copy=False)
         vecs = np.fromfile(path, dtype="<f2", count=n * dim, offset=vecs_off).reshape(n, dim)
-    return Stored(dim, keys, vecs, companion_path(path, stamp) if stamp else None)
+    if not stamp:
+        return Stored(dim, keys, vecs, None)
+    return Stored(dim, keys, vecs, companion_path(path, stamp), companion_path(path, stamp, _BITS))
