@@ -7,6 +7,7 @@ re-fuses cached rankings with new weights or k without re-running any arm.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -187,6 +188,9 @@ class Engine:
         finally:
             if prewarm is not None:
                 prewarm.result()
+        if prewarm is not None and (stats.rebuilt or not self._same_database()):
+            with self._lock:  # a new database may count its generations anew
+                self._view, self._arms = None, {}
         if open_view:
             with self._lock:
                 if self._view is None or self._view.generation != stats.generation:
@@ -198,6 +202,14 @@ class Engine:
 
             stats.deep = unavailable() or f"switched off ({ENV_SWITCH}=0)"
         return stats
+
+    def _same_database(self) -> bool:
+        """Whether the open view's database file is still the index's (not deleted and made again)."""
+        view = self._view
+        try:
+            return view is None or os.stat(view.db_path).st_ino == view.db_inode
+        except OSError:
+            return False
 
     def _prewarm(self) -> None:
         try:

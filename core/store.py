@@ -157,6 +157,10 @@ class IndexView:
         self.generation = generation
         self.meta = meta
         self.manifest = manifest  # core.segments.Manifest
+        try:  # which database file this view read: a rebuild may replace it
+            self.db_inode = os.stat(self.db_path).st_ino
+        except OSError:
+            self.db_inode = None
         self._local = threading.local()
         self._cache: dict[str, object] = {}
         self._lock = threading.RLock()  # loads nest
