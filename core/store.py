@@ -4,7 +4,7 @@ Layout, one folder per root under the platformdirs user cache dir::
 
     <cache>/<name>-<hash of the root's real path>/
         index.lock          cross-process lock held by the indexer
-        index.sqlite        files, chunks (with text), the FTS5 table, vocab, meta (format, generation)
+        index.sqlite        files, chunks (with text), the FTS5 table (contentless), vocab, meta
         seg-000012/         a segment: a run of chunks (ids ascending), their chunk table and each
                             arm's part (BM25 postings, dense vectors); immutable (core.segments)
         gen-000007/         generation 7: its segments in order (segments.json), the chunk ids
@@ -58,7 +58,8 @@ from .types import Hit, make_docid
 #: 12: the deep arm's vectors live in a sidecar folder ``gen-N.deep``, not in ``gen-N``.
 #: 13: segments (``seg-N``: chunk table, BM25 postings, vectors) listed by each generation
 #:    with its tombstones and BM25 statistics, instead of whole arrays per generation.
-FORMAT_VERSION = 13
+#: 14: the FTS5 table is contentless (it was external-content over ``chunks.text``).
+FORMAT_VERSION = 14
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
