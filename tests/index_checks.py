@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ranklens.core._sqlite import sqlite3
 from ranklens.core.arms.fts5 import Fts5Build
+from ranklens.core.store import unpack_text
 
 
 def fts_instances(conn: sqlite3.Connection, schema: str = "main") -> list[tuple]:
@@ -24,7 +25,10 @@ def assert_fts_matches_chunks(conn: sqlite3.Connection) -> None:
     fresh = sqlite3.connect(":memory:")
     try:
         fresh.executescript(Fts5Build.schema)
-        fresh.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", conn.execute("SELECT id, text FROM chunks"))
+        fresh.executemany(
+            "INSERT INTO fts(rowid, text) VALUES (?, ?)",
+            ((cid, unpack_text(blob)) for cid, blob in conn.execute("SELECT id, text FROM chunks")),
+        )
         assert fts_instances(conn) == fts_instances(fresh)
     finally:
         fresh.close()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..store import ChunkTable, IndexView
+from ..store import ChunkTable, IndexView, unpack_text
 from ..types import SEMANTIC, Chunk, Hit
 from .protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation, SegmentMerge
 
@@ -310,4 +310,4 @@ class _Embedder:
 
 def _row_chunk(row) -> Chunk:
     path, start, end, kind, language, context, symbol, signature, docstring, text = row
-    return Chunk(path, start, end, text, language, context, kind, symbol, signature, docstring)
+    return Chunk(path, start, end, unpack_text(text), language, context, kind, symbol, signature, docstring)

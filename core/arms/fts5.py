@@ -21,7 +21,7 @@ import json
 import numpy as np
 
 from .._sqlite import sqlite3
-from ..store import IndexView
+from ..store import IndexView, unpack_text
 from ..tokenize import identifiers
 from ..types import LEXICAL, Chunk, Hit
 from .protocol import ArmBuild, ArmSpec, Generation
@@ -115,7 +115,10 @@ class Fts5Build(ArmBuild):
             batch = ids[start : start + 500]
             marks = ",".join("?" * len(batch))
             rows = self.conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", batch).fetchall()
-            self.conn.executemany("INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)", rows)
+            self.conn.executemany(
+                "INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)",
+                [(cid, unpack_text(blob)) for cid, blob in rows],
+            )
 
     def add(self, ids: list[int], chunks: list[Chunk]) -> None:
         self.conn.executemany(
