@@ -14,11 +14,14 @@ Layout, one folder per root under the platformdirs user cache dir::
         gen-000007.deep/    the deep arm's vectors for generation 7, committed after it (a sidecar)
 
 The indexer writes a new segment and a new ``gen-N`` folder under temporary names (each arm
-its part of them, :mod:`core.arms`), fsyncs their files, renames them into place, and only
-then commits ``generation = N`` in SQLite. That commit is the single switch-over point: a
-crash before it leaves the previous generation intact and whole. A committed generation's
-folder, and a segment once written, are never written again; a segment goes when no kept
-generation lists it.
+its part of them, :mod:`core.arms`), hard-links the files of a folder with identical contents
+(stored once, :func:`core.atomic.link_identical`: the BM25 arms' chunk ids, ``bm25.*`` and
+``lexical+ctx.*`` when their documents agree), fsyncs their files, renames them into place,
+and only then commits ``generation = N`` in SQLite. That commit is the single switch-over
+point: a crash before it leaves the previous generation intact and whole. A committed
+generation's folder, and a segment once written, are never written again (nor any of their
+files in place: two names may share one file); a segment goes when no kept generation lists
+it.
 
 An arm whose files take minutes (``deep``) writes them after the generation commits, as a
 *sidecar* ``gen-N.<arm>`` folder: written under a temporary name, fsynced, renamed into place
@@ -60,7 +63,7 @@ from .types import Hit, make_docid
 #: 12: the deep arm's vectors live in a sidecar folder ``gen-N.deep``, not in ``gen-N``.
 #: 13: segments (``seg-N``: chunk table, BM25 postings, vectors) listed by each generation
 #:    with its tombstones and BM25 statistics, instead of whole arrays per generation.
-#: 14: the FTS5 table is contentless, the chunks' text stored zlib-compressed (``pack_text``).
+#: 14: contentless FTS5, chunk text zlib-compressed (``pack_text``), a folder's identical files linked.
 FORMAT_VERSION = 14
 
 SCHEMA = """
