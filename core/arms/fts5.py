@@ -96,7 +96,9 @@ class Fts5Build(ArmBuild):
 
     Contentless (``content=''``): the index holds no copy of the text and reads none back
     (the chunks table has it); the arm asks only for rowids, ``bm25()`` and ``fts5vocab``,
-    which need none. Was external-content over ``chunks.text`` (the same thing, on disk)."""
+    which need none. It was external-content over ``chunks.text`` (the same room on disk),
+    which ties that column to the text FTS5 tokenizes; contentless leaves the chunks table
+    free to store it compressed."""
 
     # Identifiers stay whole ('_' is a token character): this arm is the exact-symbol signal.
     schema = """
