@@ -144,10 +144,11 @@ def main() -> None:
     # The embedding step alone: the same texts through the same model, nothing else.
     conn = engine.view.connection()
     from ranklens.core.arms.dense import document_text
+    from ranklens.core.store import unpack_text
     from ranklens.core.types import Chunk
 
     texts = [
-        document_text(Chunk("", 0, 0, t, "", c))
+        document_text(Chunk("", 0, 0, unpack_text(t), "", c))
         for t, c in conn.execute("SELECT text, context FROM chunks ORDER BY id")
     ]
     model = load_model(None)
@@ -243,6 +244,7 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
     import numpy as np
 
     from ranklens.core.arms import DEFAULT_ARMS, deep
+    from ranklens.core.store import unpack_text
 
     reason = deep.unavailable()
     if reason:
@@ -250,7 +252,8 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
         return
     conn = engine.view.connection()
     rows = [
-        (i, deep.document_text(t, c)) for i, t, c in conn.execute("SELECT id, text, context FROM chunks ORDER BY id")
+        (i, deep.document_text(unpack_text(t), c))
+        for i, t, c in conn.execute("SELECT id, text, context FROM chunks ORDER BY id")
     ]
     n = len(rows)
     if args.deep_sample <= 0 or args.deep_sample >= n:
@@ -268,8 +271,10 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
         code = (
             "import json, resource, sqlite3, sys, time\n"
             "from ranklens.core.arms import deep\n"
+            "from ranklens.core.store import unpack_text\n"
             "ids = json.loads(sys.argv[2]); conn = sqlite3.connect(sys.argv[1])\n"
-            "texts = [deep.document_text(*conn.execute('SELECT text, context FROM chunks WHERE id = ?', (i,)).fetchone()) for i in ids]\n"
+            "rows = [conn.execute('SELECT text, context FROM chunks WHERE id = ?', (i,)).fetchone() for i in ids]\n"
+            "texts = [deep.document_text(unpack_text(t), c) for t, c in rows]\n"
             "t0 = time.perf_counter(); enc = deep.encoder(); t1 = time.perf_counter()\n"
             "order = sorted(range(len(texts)), key=lambda i: len(texts[i])); vecs = [None] * len(texts)\n"
             "for s in range(0, len(order), deep.BATCH):\n"

@@ -271,12 +271,19 @@ def checked(result: Run, what: str) -> Run:
 
 
 def du(path: Path) -> int:
-    """Bytes allocated on disk under ``path``."""
+    """Bytes allocated on disk under ``path``, each file once however many names it has, as
+    ``du`` counts (a segment stores its identical files once, hard-linked)."""
     total = 0
+    seen: set[tuple[int, int]] = set()
     for folder, _dirs, files in os.walk(path):
         for name in files:
             with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+                st = os.lstat(os.path.join(folder, name))
+                if st.st_nlink > 1:
+                    if (st.st_dev, st.st_ino) in seen:
+                        continue
+                    seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
     return total
 
 

@@ -43,7 +43,7 @@ from .discovery import DiscoveryOptions, FileEntry, discover, load_text
 from .languages import language_for
 from .secrets import RULES_VERSION as SECRET_RULES
 from .segments import SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
-from .store import FORMAT_VERSION, SCHEMA, IndexWriteError, connect, gen_dir_name, read_meta
+from .store import FORMAT_VERSION, SCHEMA, IndexWriteError, connect, gen_dir_name, pack_text, read_meta
 from .types import Chunk
 from .workers import ordered_map
 
@@ -569,7 +569,7 @@ class Indexer:
                 break
             gen.tokens.add(item.counts)
             for (entry, existed), result, ids in zip(item.files, item.results, item.ids):
-                chunks, sha, reason, redacted = result
+                chunks, sha, reason, redacted, packed = result
                 if redacted:
                     stats.redacted.append((entry.path, redacted))
                 if existed:
@@ -586,7 +586,7 @@ class Indexer:
                     continue
                 if not existed and feed.was_unread(entry.path):
                     conn.execute("DELETE FROM unread WHERE path = ?", (entry.path,))
-                self._store_file(conn, entry, sha, ids, chunks)
+                self._store_file(conn, entry, sha, ids, chunks, packed)
                 for part in parts.values():
                     part.add(ids, chunks)
                 new_ids.extend(ids)
@@ -720,7 +720,10 @@ class Indexer:
             job, jobs[i] = jobs[i], None
             yield group, _chunk_batch(*job)
 
-    def _store_file(self, conn, entry: FileEntry, sha: str, ids: list[int], chunks: list[Chunk]) -> None:
+    def _store_file(
+        self, conn, entry: FileEntry, sha: str, ids: list[int], chunks: list[Chunk], packed: list[bytes]
+    ) -> None:
+        """A file's row and its chunks' (``packed``: each chunk's text as :func:`pack_text` stores it)."""
         conn.execute(
             "INSERT OR REPLACE INTO files(path, size, mtime_ns, sha256, language) VALUES (?, ?, ?, ?, ?)",
             (entry.path, entry.size, entry.mtime_ns, sha, language_for(entry.path)),
@@ -740,10 +743,10 @@ class Indexer:
                     c.symbol,
                     c.signature,
                     c.docstring,
-                    c.text,
+                    blob,
                     *(c.piece_of or (0, 0)),
                 )
-                for cid, c in zip(ids, chunks)
+                for cid, c, blob in zip(ids, chunks, packed)
             ],
         )
 
@@ -994,15 +997,17 @@ def _chunk_batch(
 ) -> tuple[list[tuple], TokenBatch]:
     """Read and chunk files (in a worker process for a large pass, see :meth:`Indexer._chunked`)
     and count the tokens of each arm's ``documents`` of their chunks. Per file: ``(chunks, sha,
-    reason, redacted lines)``, chunks None (and ``reason``) when it cannot be read now."""
+    reason, redacted lines, packed)``, chunks None (and ``reason``) when it cannot be read now;
+    ``packed`` each chunk's text compressed as stored (:func:`core.store.pack_text`: done here,
+    in the workers, rather than in the process that stores them)."""
     per_file = []
     for entry in entries:
         loaded = load_text(root, entry, max_bytes)
         if loaded.text is None:
-            per_file.append((None, "", loaded.reason, loaded.redacted))
+            per_file.append((None, "", loaded.reason, loaded.redacted, []))
             continue
         chunks = chunk_file(entry.path, loaded.text, window=window, overlap=overlap, language=language_for(entry.path))
-        per_file.append((chunks, _sha(loaded.text), "", loaded.redacted))
+        per_file.append((chunks, _sha(loaded.text), "", loaded.redacted, [pack_text(c.text) for c in chunks]))
     chunks = [c for file_chunks, *_ in per_file if file_chunks for c in file_chunks]
     fields = {f for d in documents.values() for f in d.fields}
     everything = np.ones(len(chunks), dtype=bool)

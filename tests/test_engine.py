@@ -9,6 +9,7 @@ import threading
 from dataclasses import replace
 
 import pytest
+from index_checks import assert_fts_matches_chunks, fts_instances
 
 from ranklens.core._sqlite import sqlite3
 from ranklens.core.engine import Engine, QueryError, check_query, pool_size
@@ -351,19 +352,28 @@ def test_bm25_documents_hold_path_and_symbol_tokens(engine):
 
 
 def test_fts5_index_matches_its_content_after_updates(engine, sample_repo):
-    # An external-content FTS5 'delete' must get exactly the inserted values, or the index
-    # silently drifts from the chunks table; integrity-check with rank 1 compares them.
+    # A contentless FTS5 'delete' must get exactly the inserted text, or the index silently
+    # keeps stale terms; it is compared with an index built afresh from the chunks' text.
+    before = sqlite3.connect(engine.directory / "index.sqlite")
+    try:
+        assert "login_user" in {term for term, *_ in fts_instances(before)}
+    finally:
+        before.close()
     (sample_repo / "app/auth.py").write_text("def renamed_login():\n    return 1\n")
     os.remove(sample_repo / "web/router.js")
     stats = engine.ensure_index()
     assert stats.changed == 1 and stats.removed == 1
     conn = sqlite3.connect(engine.directory / "index.sqlite")
     try:
-        conn.execute("INSERT INTO fts(fts, rank) VALUES ('integrity-check', 1)")
+        assert_fts_matches_chunks(conn)
+        assert not conn.execute("SELECT rowid FROM fts WHERE fts MATCH '\"login_user\"'").fetchall()
+        # Contentless: the table holds no text to read back.
+        assert conn.execute("SELECT text FROM fts WHERE fts MATCH '\"renamed_login\"'").fetchall() == [(None,)]
     finally:
         conn.close()
     assert engine.run_arm("fts5", "renamed_login").hits[0].path == "app/auth.py"
     assert not engine.run_arm("fts5", "router").hits
+    assert not engine.run_arm("fts5", "login_user").hits
 
 
 def test_an_index_of_the_previous_format_is_rebuilt(sample_repo):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_checks import assert_fts_matches_chunks
 
 from ranklens.core import indexer, segments
 from ranklens.core._sqlite import sqlite3
@@ -83,7 +84,7 @@ def check_consistent(root: Path, cache: Path) -> Engine | None:
         ids = [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")]
         files = {r[0] for r in conn.execute("SELECT path FROM files")}
         chunk_paths = {r[0] for r in conn.execute("SELECT DISTINCT path FROM chunks")}
-        conn.execute("INSERT INTO fts(fts, rank) VALUES ('integrity-check', 1)")
+        assert_fts_matches_chunks(conn)
     finally:
         conn.close()
     # Every chunk row of the generation is a chunk of the database, and the other way round.

@@ -21,7 +21,7 @@ from ranklens.core import secrets
 from ranklens.core.engine import Engine
 from ranklens.core.handoff import envelope, span_sha256, span_text
 from ranklens.core.secrets import MARKER, find, is_secret_name, redact
-from ranklens.core.store import connect
+from ranklens.core.store import connect, unpack_text
 
 ARMS = ("bm25", "fts5", "dense", "symbols")
 _rng = random.Random(14)
@@ -259,9 +259,10 @@ def test_the_index_holds_no_credential_anywhere(corpus_engine):
     engine, stats = corpus_engine
     conn = connect(engine.directory / "index.sqlite", readonly=True)
     try:
+        # The stored text compressed (pack_text) would hide a credential from a plain search.
         stored = "\n".join(
-            " ".join(row)
-            for row in conn.execute("SELECT path, context, symbol, signature, docstring, text FROM chunks")
+            " ".join((*fields, unpack_text(text)))
+            for *fields, text in conn.execute("SELECT path, context, symbol, signature, docstring, text FROM chunks")
         )
         vocab = {row[0] for row in conn.execute("SELECT token FROM vocab")}
     finally:
@@ -330,7 +331,7 @@ def _chunk_text(engine: Engine, hit) -> str:
         ).fetchall()
     finally:
         conn.close()
-    return "\n".join(" ".join(r) for r in rows)
+    return "\n".join(" ".join((*r[:-1], unpack_text(r[-1]))) for r in rows)
 
 
 def _alnum_runs(text: str) -> list[str]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..chunktable import ChunkTable
-from ..store import IndexView
+from ..store import IndexView, unpack_text
 from ..types import SEMANTIC, Chunk, Hit
 from .protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation, SegmentMerge
 
@@ -312,4 +312,4 @@ class _Embedder:
 
 def _row_chunk(row) -> Chunk:
     path, start, end, kind, language, context, symbol, signature, docstring, text = row
-    return Chunk(path, start, end, text, language, context, kind, symbol, signature, docstring)
+    return Chunk(path, start, end, unpack_text(text), language, context, kind, symbol, signature, docstring)

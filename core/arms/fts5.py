@@ -32,7 +32,7 @@ import json
 import numpy as np
 
 from .._sqlite import sqlite3
-from ..store import IndexView
+from ..store import IndexView, unpack_text
 from ..tokenize import identifiers
 from ..types import LEXICAL, Chunk, Hit
 from .protocol import ArmBuild, ArmSpec, Generation
@@ -145,14 +145,20 @@ class Fts5Arm:
 
 
 class Fts5Build(ArmBuild):
-    """Keeps the ``fts`` table (an external-content FTS5 index over ``chunks.text``, in the
-    index database, committed with each generation: a cold build's rows go in one bounded
-    transaction per segment) and writes the generation's common terms."""
+    """Keeps the ``fts`` table (a contentless FTS5 index of the chunks' text, keyed by chunk id,
+    in the index database, committed with each generation: a cold build's rows go in one
+    bounded transaction per segment) and writes the generation's common terms.
+
+    Contentless (``content=''``): the index holds no copy of the text and reads none back
+    (the chunks table has it); the arm asks only for rowids, ``bm25()`` and ``fts5vocab``,
+    which need none. It was external-content over ``chunks.text`` (the same room on disk),
+    which ties that column to the text FTS5 tokenizes; contentless leaves the chunks table
+    free to store it compressed."""
 
     # Identifiers stay whole ('_' is a token character): this arm is the exact-symbol signal.
     schema = """
     CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-        text, content='chunks', content_rowid='id', tokenize="unicode61 tokenchars '_'"
+        text, content='', tokenize="unicode61 tokenchars '_'"
     );
     """
 
@@ -160,13 +166,15 @@ class Fts5Build(ArmBuild):
         self.conn = gen.conn
 
     def remove(self, ids: list[int]) -> None:
-        # An external-content index deletes a row by the text it indexed: before the chunk goes.
+        # A contentless index deletes a row by the very text it indexed (anything else leaves
+        # stale terms behind, silently): read from the chunk before it goes.
         for start in range(0, len(ids), 500):
             batch = ids[start : start + 500]
             marks = ",".join("?" * len(batch))
-            self.conn.execute(
-                f"INSERT INTO fts(fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE id IN ({marks})",
-                batch,
+            rows = self.conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", batch).fetchall()
+            self.conn.executemany(
+                "INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)",
+                [(cid, unpack_text(blob)) for cid, blob in rows],
             )
 
     def add(self, ids: list[int], chunks: list[Chunk]) -> None:

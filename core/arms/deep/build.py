@@ -21,7 +21,7 @@ import numpy as np
 
 from ..._sqlite import sqlite3
 from ...atomic import atomic_write, publish_folder
-from ...store import connect, gen_dir_name, read_meta, sidecar_dir_name
+from ...store import connect, gen_dir_name, read_meta, sidecar_dir_name, unpack_text
 from ..protocol import ArmUnavailable
 from . import model
 from .arm import NAME, STAMP_FILE, VECTORS_FILE, read_stamp
@@ -235,7 +235,14 @@ def _committed(directory: Path, *, texts: bool) -> tuple[int, list[tuple[int, st
     try:
         conn.execute("BEGIN")  # one snapshot: the generation and its chunks agree
         generation = int(read_meta(conn).get("generation", "0") or 0)
-        rows = conn.execute("SELECT id, text, context FROM chunks ORDER BY id").fetchall() if texts else []
+        rows = (
+            [
+                (cid, unpack_text(blob), context)
+                for cid, blob, context in conn.execute("SELECT id, text, context FROM chunks ORDER BY id")
+            ]
+            if texts
+            else []
+        )
         conn.execute("COMMIT")
     finally:
         conn.close()
