@@ -390,7 +390,11 @@ class ChunkRows:
         """One arm's ranking: chunk row ``rows[i]`` ranked ``i + 1`` with ``scores[i]``."""
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         paths, starts, ends = self._take("paths", rows), self._take("starts", rows), self._take("ends", rows)
-        pieces, contexts, symbols = self._take("pieces", rows), self._take("contexts", rows), self._take("symbols", rows)
+        pieces, contexts, symbols = (
+            self._take("pieces", rows),
+            self._take("contexts", rows),
+            self._take("symbols", rows),
+        )
         out = []
         for rank, (path, start, end, (piece_start, piece_end), score, context, symbol) in enumerate(
             zip(paths, starts, ends, pieces, np.asarray(scores, dtype=np.float64).tolist(), contexts, symbols),

@@ -152,9 +152,7 @@ class Packed:
             hay: bytes | memoryview = self._lower
         else:
             hay = self._view
-        found = np.fromiter(
-            (m.start() for m in re.finditer(re.escape(needle) + rb"(?=\s)", hay)), dtype=np.int64
-        )
+        found = np.fromiter((m.start() for m in re.finditer(re.escape(needle) + rb"(?=\s)", hay)), dtype=np.int64)
         # Rows are in buffer order (as built, kept or joined); bytes of a dropped row between
         # two kept ones belong to neither.
         rows = np.searchsorted(self.starts, found, side="right") - 1
