@@ -63,7 +63,8 @@ from .chunktable import ChunkRows, ChunkTable
 #: 13: segments (``seg-N``: chunk table, BM25 postings, vectors) listed by each generation
 #:    with its tombstones and BM25 statistics, instead of whole arrays per generation.
 #: 14: a segment's chunk table is a memory-mapped file a column (``core.chunktable``);
-#:    contentless FTS5, chunk text zlib-compressed (``pack_text``), a folder's identical files linked.
+#:    contentless FTS5, chunk text zlib-compressed (``pack_text``), a folder's identical files linked,
+#:    no signature or docstring columns in the chunks table (only the matrices read them).
 FORMAT_VERSION = 14
 
 SCHEMA = """
@@ -75,8 +76,7 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, kind TEXT NOT NULL, language TEXT NOT NULL,
-    context TEXT NOT NULL, symbol TEXT NOT NULL, signature TEXT NOT NULL,
-    docstring TEXT NOT NULL, text BLOB NOT NULL,
+    context TEXT NOT NULL, symbol TEXT NOT NULL, text BLOB NOT NULL,
     piece_start INTEGER NOT NULL DEFAULT 0, piece_end INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);

@@ -262,7 +262,7 @@ def test_the_index_holds_no_credential_anywhere(corpus_engine):
         # The stored text compressed (pack_text) would hide a credential from a plain search.
         stored = "\n".join(
             " ".join((*fields, unpack_text(text)))
-            for *fields, text in conn.execute("SELECT path, context, symbol, signature, docstring, text FROM chunks")
+            for *fields, text in conn.execute("SELECT path, context, symbol, text FROM chunks")
         )
         vocab = {row[0] for row in conn.execute("SELECT token FROM vocab")}
     finally:
@@ -326,7 +326,7 @@ def _chunk_text(engine: Engine, hit) -> str:
     conn = connect(engine.directory / "index.sqlite", readonly=True)
     try:
         rows = conn.execute(
-            "SELECT context, symbol, signature, docstring, text FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ?",
+            "SELECT context, symbol, text FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ?",
             (hit.path, hit.end_line, hit.start_line),
         ).fetchall()
     finally:

@@ -151,8 +151,8 @@ class DenseBuild(ArmBuild):
                 ids = merge.ids[start : start + EMBED_BATCH * 8].tolist()
                 marks = ",".join("?" * len(ids))
                 rows = gen.conn.execute(
-                    "SELECT id, path, start_line, end_line, kind, language, context, symbol, signature,"
-                    f" docstring, text FROM chunks WHERE id IN ({marks}) ORDER BY id",
+                    "SELECT id, path, start_line, end_line, kind, language, context, symbol, text"
+                    f" FROM chunks WHERE id IN ({marks}) ORDER BY id",
                     ids,
                 ).fetchall()
                 for b in range(0, len(rows), EMBED_BATCH):
@@ -311,5 +311,7 @@ class _Embedder:
 
 
 def _row_chunk(row) -> Chunk:
-    path, start, end, kind, language, context, symbol, signature, docstring, text = row
-    return Chunk(path, start, end, unpack_text(text), language, context, kind, symbol, signature, docstring)
+    """A stored chunk, as :func:`document_text` reads it (signatures and docstrings are not
+    stored: they feed the matrices, written when the chunk was cut)."""
+    path, start, end, kind, language, context, symbol, text = row
+    return Chunk(path, start, end, unpack_text(text), language, context, kind, symbol)
