@@ -55,6 +55,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -67,9 +68,16 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 MB = 1024 * 1024
-#: Every step runs in an empty folder: ``python -m``/``-c`` put the working folder first on
-#: sys.path, and a checkout there would shadow the ranklens on PYTHONPATH (or installed).
-WORKDIR = tempfile.mkdtemp(prefix="bench-scale-")
+_workdir: list[str] = []
+
+
+def workdir() -> str:
+    """The empty folder every step runs in (made on first use, not on import): ``python
+    -m``/``-c`` put the working folder first on sys.path, and a checkout there would shadow the
+    ranklens on PYTHONPATH (or installed)."""
+    if not _workdir:
+        _workdir.append(tempfile.mkdtemp(prefix="bench-scale-"))
+    return _workdir[0]
 
 QUERIES = [
     "allocate pages for a slab cache",
@@ -218,7 +226,7 @@ def run(cmd: list[str], env: dict[str, str], *, on_line=None, kill_after: float 
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=err, env=env, start_new_session=True, text=True, cwd=WORKDIR
+            cmd, stdout=subprocess.PIPE, stderr=err, env=env, start_new_session=True, text=True, cwd=workdir()
         )
         peak = [0]
         done = threading.Event()
@@ -287,6 +295,12 @@ def du(path: Path) -> int:
     return total
 
 
+def minutes(seconds: float) -> str:
+    """``537`` -> ``"8 min 57 s"`` (``f"{s / 60:.0f}"`` rounded it to 9)."""
+    whole, rest = divmod(round(seconds), 60)
+    return f"{whole} min {rest} s"
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, round(q * (len(values) - 1)))]
@@ -322,7 +336,7 @@ def cold_index(b: Bench) -> Run:
     stages = ", ".join(f"{k} {v:.0f}" for k, v in stats.get("seconds", {}).items())
     b.add(
         "cold index",
-        f"{r.wall / 60:.0f} min {r.wall % 60:.0f} s",
+        minutes(r.wall),
         "<= 6 min",
         verdict(r.wall, 360),
         f"{stats.get('files', 0):,} files, {stats.get('chunks', 0):,} chunks; stages (s): {stages}",
@@ -450,7 +464,6 @@ def one_file(b: Bench, edit: Path) -> None:
 
 
 def resume(b: Bench, cold: Run, index_dir: Path) -> None:
-    import shutil
 
     shutil.rmtree(index_dir, ignore_errors=True)
     seen: set[str] = set()
@@ -480,7 +493,7 @@ def resume(b: Bench, cold: Run, index_dir: Path) -> None:
     started_over = stats.get("added", 0) >= stats.get("files", 1) and stats.get("files", 0) > 0
     b.add(
         "resume after a kill at 50 %: the rest",
-        f"{rest.wall / 60:.0f} min {rest.wall % 60:.0f} s ({share:.0%} of the cold build)",
+        f"{minutes(rest.wall)} ({share:.0%} of the cold build)",
         "<= 60 %",
         verdict(share, 0.6),
         f"killed {first.wall:.0f} s in ({first.killed}); "
@@ -530,6 +543,14 @@ def table(rows: list[Row]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        if _workdir:
+            shutil.rmtree(_workdir.pop(), ignore_errors=True)
+
+
+def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tree", type=Path, help="an unpacked kernel source tree (nothing is fetched)")
     ap.add_argument("--cache", type=Path, required=True, help="the cache folder for its index")
@@ -570,7 +591,6 @@ def main(argv: list[str] | None = None) -> int:
     from ranklens.core.store import index_dir
 
     where = index_dir(tree, args.cache.resolve())
-    import shutil
 
     if args.reuse_index and not args.cold_seconds and not args.skip_resume:
         print("bench_scale: --reuse-index needs --cold-seconds for the resume step (or --skip-resume)", file=sys.stderr)

@@ -6,7 +6,6 @@ import importlib.util
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -155,7 +154,6 @@ def test_bench_scale_du_counts_a_hard_linked_file_once(tmp_path, monkeypatch):
     spec = importlib.util.spec_from_file_location("bench_scale", BENCHMARKS / "bench_scale.py")
     bench_scale = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, bench_scale)
-    monkeypatch.setattr(tempfile, "mkdtemp", lambda **_kw: str(tmp_path / "workdir"))  # made on import
     spec.loader.exec_module(bench_scale)
     (tmp_path / "sub").mkdir()
     (tmp_path / "a").write_bytes(os.urandom(64 * 1024))
