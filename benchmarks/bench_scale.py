@@ -79,6 +79,7 @@ def workdir() -> str:
         _workdir.append(tempfile.mkdtemp(prefix="bench-scale-"))
     return _workdir[0]
 
+
 QUERIES = [
     "allocate pages for a slab cache",
     "spin lock with interrupts disabled",
