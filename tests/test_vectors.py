@@ -476,7 +476,6 @@ def test_segments_with_companions_share_one_candidate_pool(tmp_path: Path, monke
     index would), re-scored exactly; a segment without a companion is scanned exactly; a
     tombstoned row is never returned; a filter searches each segment alone. Each answer is
     the exact top-k over the live rows."""
-    from ranklens.core.vectors import SegmentedVectors
 
     monkeypatch.setattr(scan.Int8Scan, "MIN_VECTORS", 300)
     scanned: list[int] = []
@@ -487,25 +486,7 @@ def test_segments_with_companions_share_one_candidate_pool(tmp_path: Path, monke
     monkeypatch.setattr(VectorIndex, "exact_sims", lambda self, q, r: rescored.append(len(r)) or real_exact(self, q, r))
     keys, vecs = _data(2000, seed=3)
     bounds = [0, 700, 1400, 1600, 2000]  # three with a companion (700, 700, 400), one without (200)
-    parts, rows, ids = [], [], []
-    for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-        order = np.argsort(keys[lo:hi])
-        seg_keys, seg_vecs = keys[lo:hi][order], vecs[lo:hi][order]
-        path = tmp_path / f"seg{i}.idx"
-        _index(seg_keys, seg_vecs).save(path)
-        parts.append(VectorIndex.load(path))
-        ids.append(seg_keys)
-    dead = set(np.concatenate(ids)[::7].tolist())  # tombstones: every 7th row
-    live_keys, live_vecs, start = [], [], 0
-    for seg_keys in ids:
-        live = np.array([k not in dead for k in seg_keys.tolist()])
-        rows.append(np.where(live, np.cumsum(live) - 1 + start, -1))
-        start += int(live.sum())
-        live_keys.append(seg_keys[live])
-    all_live = np.concatenate(live_keys)
-    by_key = dict(zip(keys.tolist(), vecs))
-    live_vecs = np.array([by_key[k] for k in all_live.tolist()])
-    segmented = SegmentedVectors(parts, rows, ids)
+    segmented, all_live, live_vecs = _segmented(tmp_path, keys, vecs, bounds, every=7)
     rng = np.random.default_rng(9)
     for q in rng.normal(size=(15, DIM)).astype(np.float32):
         got_rows, got_sims = segmented.search(q, 10)
@@ -542,6 +523,33 @@ def test_nearest_by_bits_takes_the_smallest_with_ties_to_the_earlier_row_and_nev
     np.testing.assert_array_equal(scan.nearest_by_bits(dist, 8, dead), [0, 1, 2, 3, 4, 5, 7, 8])
     np.testing.assert_array_equal(scan.nearest_by_bits(dist, 50, dead), [0, 1, 2, 3, 4, 5, 7, 8])
     assert scan.nearest_by_bits(dist, 0, dead).size == 0
+
+
+def _segmented(tmp_path: Path, keys, vecs, bounds, every: int):
+    """``keys``/``vecs`` cut at ``bounds`` into segments (each sorted by key), saved and loaded,
+    every ``every``-th of their keys tombstoned: (the SegmentedVectors, the live keys in row
+    order, their vectors)."""
+    from ranklens.core.vectors import SegmentedVectors
+
+    parts, ids = [], []
+    for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        order = np.argsort(keys[lo:hi])
+        path = tmp_path / f"seg{i}.idx"
+        index = VectorIndex(vecs.shape[1])
+        index.add(keys[lo:hi][order], vecs[lo:hi][order])
+        index.save(path)
+        parts.append(VectorIndex.load(path))
+        ids.append(keys[lo:hi][order])
+    dead = set(np.concatenate(ids)[::every].tolist())
+    rows, live_keys, start = [], [], 0
+    for seg_keys in ids:
+        live = np.array([k not in dead for k in seg_keys.tolist()])
+        rows.append(np.where(live, np.cumsum(live) - 1 + start, -1))
+        start += int(live.sum())
+        live_keys.append(seg_keys[live])
+    all_live = np.concatenate(live_keys)
+    by_key = dict(zip(keys.tolist(), vecs))
+    return SegmentedVectors(parts, rows, ids), all_live, np.array([by_key[k] for k in all_live.tolist()])
 
 
 def _clustered(n: int, dim: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -622,30 +630,11 @@ def test_without_sign_bits_or_with_foreign_ones_the_int8_scan_picks_candidates(t
 def test_sign_bits_honour_filters_and_tombstones_across_segments(tmp_path: Path, monkeypatch):
     """With sign bits on, segments share one Hamming cut; a tombstoned row is never a candidate
     and a filter (a mask over the rows) returns only allowed rows, exactly ranked."""
-    from ranklens.core.vectors import SegmentedVectors
 
     scanned = _bits_on(monkeypatch, min_rows=1000, candidates=2000)
     keys, vecs = _clustered(4000, 64, seed=6)
     bounds = [0, 1500, 3000, 3900, 4000]  # three with companions, one without (100 rows)
-    parts, rows, ids, start = [], [], [], 0
-    dead = set(keys[::5].tolist())
-    live_keys = []
-    for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-        order = np.argsort(keys[lo:hi])
-        seg_keys, seg_vecs = keys[lo:hi][order], vecs[lo:hi][order]
-        index = VectorIndex(64)
-        index.add(seg_keys, seg_vecs)
-        index.save(tmp_path / f"seg{i}.idx")
-        parts.append(VectorIndex.load(tmp_path / f"seg{i}.idx"))
-        ids.append(seg_keys)
-        live = np.array([k not in dead for k in seg_keys.tolist()])
-        rows.append(np.where(live, np.cumsum(live) - 1 + start, -1))
-        start += int(live.sum())
-        live_keys.append(seg_keys[live])
-    all_live = np.concatenate(live_keys)
-    by_key = dict(zip(keys.tolist(), vecs))
-    live_vecs = np.array([by_key[k] for k in all_live.tolist()])
-    segmented = SegmentedVectors(parts, rows, ids)
+    segmented, all_live, live_vecs = _segmented(tmp_path, keys, vecs, bounds, every=5)
     rng = np.random.default_rng(2)
     recalls = []
     for i in rng.choice(len(all_live), 20, replace=False):
