@@ -10,6 +10,7 @@ the database and the files) and go on from what was committed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import resource
@@ -262,9 +263,13 @@ def test_a_full_disk_keeps_the_previous_index_serving(limit, repo, tmp_path, sma
     engine.ensure_index(deep=False)
     before = chunk_set(engine)
     generation = engine.view.generation
-    # A big new file: its segment, vectors and rows do not fit under the limit.
+    # A big new file: its segment, vectors and rows do not fit under the limit (hex digests:
+    # text that zlib cannot shrink much, as the index stores it compressed).
     (repo / "big.py").write_text(
-        "".join(f"def generated_function_{i}(x):\n    return x + {i}\n\n" for i in range(6000))
+        "".join(
+            f"def generated_function_{i}(x):\n    return x + {i}  # {hashlib.sha256(str(i).encode()).hexdigest()}\n\n"
+            for i in range(6000)
+        )
     )
     env = {**os.environ, "RANKLENS_CACHE_DIR": str(cache), "RANKLENS_DEEP": "0", "COLUMNS": "200"}
     out = subprocess.run(
