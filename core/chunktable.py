@@ -13,6 +13,7 @@ every newly touched page of memory costs ~3 µs), against a few ms to map them.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -33,8 +34,6 @@ _ARRAYS = ("ids", "starts", "ends", "pieces")
 def file_identity(path: Path) -> tuple | None:
     """(device, inode, size, mtime) of a file, None if it is gone: a generation folder is
     written under a temporary name and renamed, which keeps it, and a rewrite changes it."""
-    import os
-
     try:
         st = os.stat(path)
     except OSError:
@@ -311,18 +310,21 @@ class ChunkRows:
             where = np.flatnonzero(seg == i)
             yield i, where, self._local(i, rows[where])
 
-    def _take(self, name: str, rows: np.ndarray) -> list:
-        out: list = [None] * len(rows)
+    def _take(self, names: tuple[str, ...], rows: np.ndarray) -> list[list]:
+        """Columns ``names`` of ``rows``, in their order (the rows located in their segments once)."""
+        out: list[list] = [[None] * len(rows) for _ in names]
         for i, where, local in self._groups(rows):
-            col = getattr(self.tables[i], name)
-            values = col.take(local) if isinstance(col, (Coded, Packed)) else col[local].tolist()
-            for at, value in zip(where.tolist(), values):
-                out[at] = value
+            at = where.tolist()
+            for name, column in zip(names, out):
+                col = getattr(self.tables[i], name)
+                values = col.take(local) if isinstance(col, (Coded, Packed)) else col[local].tolist()
+                for j, value in zip(at, values):
+                    column[j] = value
         return out
 
     def column(self, name: str, rows) -> list:
         """Column ``name`` (``paths``, ``starts``, ``contexts`` …) of ``rows``, in their order."""
-        return self._take(name, np.asarray(rows, dtype=np.int64).reshape(-1))
+        return self._take((name,), np.asarray(rows, dtype=np.int64).reshape(-1))[0]
 
     def path(self, row: int) -> str:
         return self.column("paths", [row])[0]
@@ -357,7 +359,7 @@ class ChunkRows:
         rows = np.arange(len(self)) if rows is None else np.asarray(rows)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
-        return np.asarray(self._take("ids", rows.astype(np.int64)), dtype=np.int64)
+        return np.asarray(self.column("ids", rows.astype(np.int64)), dtype=np.int64)
 
     def rows_for(self, keys: np.ndarray) -> np.ndarray:
         """Row of each chunk id, -1 where the id is unknown (e.g. newer than this view) or
@@ -389,11 +391,8 @@ class ChunkRows:
     def hits(self, arm: str, rows, scores) -> list[Hit]:
         """One arm's ranking: chunk row ``rows[i]`` ranked ``i + 1`` with ``scores[i]``."""
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
-        paths, starts, ends = self._take("paths", rows), self._take("starts", rows), self._take("ends", rows)
-        pieces, contexts, symbols = (
-            self._take("pieces", rows),
-            self._take("contexts", rows),
-            self._take("symbols", rows),
+        paths, starts, ends, pieces, contexts, symbols = self._take(
+            ("paths", "starts", "ends", "pieces", "contexts", "symbols"), rows
         )
         out = []
         for rank, (path, start, end, (piece_start, piece_end), score, context, symbol) in enumerate(

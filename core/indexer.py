@@ -304,7 +304,9 @@ class Indexer:
         finally:
             # The WAL's pages are in the database by now: give its room back (~0.1 GB after a
             # cold build of the Linux sources) rather than leave it to the last reader's close.
+            # Without waiting: a reader in the WAL (a UI, the deep build) leaves it for later.
             with contextlib.suppress(sqlite3.Error):
+                conn.execute("PRAGMA busy_timeout=0")
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.close()
         self._save_snapshot(found, started_ns, stats)

@@ -39,18 +39,14 @@ class MatrixArm:
 def _chunk_rows(view: IndexView, matrix) -> np.ndarray:
     """Each matrix row's chunk row in the view (segment by segment: both run in the same
     segment order), -1 where the chunk is tombstoned."""
-    from ..chunktable import ChunkTable
-
+    chunks = view.chunks
     out = []
-    for i, (seg, folder) in enumerate(zip(matrix.segments, view.segment_dirs)):
-        ids = ChunkTable.load_dir(folder).ids
-        keys = np.asarray(seg.keys)
-        if len(ids) == 0 or len(keys) == 0:
-            out.append(np.full(len(keys), -1, dtype=np.int64))
-            continue
-        pos = np.minimum(np.searchsorted(ids, keys), len(ids) - 1)
-        rows = view.segment_rows(i)[pos]
-        out.append(np.where(ids[pos] == keys, rows, -1))
+    for i, seg in enumerate(matrix.segments):
+        local = chunks.tables[i].rows_for(np.asarray(seg.keys))
+        rows = np.full(len(local), -1, dtype=np.int64)
+        known = local >= 0
+        rows[known] = chunks.segment_rows_of(i, local[known])
+        out.append(rows)
     return np.concatenate(out) if out else np.empty(0, dtype=np.int64)
 
 

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..chunktable import ChunkTable
 from ..store import IndexView, unpack_text
 from ..types import SEMANTIC, Chunk, Hit
 from .protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation, SegmentMerge
@@ -64,7 +63,7 @@ class DenseArm:
             lambda: SegmentedVectors(
                 [VectorIndex.load(p, view=True) for p in paths],
                 [view.segment_rows(i) for i in range(len(paths))],
-                [ChunkTable.load_dir(d).ids for d in view.segment_dirs],
+                [table.ids for table in view.chunks.tables],
             ),
         )
 
