@@ -281,6 +281,8 @@ class ChunkRows:
         self._first_ids = np.array([int(t.ids[0]) if len(t) else 0 for t in tables], dtype=np.int64)
         self._masks: dict[tuple[str | None, str | None], np.ndarray] = {}
         self._definers: dict[tuple[str, bool], list[int]] = {}
+        self._by_path: dict[str, np.ndarray] = {}
+        self._path_codes: list[dict[str, list[int]] | None] = [None] * len(tables)  # per segment: path -> codes
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -321,6 +323,10 @@ class ChunkRows:
                 for j, value in zip(at, values):
                     column[j] = value
         return out
+
+    def columns(self, names: tuple[str, ...], rows) -> list[list]:
+        """Columns ``names`` of ``rows``, in their order (the rows located once for all)."""
+        return self._take(names, np.asarray(rows, dtype=np.int64).reshape(-1))
 
     def column(self, name: str, rows) -> list:
         """Column ``name`` (``paths``, ``starts``, ``contexts`` …) of ``rows``, in their order."""
@@ -415,6 +421,31 @@ class ChunkRows:
                 )
             )
         return out
+
+    def rows_of_path(self, path: str) -> np.ndarray:
+        """The live rows (ascending) of the chunks of file ``path``, kept with the view: the
+        chunk step (:mod:`core.chunkstep`) weighs every chunk of a chosen file."""
+        with self._lock:
+            found = self._by_path.get(path)
+        if found is None:
+            parts = []
+            for i, table in enumerate(self.tables):
+                codes = self._path_codes[i]
+                if codes is None:  # a value may have several codes in a concatenated table
+                    codes = {}
+                    for c, value in enumerate(table.paths.values):
+                        codes.setdefault(value, []).append(c)
+                    self._path_codes[i] = codes
+                wanted = codes.get(path)
+                if not wanted:
+                    continue
+                local = np.flatnonzero(np.isin(table.paths.codes, wanted))
+                rows = self.segment_rows_of(i, local.astype(np.int64))
+                parts.append(rows[rows >= 0])
+            found = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+            with self._lock:
+                self._by_path[path] = found
+        return found
 
     def definers(self, name: str, *, any_case: bool = False) -> list[int]:
         """The rows (ascending) of the chunks that define ``name`` (:meth:`ChunkTable.definers`),

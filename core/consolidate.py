@@ -13,10 +13,12 @@ import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
 
+from .chunkstep import Provider, explain, rank_units, shown_span
 from .fusion import check_k, check_weights, fused_score, rrf_share
-from .ranking import Stage
+from .ranking import REASONS, Stage
 from .types import (
     AppliedPrior,
+    AppliedSignal,
     ConsolidatedHit,
     Contribution,
     Hit,
@@ -173,6 +175,7 @@ class Groups:
         limit: int | None = None,
         adjust: Callable[[str], tuple[float, list[AppliedPrior]]] | None = None,
         stage: Stage | None = None,
+        units: Provider | None = None,
     ) -> list[ConsolidatedHit]:
         """Score every group with weighted RRF; best first, ``rank`` 1-based.
 
@@ -194,7 +197,7 @@ class Groups:
         ws = check_weights(weights)
         weight_of = {arm: ws.get(arm, 1.0) for arm in self._arms}
         if stage is not None:
-            return self._staged(kf, weight_of, limit, stage)
+            return self._staged(kf, weight_of, limit, stage, units)
         out: list[ConsolidatedHit] = []
         if limit is not None and limit < len(self.groups):
             scored: list[tuple] = []
@@ -225,7 +228,9 @@ class Groups:
         shares = [v for v in [rrf_share(weight_of[h.arm], kf, h.rank) for h in group.best] if v > 0]
         return fused_score(shares) if shares else None
 
-    def _staged(self, kf: float, weight_of: dict[str, float], limit: int | None, stage: Stage) -> list[ConsolidatedHit]:
+    def _staged(
+        self, kf: float, weight_of: dict[str, float], limit: int | None, stage: Stage, units: Provider | None = None
+    ) -> list[ConsolidatedHit]:
         """:meth:`fuse` through the ranking stage: every group is scored as floats, the stage's
         signals, priors and diversity order them, and hits are built for the kept ones."""
         kept: list[_Group] = []
@@ -239,20 +244,103 @@ class Groups:
         contexts = [[h.context for h in g.best] for g in kept]
         boosted, applied = stage.score(paths, fused, [g.symbols for g in kept], contexts)
         order = stage.order(paths, boosted, applied)
+        picks = {}
+        if units is not None and stage.params.chunk_files > 0:
+            picks = self._chunk_step(order, kept, fused, weight_of, kf, stage, units)
         out: list[ConsolidatedHit] = []
-        for rank, (i, final, above) in enumerate(order[:limit] if limit else order, start=1):
-            built = self._hit(kept[i], weight_of, kf)
-            assert built is not None  # it had a vote above
-            hit = built[0]
-            hit.score, hit.fused_score, hit.rank = final, fused[i], rank
-            hit.priors = list(stage.priors(hit.path)[1])
+        for i, final, above in order:
+            if limit and len(out) >= limit:
+                break
+            path = paths[i]
+            chosen = picks.get(path)
+            if chosen is not None and above >= len(chosen):
+                continue  # the file's every unit is already placed
             signals = applied[i]
+            if chosen is None:
+                built = self._hit(kept[i], weight_of, kf)
+                assert built is not None  # it had a vote above
+                hit = built[0]
+            else:
+                unit, _score = chosen[above]
+                why = explain(unit, len(chosen))
+                hit = self._unit_hit(path, unit, kept, fused, weight_of, kf)
+                signals = [s for s in signals if s.name != "definition"]
+                named = stage.named(unit.symbols)
+                if named:
+                    boost = stage.definition_boost(path, named)
+                    signals.append(
+                        AppliedSignal("definition", REASONS["definition"].format(name=max(named, key=len)), boost)
+                    )
+                signals.append(why)
+            hit.score, hit.rank = final, len(out) + 1
+            hit.fused_score = fused[i] if chosen is None else (hit.fused_score or 0.0)
+            hit.priors = list(stage.priors(path)[1])
             if above:
                 signals = [*signals, stage.diversity_signal(above)]
             hit.signals = signals
             out.append(hit)
         label(out)
         return out
+
+    def _chunk_step(self, order, kept, fused, weight_of, kf, stage: Stage, units: Provider) -> dict[str, list]:
+        """The chunk step (:mod:`core.chunkstep`): per top file, its units best first."""
+        files: list[str] = []
+        for i, _final, _above in order:
+            path = kept[i].path
+            if path not in files:
+                files.append(path)
+                if len(files) >= stage.params.chunk_files:
+                    break
+        if not files:
+            return {}
+        found = units(files)
+        of_file: dict[str, list[int]] = {}
+        for i, g in enumerate(kept):
+            if g.path in found:
+                of_file.setdefault(g.path, []).append(i)
+        n_keywords = len(stage.shape.keywords)
+        picks = {}
+        for path in files:
+            fu = found.get(path)
+            if fu is None or not fu.units:
+                continue
+            mine = of_file.get(path, [])
+
+            def fused_of(start: int, end: int, mine=mine) -> float:
+                return max(
+                    (fused[i] for i in mine if not (kept[i].end_line < start or kept[i].start_line > end)), default=0.0
+                )
+
+            picks[path] = rank_units(
+                fu,
+                weight_of,
+                kf,
+                fused_of,
+                stage.named,
+                lambda u: stage.label_keywords(u.symbols, u.context),
+                n_keywords,
+                stage.params,
+            )
+        return picks
+
+    def _unit_hit(self, path: str, unit, kept, fused, weight_of, kf) -> ConsolidatedHit:
+        """The hit showing ``unit``: the arms' evidence of the best group it overlaps, if any."""
+        start, end = shown_span(unit)
+        best = None
+        for i, g in enumerate(kept):
+            overlaps = g.path == path and not (g.end_line < unit.start or g.start_line > unit.end)
+            if overlaps and (best is None or fused[i] > fused[best]):
+                best = i
+        if best is not None:
+            hit, score = self._hit(kept[best], weight_of, kf)  # type: ignore[misc]
+            hit.fused_score = score
+        else:
+            hit = ConsolidatedHit(path, start, end, "", unit.context or path, 0.0, 0, [], 0, LOW, [])
+            hit.fused_score = 0.0
+        hit.start_line, hit.end_line = start, end
+        hit.docid = make_docid(path, start, end)
+        hit.context = unit.context or path
+        return hit
 
     @staticmethod
     def _adjusted(

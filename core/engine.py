@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
+from .chunkstep import FileUnits, Provider, units_of
 from .consolidate import Groups, check_ranking, single_arm
 from .priors import adjuster, apply_priors
 from .ranking import Params, Stage
@@ -59,6 +61,10 @@ def check_top_k(top_k: int) -> int:
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
         raise QueryError(f"top-k must be a whole number from 1 to {MAX_TOP_K}, got {top_k!r}")
     return top_k
+
+
+#: The arms the chunk step asks to rank every chunk of a top file (:meth:`Engine.file_units`).
+WITHIN_FILE_ARMS = ("bm25", "dense")
 
 
 def pool_size(top_k: int) -> int:
@@ -140,6 +146,7 @@ class Engine:
         self._view: IndexView | None = None
         self._arms: dict[str, Arm | ArmUnavailable] = {}
         self._groups: tuple | None = None  # (key, Groups, rankings kept alive so ids stay unique)
+        self._units: OrderedDict[tuple, dict[str, FileUnits]] = OrderedDict()  # (view, query, arms) -> files
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
 
@@ -485,14 +492,78 @@ class Engine:
         if cached is None or cached[0] != key:
             groups = Groups(rankings, MERGE_ADJACENT, check=not checked)
             cached = self._groups = (key, groups, rankings)
-        return fuse_groups(cached[1], settings, query, top_k)
+        units = self.units_provider(query, settings) if settings.priors and query else None
+        return fuse_groups(cached[1], settings, query, top_k, units)
+
+    def units_provider(self, query: str, settings: FusionSettings) -> Provider | None:
+        """The chunk step's view of whole files for ``query`` (:mod:`core.chunkstep`), or None
+        with no index open. Each file's chunks are ranked by the arms of ``settings`` that
+        rank within a file (:data:`WITHIN_FILE_ARMS`), once per query and file: a slider move
+        that brings a new file to the top asks only for that file."""
+        if self._view is None or self.index_gone:
+            return None
+        arms = tuple(a for a in WITHIN_FILE_ARMS if a in settings.arms)
+        return lambda paths: self.file_units(query, paths, arms)
+
+    def file_units(
+        self, query: str, paths: Sequence[str], arms: Sequence[str] = WITHIN_FILE_ARMS
+    ) -> dict[str, FileUnits]:
+        """Every chunk of each file of ``paths`` as :class:`core.chunkstep.FileUnits`, ranked
+        within its file by each of ``arms`` (each arm searched once, restricted to the chunks
+        of the files not cached yet)."""
+        import numpy as np
+
+        view = self.view
+        key = (id(view), view.generation, query, tuple(arms))
+        with self._lock:
+            cache = self._units.get(key)
+            if cache is None:
+                cache = self._units[key] = {}
+                while len(self._units) > 16:
+                    self._units.popitem(last=False)
+        missing = [p for p in dict.fromkeys(paths) if p not in cache]
+        if missing:
+            chunks = view.chunks
+            rows_of = {p: chunks.rows_of_path(p) for p in missing}
+            rows = np.concatenate(list(rows_of.values())) if rows_of else np.empty(0, dtype=np.int64)
+            span_of: dict[int, tuple[str, tuple[int, int]]] = {}
+            listed: dict[str, list] = {}
+            for p, r in rows_of.items():
+                cols = chunks.columns(("starts", "ends", "pieces", "contexts", "symbols"), r) if len(r) else [[]] * 5
+                listed[p] = [(s, e, (ps, pe) if ps else None, c, sym) for s, e, (ps, pe), c, sym in zip(*cols)]
+                span_of.update((row, (p, (s, e))) for row, s, e in zip(r.tolist(), cols[0], cols[1]))
+            scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in missing}
+            if len(rows):
+                allowed = np.zeros(len(chunks), dtype=bool)
+                allowed[rows] = True
+                for name in arms:
+                    try:
+                        arm, _ = self._arm_on_view(name)
+                    except ArmUnavailable:
+                        continue
+                    if not hasattr(arm, "scores"):
+                        continue
+                    found_rows, found_scores = arm.scores(query, len(rows), allowed)
+                    for row, score in zip(found_rows.tolist(), found_scores.tolist()):
+                        where = span_of.get(row)
+                        if where is not None:
+                            scores[where[0]].setdefault(name, {})[where[1]] = score
+            for p in missing:
+                found = units_of(p, listed[p], scores[p])
+                with self._lock:
+                    cache[p] = found
+        return {p: cache[p] for p in paths if p in cache}
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def fuse_groups(
-    groups: Groups, settings: FusionSettings, query: str | None, top_k: int | None = None
+    groups: Groups,
+    settings: FusionSettings,
+    query: str | None,
+    top_k: int | None = None,
+    units: Provider | None = None,
 ) -> list[ConsolidatedHit]:
     """Grouped rankings fused with ``settings``: RRF, then the ranking stage when
     ``settings.priors`` (the one place a fused list is made; :meth:`Engine.fuse` and tuning
@@ -501,7 +572,7 @@ def fuse_groups(
     if not settings.priors:
         return groups.fuse(settings.k, weights, limit=top_k or None)
     ranking = Stage(query or "", adjuster(query), settings.stage)
-    return groups.fuse(settings.k, weights, limit=top_k or None, stage=ranking)
+    return groups.fuse(settings.k, weights, limit=top_k or None, stage=ranking, units=units)
 
 
 def rank_single(

@@ -249,6 +249,16 @@ class Params:
     depth: float = 0.85
     #: The same for the number of words in the file's stem (one word at most; 1.0: off).
     name_length: float = 0.8
+    #: The chunk step (:mod:`core.chunkstep`): every chunk of this many top files competes for
+    #: the file's places (0: off, each file shows the chunks the arms returned).
+    chunk_files: int = 10
+    #: A unit's chunk score: its arms' ranks within the file (weighted RRF), plus this times
+    #: the fused score of its group among the arms' own candidates ...
+    chunk_fused: float = 1.0
+    #: ... plus, in units of an arm's first place, this when it defines a name the query names
+    chunk_definition: float = 1.0
+    #: ... and this times the share of the query's keywords its breadcrumb and names hold.
+    chunk_label: float = 1.0
 
 
 DEFAULT_PARAMS = Params()
@@ -291,6 +301,7 @@ class Stage:
         for kw in self.shape.keywords:
             self._by_prefix.setdefault(kw[:4], []).append(kw)
         self._forms: dict[str, tuple[str, ...]] = {}
+        self._unit = 0.0  # the best fused score of the last score()
 
     def forms(self, word: str) -> tuple[str, ...]:
         """The query's keywords ``word`` is a form of (:func:`_alike`), memoised for the query.
@@ -326,15 +337,13 @@ class Stage:
         applied: list[list[AppliedSignal]] = [[] for _ in fused]
         if unit <= 0:
             return scores, applied
+        self._unit = unit
         if q.names and p.definition:
-            base = p.definition * (1.0 if q.lookup else p.embedded_share)
-            norm_names = {name_key(n) for n in q.names}
             for i, syms in enumerate(symbols):
                 found = _matches(q.names, defined_names(syms))
                 if not found:
                     continue
-                bonus = p.stem_bonus if stem_key(paths[i]) in norm_names else 1.0
-                boost = unit * base * bonus
+                boost = self.definition_boost(paths[i])
                 scores[i] += boost
                 name = max(found, key=len)
                 applied[i].append(AppliedSignal("definition", REASONS["definition"].format(name=name), boost))
@@ -451,6 +460,32 @@ class Stage:
             out.append((i, s * decay**n if n else s, n))
         out.sort(key=lambda t: (-t[1], paths[t[0]], t[0]))
         return out
+
+    def definition_boost(self, path: str, _found: Iterable[str] = ()) -> float:
+        """The ``definition`` boost of a hit of ``path`` defining a name the query names (in
+        the units of the last :meth:`score`)."""
+        p = self.params
+        base = p.definition * (1.0 if self.shape.lookup else p.embedded_share)
+        norm_names = {name_key(n) for n in self.shape.names}
+        bonus = p.stem_bonus if stem_key(path) in norm_names else 1.0
+        return self._unit * base * bonus
+
+    def named(self, symbols: Iterable[str]) -> set[str]:
+        """The names the query names that ``symbols`` (``symbol`` fields) define."""
+        return _matches(self.shape.names, defined_names(symbols)) if self.shape.names else set()
+
+    def label_keywords(self, symbols: Iterable[str], context: str) -> list[str]:
+        """The query's keywords (in some form) that a chunk's defined names and breadcrumb
+        (without its path) hold: what the chunk is about, by its own names."""
+        if not self.shape.keywords or self.shape.lookup:
+            return []
+        words: set[str] = set()
+        for field in symbols:
+            words |= label_words(field)
+        _, sep, rest = context.partition(" > ")
+        if sep:
+            words |= label_words(rest)
+        return self._held(words)
 
     def diversity_signal(self, n: int) -> AppliedSignal:
         return AppliedSignal("diversity", REASONS["diversity"].format(n=n), 0.0, self.params.diversity**n)

@@ -29,11 +29,17 @@ class MatrixArm:
         self.base = None if mask.all() else mask
 
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
+        rows, scores = self.scores(query, limit, allowed)
+        return self.view.chunks.hits(self.name, rows, scores)
+
+    def scores(self, query: str, limit: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The best ``limit`` chunk rows and their scores, without building hits (the chunk
+        step ranks every chunk of a file by them)."""
         mask = self.base
         if allowed is not None:
             mask = (self.chunk_rows >= 0) & allowed[np.maximum(self.chunk_rows, 0)]
         rows, scores = self.matrix.top(code_tokens(query), limit, mask)
-        return self.view.chunks.hits(self.name, self.chunk_rows[np.asarray(rows, dtype=np.int64)], scores)
+        return self.chunk_rows[np.asarray(rows, dtype=np.int64)], scores
 
 
 def _chunk_rows(view: IndexView, matrix) -> np.ndarray:

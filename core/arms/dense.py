@@ -58,6 +58,7 @@ class DenseArm:
         if self.model.name != view.meta.get("dense_model"):
             raise ArmUnavailable(f"index was embedded with {view.meta.get('dense_model')}, not {self.model.name}")
         self.view = view
+        self._last: tuple[str, np.ndarray] | None = None  # (query, its vector): one tuple, swapped atomically
         self.vectors = view.cached(
             "vectors",
             lambda: SegmentedVectors(
@@ -70,9 +71,20 @@ class DenseArm:
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
         if limit <= 0:
             return []
-        vec = self.model.encode([query])[0]
+        rows, sims = self.scores(query, limit, allowed)
+        return self.view.chunks.hits(self.name, rows, sims)
+
+    def scores(self, query: str, limit: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The nearest ``limit`` chunk rows and their cosines, without building hits. The
+        query's vector is kept for the next call (the chunk step asks again, within files)."""
+        last = self._last
+        if last is not None and last[0] == query:
+            vec = last[1]
+        else:
+            vec = self.model.encode([query])[0]
+            self._last = (query, vec)
         rows, sims = self.vectors.search(vec, limit, allowed)
-        return self.view.chunks.hits(self.name, rows, np.asarray(sims, dtype=np.float64))
+        return np.asarray(rows, dtype=np.int64), np.asarray(sims, dtype=np.float64)
 
 
 class DenseBuild(ArmBuild):

@@ -1,0 +1,157 @@
+"""The chunk step: which code of a chosen file to show.
+
+The ranking stage (:mod:`core.ranking`) decides which *files* answer a question: its signals
+are mostly about files (the path, the names the file defines, how many of its chunks the arms
+ranked). Left at that, each file shows the chunks the arms happened to return, so the file's
+most generally matching chunk (a struct, a constructor, the file header) comes first and the
+function that answers, often never an arm's candidate, does not show.
+
+So the list is made in two named steps. The *file step* is the stage: it orders the files,
+and gives each file its places in the list. The *chunk step* is this module: for each of the
+top :attr:`Params.chunk_files` files, every chunk of the file competes for those places, on
+chunk-level evidence only (a file's boost is the same for all its chunks, so it can never lift
+an unrelated chunk over one that answers):
+
+* the arms' ranks of the chunk *within its file*: each arm is asked again, restricted to the
+  chunks of the top files (so a chunk no arm had in its first few dozen still gets ranked),
+  and its ranks among the file's chunks are fused with weighted RRF (the query's weights);
+* the arms' own ranks over the whole index, where the chunk was a candidate (the fused score
+  of its group);
+* the definition the question names, and the question's keywords in the chunk's breadcrumb
+  and defined names.
+
+The pieces of one long definition are one *unit* and compete as one. A unit is shown whole
+when it fits :data:`MAX_UNIT_LINES`, else as its best piece. Every hit the step places
+carries a ``chunk`` signal that says why this chunk of the file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .types import AppliedSignal
+
+#: A unit (a definition's pieces, or one chunk) up to this many lines is shown whole.
+MAX_UNIT_LINES = 80
+
+
+@dataclass
+class Unit:
+    """One candidate span of a file: a chunk, or the pieces of one long definition."""
+
+    start: int
+    end: int
+    context: str
+    symbols: tuple[str, ...]
+    #: Per arm: the best rank any of the unit's chunks has among the file's chunks (1-based).
+    ranks: dict[str, int] = field(default_factory=dict)
+    #: The chunk spans it is made of (start, end), in line order.
+    chunks: list[tuple[int, int]] = field(default_factory=list)
+    #: The best-scored chunk per arm, (start, end): shown when the unit is too long.
+    best_chunk: tuple[int, int] | None = None
+    #: (the names it defines that the query names, the query's keywords its names hold):
+    #: units are cached per query, so these are worked out once, not at every slider move.
+    memo: tuple[set[str], list[str]] | None = None
+
+
+@dataclass
+class FileUnits:
+    """Every unit of one file, in line order, with how many chunks the arms ranked."""
+
+    path: str
+    units: list[Unit]
+
+
+#: ``paths -> {path: FileUnits}``: the engine's view of every chunk of the files asked for,
+#: each ranked by the arms within its file (:meth:`core.engine.Engine.file_units`).
+Provider = Callable[[Sequence[str]], Mapping[str, FileUnits]]
+
+
+def units_of(
+    path: str,
+    chunks: Iterable[tuple[int, int, tuple[int, int] | None, str, str]],
+    scores: Mapping[str, Mapping[tuple[int, int], float]],
+) -> FileUnits:
+    """The units of a file from its chunks ``(start, end, piece_of, context, symbol)`` and
+    each arm's scores of them (``{arm: {(start, end): score}}``; a chunk an arm does not
+    score is unranked by it)."""
+    units: list[Unit] = []
+    by_piece: dict[tuple[int, int], Unit] = {}
+    for start, end, piece_of, context, symbol in sorted(chunks):
+        unit = by_piece.get(piece_of) if piece_of else None
+        if unit is None:
+            unit = Unit(start, end, context, ())
+            units.append(unit)
+            if piece_of:
+                by_piece[piece_of] = unit
+        unit.end = max(unit.end, end)
+        unit.chunks.append((start, end))
+        if symbol and symbol not in unit.symbols:
+            unit.symbols = (*unit.symbols, symbol)
+    of_chunk = {span: u for u in units for span in u.chunks}
+    for arm, scored in scores.items():
+        best: dict[int, float] = {}
+        for span, s in scored.items():
+            u = of_chunk.get(span)
+            if u is not None and (id(u) not in best or s > best[id(u)]):
+                best[id(u)] = s
+                if u.best_chunk is None:
+                    u.best_chunk = span
+        ranked = sorted((u for u in units if id(u) in best), key=lambda u: (-best[id(u)], u.start))
+        for rank, u in enumerate(ranked, start=1):
+            u.ranks[arm] = rank
+    return FileUnits(path, units)
+
+
+def shown_span(unit: Unit) -> tuple[int, int]:
+    """The lines a unit shows: all of it when it fits, else its best chunk (or first)."""
+    if unit.end - unit.start + 1 <= MAX_UNIT_LINES:
+        return unit.start, unit.end
+    return unit.best_chunk or unit.chunks[0]
+
+
+def rank_units(
+    fu: FileUnits,
+    weights: Mapping[str, float],
+    k: float,
+    fused_of: Callable[[int, int], float],
+    names: Callable[[Iterable[str]], set[str]],
+    keywords: Callable[[Unit], list[str]],
+    n_keywords: int,
+    params,
+) -> list[tuple[Unit, float]]:
+    """The file's units, best first, each with its chunk score. ``fused_of(start, end)``: the
+    best fused score of the query's groups overlapping those lines (0: no arm had them);
+    ``names``: the named symbols a unit defines; ``keywords``: the question's keywords its
+    breadcrumb and names hold. :func:`explain` says why, for the units shown."""
+    first = max(weights.values(), default=1.0) / (k + 1)  # an arm's first place
+    out = []
+    for u in fu.units:
+        score = math.fsum(weights.get(arm, 1.0) / (k + r) for arm, r in u.ranks.items())
+        score += params.chunk_fused * fused_of(u.start, u.end)
+        if u.memo is None:
+            u.memo = (names(u.symbols), keywords(u))
+        defined, held = u.memo
+        if defined:
+            score += params.chunk_definition * first
+        if held and n_keywords:
+            score += params.chunk_label * len(held) / n_keywords * first
+        out.append((u, score))
+    out.sort(key=lambda t: (-t[1], t[0].start))
+    return out
+
+
+def explain(unit: Unit, n_units: int) -> AppliedSignal:
+    """The ``chunk`` signal of a unit the step placed: why this chunk of the file."""
+    why = []
+    if unit.ranks:
+        ranked = ", ".join(f"{arm} #{r}" for arm, r in sorted(unit.ranks.items(), key=lambda t: (t[1], t[0])))
+        why.append(f"{ranked} of the file's {n_units}")
+    defined, held = unit.memo or (set(), [])
+    if defined:
+        why.append(f"defines {max(defined, key=len)}")
+    if held:
+        why.append(f"its names hold {', '.join(held)}")
+    return AppliedSignal("chunk", "; ".join(why) if why else f"the first of the file's {n_units} chunks", 0.0)

@@ -1,0 +1,136 @@
+"""The chunk step (core.chunkstep): which file, then which chunk of it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ranklens.core.chunkstep import MAX_UNIT_LINES, shown_span, units_of
+from ranklens.core.engine import Engine
+from ranklens.core.ranking import DEFAULT_PARAMS
+from ranklens.core.types import Hit, make_docid
+
+
+def _method(name: str, doc: str, lines: list[str]) -> str:
+    pad = [f"        step_{i} = self.workers + {i}" for i in range(18 - len(lines))]
+    return "\n".join([f"    def {name}(self, job):", f'        """{doc}"""', *lines, *pad, "        return job", ""])
+
+
+#: A class longer than the chunk budget: each method is a chunk of its own.
+QUEUE = "\n".join(
+    [
+        "class JobQueue:",
+        '    """A queue of jobs run by workers. The queue holds jobs; workers take jobs from the queue."""',
+        "",
+        _method("push", "Put a job on the queue.", ["        self.jobs.append(job)"]),
+        _method("size", "How many jobs the queue holds.", ["        count = len(self.jobs)"]),
+        _method(
+            "backoff_delay",
+            "How long a failed job waits before its next retry: exponential backoff, capped.",
+            ["        delay = 2 ** job.attempts", "        job.wait = min(delay, 300)"],
+        ),
+        _method("close", "Drop every job.", ["        self.jobs.clear()"]),
+    ]
+)
+
+
+@pytest.fixture
+def queue_repo(tmp_path):
+    (tmp_path / "jobqueue.py").write_text(QUEUE)
+    (tmp_path / "worker.py").write_text("def work(queue):\n    while queue.size():\n        queue.pop()\n")
+    (tmp_path / "README.md").write_text("# Jobs\n\nA job queue with workers.\n")
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    yield engine
+    engine.close()
+
+
+def _ranking(engine: Engine, path: str, start: int, end: int, arm: str = "symbols") -> dict[str, list[Hit]]:
+    """One arm's ranking holding only the chunk of ``path`` at ``start``-``end``, fifth: the
+    arms reached the file through that chunk alone (weak evidence for it)."""
+    row = [
+        r
+        for r in engine.view.chunks.rows_of_path(path).tolist()
+        if engine.view.chunks.column("starts", [r])[0] == start
+    ]
+    assert row, "no chunk starts there"
+    context = engine.view.chunks.context(row[0])
+    return {arm: [Hit(arm, make_docid(path, start, end), path, start, end, 5, 1.0, context)]}
+
+
+def _chunk_at(engine: Engine, path: str, name: str) -> tuple[int, int]:
+    chunks = engine.view.chunks
+    for r in chunks.rows_of_path(path).tolist():
+        if name in (chunks.column("symbols", [r])[0] or "").split():
+            return chunks.column("starts", [r])[0], chunks.column("ends", [r])[0]
+    raise AssertionError(f"no chunk defines {name}")
+
+
+def test_rows_of_path_are_every_chunk_of_the_file(queue_repo):
+    chunks = queue_repo.view.chunks
+    rows = chunks.rows_of_path("jobqueue.py")
+    assert len(rows) >= 2
+    assert set(chunks.column("paths", rows)) == {"jobqueue.py"}
+    everything = [r for r in range(len(chunks)) if chunks.path(r) == "jobqueue.py"]
+    assert rows.tolist() == everything
+    assert chunks.rows_of_path("nowhere.py").tolist() == []
+
+
+def test_every_chunk_of_a_top_file_competes_not_only_the_arms_candidates(queue_repo):
+    """The arms reached the file through its class header only; the step still shows the
+    method that answers, which no arm returned, first, and says why."""
+    query = "how long does a failed job wait before the next retry backoff"
+    start, end = _chunk_at(queue_repo, "jobqueue.py", "JobQueue")
+    hits = queue_repo.fuse(_ranking(queue_repo, "jobqueue.py", start, end), query=query)
+    first = hits[0]
+    b_start, b_end = _chunk_at(queue_repo, "jobqueue.py", "backoff_delay")
+    assert first.path == "jobqueue.py"
+    assert (first.start_line, first.end_line) == (b_start, b_end)
+    chunk = [s for s in first.signals if s.name == "chunk"]
+    assert chunk and "of the file's" in chunk[0].reason
+
+
+def test_a_files_boost_never_lifts_an_unrelated_chunk_over_the_one_that_answers(queue_repo):
+    query = "backoff delay before retry"
+    header = _chunk_at(queue_repo, "jobqueue.py", "JobQueue")
+    hits = queue_repo.fuse(_ranking(queue_repo, "jobqueue.py", *header), query=query, top_k=5)
+    spans = [(h.start_line, h.end_line) for h in hits if h.path == "jobqueue.py"]
+    b_start, _ = _chunk_at(queue_repo, "jobqueue.py", "backoff_delay")
+    answering = [i for i, (s, e) in enumerate(spans) if s <= b_start <= e]
+    assert answering and answering[0] == 0
+
+
+def test_chunk_files_zero_switches_the_step_off(queue_repo):
+    query = "backoff delay before retry"
+    header = _chunk_at(queue_repo, "jobqueue.py", "JobQueue")
+    off = dataclasses.replace(DEFAULT_PARAMS, chunk_files=0)
+    hits = queue_repo.fuse(_ranking(queue_repo, "jobqueue.py", *header), query=query, stage=off)
+    assert [(h.start_line, h.end_line) for h in hits] == [header]
+    assert not any(s.name == "chunk" for s in hits[0].signals)
+
+
+def test_the_chunk_defining_the_named_symbol_is_chosen(queue_repo):
+    header = _chunk_at(queue_repo, "jobqueue.py", "JobQueue")
+    hits = queue_repo.fuse(_ranking(queue_repo, "jobqueue.py", *header), query="where is backoff_delay computed")
+    b_start, _ = _chunk_at(queue_repo, "jobqueue.py", "backoff_delay")
+    assert hits[0].start_line <= b_start <= hits[0].end_line
+    assert any(s.name == "definition" for s in hits[0].signals)
+    assert "defines backoff_delay" in next(s.reason for s in hits[0].signals if s.name == "chunk")
+
+
+def test_the_pieces_of_one_definition_are_one_unit_shown_whole_when_it_fits():
+    chunks = [
+        (1, 30, (1, 70), "a.py > run", "run"),
+        (21, 50, (1, 70), "a.py > run", ""),
+        (41, 70, (1, 70), "a.py > run", ""),
+        (72, 80, None, "a.py > stop", "stop"),
+    ]
+    fu = units_of("a.py", chunks, {"bm25": {(41, 70): 3.0, (72, 80): 2.0}, "dense": {(72, 80): 0.9, (1, 30): 0.5}})
+    assert [(u.start, u.end) for u in fu.units] == [(1, 70), (72, 80)]
+    run, stop = fu.units
+    assert run.ranks == {"bm25": 1, "dense": 2} and stop.ranks == {"bm25": 2, "dense": 1}
+    assert shown_span(run) == (1, 70)
+    long = units_of("b.py", [(1, 40, (1, 200), "b.py > f", "f"), (31, 70, (1, 200), "b.py > f", "")], {})
+    long.units[0].end = MAX_UNIT_LINES + 50
+    assert shown_span(long.units[0]) == (1, 40)
