@@ -121,11 +121,13 @@ def rank_units(
     keywords: Callable[[Unit], list[str]],
     n_keywords: int,
     params,
+    quote: Callable[[int, int], str | None] | None = None,
 ) -> list[tuple[Unit, float]]:
     """The file's units, best first, each with its chunk score. ``fused_of(start, end)``: the
     best fused score of the query's groups overlapping those lines (0: no arm had them);
     ``names``: the named symbols a unit defines; ``keywords``: the question's keywords its
-    breadcrumb and names hold. :func:`explain` says why, for the units shown."""
+    breadcrumb and names hold; ``quote``: the passage of the question a unit holds, if any.
+    :func:`explain` says why, for the units shown."""
     first = max(weights.values(), default=1.0) / (k + 1)  # an arm's first place
     out = []
     for u in fu.units:
@@ -138,6 +140,8 @@ def rank_units(
             score += params.chunk_definition * first
         if held and n_keywords:
             score += params.chunk_label * len(held) / n_keywords * first
+        if quote is not None and quote(u.start, u.end):
+            score += params.chunk_quote * first
         out.append((u, score))
     out.sort(key=lambda t: (-t[1], t[0].start))
     return out

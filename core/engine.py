@@ -63,8 +63,11 @@ def check_top_k(top_k: int) -> int:
     return top_k
 
 
+#: The most chunks a quoted passage marks (a phrase found everywhere tells nothing).
+PHRASE_CHUNKS = 50
+
 #: The arms the chunk step asks to rank every chunk of a top file (:meth:`Engine.file_units`).
-WITHIN_FILE_ARMS = ("bm25", "dense")
+WITHIN_FILE_ARMS = ("bm25", "dense", "fts5")
 
 
 def pool_size(top_k: int) -> int:
@@ -493,7 +496,40 @@ class Engine:
             groups = Groups(rankings, MERGE_ADJACENT, check=not checked)
             cached = self._groups = (key, groups, rankings)
         units = self.units_provider(query, settings) if settings.priors and query else None
-        return fuse_groups(cached[1], settings, query, top_k, units)
+        quoted = self.quoted(query) if settings.priors and query else None
+        return fuse_groups(cached[1], settings, query, top_k, units, quoted)
+
+    def quoted(self, query: str) -> dict[str, list[tuple[int, int, str]]]:
+        """path -> the chunks (start, end, phrase) holding a passage ``query`` quotes (the
+        ranking stage's ``quote`` signal), from the fts5 arm's phrase search; {} when the query
+        quotes nothing or fts5 is unavailable. Kept per query."""
+        from .arms.fts5 import quoted_phrases
+
+        phrases = quoted_phrases(query)
+        if not phrases or self._view is None or self.index_gone:
+            return {}
+        view = self.view
+        key = (id(view), view.generation, query, "quoted")
+        with self._lock:
+            found = self._units.get(key)
+        if found is not None:
+            return found  # type: ignore[return-value]
+        out: dict[str, list[tuple[int, int, str]]] = {}
+        try:
+            arm, _ = self._arm_on_view("fts5")
+        except ArmUnavailable:
+            arm = None
+        if arm is not None and hasattr(arm, "phrase_rows"):
+            for tokens in phrases:
+                rows = arm.phrase_rows([tokens], PHRASE_CHUNKS)
+                if not len(rows):
+                    continue
+                paths, starts, ends = view.chunks.columns(("paths", "starts", "ends"), rows)
+                for p, s, e in zip(paths, starts, ends):
+                    out.setdefault(p, []).append((s, e, " ".join(tokens)))
+        with self._lock:
+            self._units[key] = out  # type: ignore[assignment]
+        return out
 
     def units_provider(self, query: str, settings: FusionSettings) -> Provider | None:
         """The chunk step's view of whole files for ``query`` (:mod:`core.chunkstep`), or None
@@ -564,6 +600,7 @@ def fuse_groups(
     query: str | None,
     top_k: int | None = None,
     units: Provider | None = None,
+    quoted: Mapping[str, list[tuple[int, int, str]]] | None = None,
 ) -> list[ConsolidatedHit]:
     """Grouped rankings fused with ``settings``: RRF, then the ranking stage when
     ``settings.priors`` (the one place a fused list is made; :meth:`Engine.fuse` and tuning
@@ -571,7 +608,7 @@ def fuse_groups(
     weights = settings.fused_weights()
     if not settings.priors:
         return groups.fuse(settings.k, weights, limit=top_k or None)
-    ranking = Stage(query or "", adjuster(query), settings.stage)
+    ranking = Stage(query or "", adjuster(query), settings.stage, quoted)
     return groups.fuse(settings.k, weights, limit=top_k or None, stage=ranking, units=units)
 
 

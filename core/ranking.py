@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -249,6 +249,8 @@ class Params:
     depth: float = 0.85
     #: The same for the number of words in the file's stem (one word at most; 1.0: off).
     name_length: float = 0.8
+    #: Boost for a hit holding a passage the question quotes (an error message pasted in).
+    quote: float = 2.0
     #: The chunk step (:mod:`core.chunkstep`): every chunk of this many top files competes for
     #: the file's places (0: off, each file shows the chunks the arms returned).
     chunk_files: int = 10
@@ -259,12 +261,19 @@ class Params:
     chunk_definition: float = 1.0
     #: ... and this times the share of the query's keywords its breadcrumb and names hold.
     chunk_label: float = 1.0
+    #: ... and this when it holds a passage the question quotes.
+    chunk_quote: float = 2.0
+    #: A top file shows at least this many of its units (the n-th at its best place's score
+    #: times ``diversity ** n`` times its chunk score over the first's), not only as many as
+    #: the arms returned groups of it.
+    chunk_slots: int = 0
 
 
 DEFAULT_PARAMS = Params()
 
 REASONS = {
     "definition": "defines {name}, which the query names",
+    "quote": 'holds "{phrase}", which the query quotes',
     "path": "the file's name or folder matches {words}",
     "name-coverage": "the query names {n} of the {m} word(s) of the file's name",
     "coverage": "the file's path, names and breadcrumbs hold {words}",
@@ -293,15 +302,18 @@ class Stage:
         query: str,
         priors: Callable[[str], tuple[float, list[AppliedPrior]]],
         params: Params = DEFAULT_PARAMS,
+        quoted: Mapping[str, list[tuple[int, int, str]]] | None = None,
     ) -> None:
         self.shape = shape(query)
         self.priors = priors
         self.params = params
+        #: path -> the chunks (start, end, phrase) holding a passage the query quotes
+        self.quoted = quoted or {}
         self._by_prefix: dict[str, list[str]] = {}
         for kw in self.shape.keywords:
             self._by_prefix.setdefault(kw[:4], []).append(kw)
         self._forms: dict[str, tuple[str, ...]] = {}
-        self._unit = 0.0  # the best fused score of the last score()
+        self.unit = 0.0  #: the best fused score of the last score(): the boosts' unit
 
     def forms(self, word: str) -> tuple[str, ...]:
         """The query's keywords ``word`` is a form of (:func:`_alike`), memoised for the query.
@@ -320,16 +332,24 @@ class Stage:
             out.update(self.forms(w))
         return sorted(out)
 
+    def quote_in(self, path: str, start: int, end: int) -> str | None:
+        """The quoted passage a chunk of ``path`` within ``start``-``end`` holds, if any."""
+        for s, e, phrase in self.quoted.get(path, ()):
+            if (start <= s and e <= end) or (s <= start <= e and s <= end <= e):
+                return phrase
+        return None
+
     def score(
         self,
         paths: list[str],
         fused: list[float],
         symbols: list[Iterable[str]],
         contexts: list[Iterable[str]] | None = None,
+        spans: list[tuple[int, int]] | None = None,
     ) -> tuple[list[float], list[list[AppliedSignal]]]:
         """Boosted scores (before priors and diversity) of hits given their paths, fused
         scores, defined names and breadcrumbs (``path > Class > name``; none: names only),
-        with the signals each received."""
+        with the signals each received. ``spans`` (their lines) serve the ``quote`` signal."""
         p = self.params
         q = self.shape
         unit = max(fused) if fused else 0.0
@@ -337,7 +357,7 @@ class Stage:
         applied: list[list[AppliedSignal]] = [[] for _ in fused]
         if unit <= 0:
             return scores, applied
-        self._unit = unit
+        self.unit = unit
         if q.names and p.definition:
             for i, syms in enumerate(symbols):
                 found = _matches(q.names, defined_names(syms))
@@ -347,6 +367,13 @@ class Stage:
                 scores[i] += boost
                 name = max(found, key=len)
                 applied[i].append(AppliedSignal("definition", REASONS["definition"].format(name=name), boost))
+        if self.quoted and spans is not None and p.quote:
+            for i, path in enumerate(paths):
+                phrase = self.quote_in(path, *spans[i]) if path in self.quoted else None
+                if phrase:
+                    boost = unit * p.quote
+                    scores[i] += boost
+                    applied[i].append(AppliedSignal("quote", REASONS["quote"].format(phrase=phrase), boost))
         if q.keywords and not q.lookup and p.path:
             n_kw = len(q.keywords)
             in_path: dict[str, list[str]] = {}  # per file: the keywords its path words hold
@@ -468,7 +495,7 @@ class Stage:
         base = p.definition * (1.0 if self.shape.lookup else p.embedded_share)
         norm_names = {name_key(n) for n in self.shape.names}
         bonus = p.stem_bonus if stem_key(path) in norm_names else 1.0
-        return self._unit * base * bonus
+        return self.unit * base * bonus
 
     def named(self, symbols: Iterable[str]) -> set[str]:
         """The names the query names that ``symbols`` (``symbol`` fields) define."""

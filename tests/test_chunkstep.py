@@ -134,3 +134,56 @@ def test_the_pieces_of_one_definition_are_one_unit_shown_whole_when_it_fits():
     long = units_of("b.py", [(1, 40, (1, 200), "b.py > f", "f"), (31, 70, (1, 200), "b.py > f", "")], {})
     long.units[0].end = MAX_UNIT_LINES + 50
     assert shown_span(long.units[0]) == (1, 40)
+
+
+# ----------------------------------------------------------------------------- quoted passages
+
+
+@pytest.mark.parametrize(
+    "query, phrases",
+    [
+        ("Where is the 'Duplicate Operation ID' warning emitted", [["duplicate", "operation", "id"]]),
+        ('throw "Nesting limit ... reached" for deep input', [["nesting", "limit"]]),
+        ("how the parent's and child's hooks merge", []),
+        ("pointing to `serializeSpecialFloatingPointValues`?", []),  # one identifier: an OR term already
+        ("the error “no variant of enum {} found”.", [["no", "variant", "of", "enum", "found"]]),
+    ],
+)
+def test_quoted_phrases_are_the_passages_a_question_quotes(query, phrases):
+    from ranklens.core.arms.fts5 import quoted_phrases
+
+    assert quoted_phrases(query) == phrases
+
+
+@pytest.fixture
+def errors_repo(tmp_path):
+    (tmp_path / "limits.py").write_text(
+        "def check_depth(depth, limit):\n"
+        "    if depth > limit:\n"
+        "        raise ValueError('nesting limit reached for this document')\n"
+        "    return depth\n"
+    )
+    (tmp_path / "nesting.py").write_text(
+        "class Nesting:\n    '''Nesting of documents: the limit of nesting, nesting depth, nesting limit.'''\n"
+        "    limit = 64\n    nesting = True\n"
+    )
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    yield engine
+    engine.close()
+
+
+def test_the_fts5_arm_ranks_chunks_holding_a_quoted_passage_first(errors_repo):
+    hits = errors_repo.run_arm("fts5", 'where is "limit reached for this document" raised for nesting').hits
+    assert hits[0].path == "limits.py"
+
+
+def test_a_hit_holding_a_quoted_passage_gets_the_quote_signal(errors_repo):
+    result = errors_repo.search('where is "nesting limit reached" raised')
+    first = result.hits[0]
+    assert first.path == "limits.py"
+    quote = [s for s in first.signals if s.name == "quote"]
+    assert quote and "nesting limit reached" in quote[0].reason
+    assert not any(s.name == "quote" for h in result.hits[1:] for s in h.signals)
+    plain = errors_repo.search("where is nesting limit reached raised")
+    assert not any(s.name == "quote" for h in plain.hits for s in h.signals)

@@ -28,6 +28,7 @@ most 10 % of the chunks), so the public benchmark's rankings do not change.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 
@@ -105,7 +106,37 @@ def match_plan(query: str, common: dict | None = None) -> list[str]:
     return [f"({_quoted(rare)}) AND ({_quoted(rest)})", f"({_quoted(rare)}) NOT ({_quoted(rest)})"]
 
 
+#: A quoted passage of a question (an error message, a log line, a flag): opened after the
+#: start, a space or a bracket, closed before the end, a space or punctuation, so the
+#: apostrophe of "parent's" opens nothing.
+_QUOTED = re.compile(r"(?:^|(?<=[\s(\[]))([\"'`“‘])([^\"'`”’\n]{3,200}?)([\"'`”’])(?=$|[\s),.;:?!\]])")
+#: An ellipsis inside a quotation stands for words left out: each side is a phrase of its own.
+_ELLIPSIS = re.compile(r"\.\.\.|…")
+
+
+def quoted_phrases(query: str) -> list[list[str]]:
+    """The token runs of the passages a question quotes, two tokens or more each (a quoted
+    single identifier is already a term of the OR query): ``Where is "Nesting limit ...
+    reached" thrown`` -> [["nesting", "limit"]]."""
+    out: list[list[str]] = []
+    for m in _QUOTED.finditer(query):
+        for part in _ELLIPSIS.split(m.group(2)):
+            tokens = identifiers(part)
+            if len(tokens) >= 2 and tokens not in out:
+                out.append(tokens)
+    return out
+
+
+def phrase_expression(phrases: list[list[str]]) -> str:
+    """FTS5 phrase queries for ``phrases``, OR-joined (tokens quoted, never parsed as syntax)."""
+    return " OR ".join('"' + " ".join(t.replace('"', '""') for t in tokens) + '"' for tokens in phrases)
+
+
 class Fts5Arm:
+    """FTS5's ``bm25()`` over the query's identifiers; chunks holding a passage the question
+    quotes (``"Duplicate Operation ID"``, an error message pasted in) come first, best first,
+    then the rest of the ranking."""
+
     name = "fts5"
 
     def __init__(self, view: IndexView) -> None:
@@ -114,9 +145,34 @@ class Fts5Arm:
         self.common = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
-        plan = match_plan(query, self.common)
+        rows, scores = self.scores(query, limit, allowed)
+        return self.view.chunks.hits(self.name, rows, scores)
+
+    def scores(self, query: str, limit: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The best ``limit`` chunk rows and their scores (higher is better): those holding
+        a quoted passage first, scored above every other."""
+        phrases = quoted_phrases(query)
+        if not phrases or limit <= 0:
+            return self._ranked(match_plan(query, self.common), limit, allowed)
+        first, first_scores = self._ranked([phrase_expression(phrases)], limit, allowed)
+        rest, rest_scores = self._ranked(match_plan(query, self.common), limit + len(first), allowed)
+        keep = ~np.isin(rest, first)
+        rest, rest_scores = rest[keep], rest_scores[keep]
+        if len(first) and len(rest):  # every phrase hit above the rest, in its own order
+            first_scores = first_scores - first_scores.min() + rest_scores.max() + 1.0
+        rows = np.concatenate([first, rest])[:limit]
+        return rows, np.concatenate([first_scores, rest_scores])[:limit]
+
+    def phrase_rows(self, phrases: list[list[str]], limit: int) -> np.ndarray:
+        """The chunk rows holding any of ``phrases`` (token runs), best first; none when more
+        than ``limit`` do (a passage found everywhere marks nothing)."""
+        rows, _ = self._ranked([phrase_expression(phrases)], limit + 1, None)
+        return rows if len(rows) <= limit else np.empty(0, dtype=np.int64)
+
+    def _ranked(self, plan: list[str], limit: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        empty = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         if not plan or limit <= 0:
-            return []
+            return empty
         conn = self.view.connection()
         chunks = self.view.chunks
         fetch = limit if allowed is None else limit * 4
@@ -141,7 +197,7 @@ class Fts5Arm:
         kept = np.flatnonzero(keep)[:limit]
         # FTS5's bm25() is lower-is-better (negative); report it as higher-is-better.
         scores = -np.array([rows[i][1] for i in kept.tolist()], dtype=np.float64)
-        return chunks.hits(self.name, pos[kept], scores)
+        return pos[kept].astype(np.int64), scores
 
 
 class Fts5Build(ArmBuild):
