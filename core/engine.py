@@ -67,12 +67,15 @@ def check_top_k(top_k: int) -> int:
 PHRASE_CHUNKS = 50
 
 #: The arms the chunk step asks to rank every chunk of a top file (:meth:`Engine.file_units`).
-WITHIN_FILE_ARMS = ("bm25", "dense", "fts5")
+WITHIN_FILE_ARMS = ("bm25", "dense")
 
 
-def pool_size(top_k: int) -> int:
-    """How many candidates each arm contributes: enough for consolidation to have a choice."""
-    return max(top_k * 3, 10)
+#: How many candidates each arm ranks for every query, whatever the number of results shown:
+#: one setting, so the terminal UI's rows, ``query --top-k N`` for any N (always a prefix of a
+#: longer list), ``query --batch`` and MCP ``search`` rank a query alike. Measured on the
+#: benchmark's dev split and the span set (docs/evaluation.md): 30 a arm scores 0.888 / 0.369,
+#: 51 0.881 / 0.36, 102 0.881 / 0.35 (deeper pools feed the file signals more noise).
+CANDIDATE_DEPTH = 30
 
 
 @dataclass
@@ -349,11 +352,12 @@ class Engine:
         name: str,
         query: str,
         *,
-        top_k: int = DEFAULT_TOP_K,
+        depth: int = CANDIDATE_DEPTH,
         path_glob: str | None = None,
         language: str | None = None,
     ) -> ArmResult:
-        """Run one arm in the calling thread (the TUI gives each arm its own worker)."""
+        """Run one arm in the calling thread (the TUI gives each arm its own worker): its
+        best ``depth`` chunks (:data:`CANDIDATE_DEPTH`, whatever is shown)."""
         t0 = time.perf_counter()
         if self.index_gone:
             return ArmResult(name, error=INDEX_GONE, query=query)
@@ -363,7 +367,7 @@ class Engine:
             return ArmResult(name, skipped=str(exc), query=query)
         try:
             allowed = view.chunks.mask(path_glob, language)
-            hits = arm.search(query, pool_size(top_k), allowed)
+            hits = arm.search(query, depth, allowed)
             check_ranking(name, hits)
         except Exception as exc:  # one arm failing must not fail the query
             return ArmResult(name, elapsed_ms=_ms(t0), error=f"{type(exc).__name__}: {exc}", query=query)
@@ -437,7 +441,7 @@ class Engine:
         _ = self.view  # fail fast, before any thread, when the index is not open
 
         def job(name: str) -> ArmResult:
-            result = self.run_arm(name, text, top_k=top_k, path_glob=path_glob, language=language)
+            result = self.run_arm(name, text, path_glob=path_glob, language=language)
             if on_arm is not None:
                 on_arm(result)
             return result

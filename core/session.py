@@ -100,12 +100,12 @@ class Session(FusedBy):
     def current(self, query_id: int) -> bool:
         return query_id == self.query_id
 
-    def run_arm(self, arm: str, query_id: int, text: str, top_k: int) -> ArmResult | None:
+    def run_arm(self, arm: str, query_id: int, text: str) -> ArmResult | None:
         """Worker body (any thread): one arm's answer, or None when the query was superseded
         while the worker waited for a thread."""
         if query_id != self.query_id:
             return None
-        return self.engine.run_arm(arm, text, top_k=top_k)
+        return self.engine.run_arm(arm, text)
 
     def accept(self, query_id: int, result: ArmResult) -> bool:
         """Keep an arm's result if it answers the current query; whether it was kept.

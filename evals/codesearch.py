@@ -129,10 +129,10 @@ class Run:
 
 
 def collect(
-    repo: Repo, *, arms: Sequence[str] | None = None, pool_top_k: int = 10, cache_dir: Path | None = None
+    repo: Repo, *, arms: Sequence[str] | None = None, depth: int | None = None, cache_dir: Path | None = None
 ) -> Run:
     """Index ``repo`` (incrementally, in ``cache_dir``) and run every arm on its questions,
-    each drawing the candidates a top-``pool_top_k`` query draws (the product asks for 10)."""
+    each ranking ``depth`` candidates (default: the product's, ``CANDIDATE_DEPTH``)."""
     from ranklens.core.arms import default_arms
     from ranklens.core.engine import Engine
 
@@ -143,7 +143,7 @@ def collect(
     names = list(arms or default_arms())
     results = []
     for task in repo.tasks:
-        results.append({n: engine.run_arm(n, task.query, top_k=pool_top_k) for n in names})
+        results.append({n: engine.run_arm(n, task.query, **({"depth": depth} if depth else {})) for n in names})
     return Run(repo, engine, results, index_s)
 
 

@@ -95,10 +95,10 @@ class Unit:
     groups: list[Groups] = field(default_factory=list)
 
 
-def collect(pool_top_k: int = 10) -> list[Unit]:
+def collect(depth: int | None = None) -> list[Unit]:
     units = []
     for repo in codesearch.load(codesearch.bench_dir()):
-        run = codesearch.collect(repo, arms=ARMS, pool_top_k=pool_top_k)
+        run = codesearch.collect(repo, arms=ARMS, depth=depth)
 
         def scorer(hits, i, repo=repo):
             task = repo.tasks[i]
@@ -121,7 +121,7 @@ def collect(pool_top_k: int = 10) -> list[Unit]:
 
         unit = Unit(name, "mixed", scorer, [q.query for q in queries], [q.kind or "-" for q in queries])
         for q in queries:
-            res = [engine.run_arm(a, q.query, top_k=pool_top_k) for a in ARMS]
+            res = [engine.run_arm(a, q.query, **({"depth": depth} if depth else {})) for a in ARMS]
             unit.groups.append(Groups({r.arm: r.hits for r in res if r.ok}, MERGE_ADJACENT, check=False))
         units.append(unit)
     return units
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--folds", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--pool", type=int, default=10, help="each arm ranks pool_size(POOL) candidates")
+    ap.add_argument("--depth", type=int, default=None, help="candidates each arm ranks (default: CANDIDATE_DEPTH)")
     ap.add_argument("--json", default=None, help="write the figures here")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument(
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             del GRID[name]
     log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
-    units = collect(args.pool)
+    units = collect(args.depth)
     log(f"collected {sum(len(u.queries) for u in units)} questions in {time.perf_counter() - t0:.0f}s")
     start = default_setting()
     held_out: dict[str, list[float]] = {}

@@ -12,7 +12,7 @@ import pytest
 from index_checks import assert_fts_matches_chunks, fts_instances
 
 from ranklens.core._sqlite import sqlite3
-from ranklens.core.engine import Engine, QueryError, check_query, pool_size
+from ranklens.core.engine import CANDIDATE_DEPTH, Engine, QueryError, check_query
 from ranklens.core.indexer import IndexSettings
 from ranklens.core.store import index_dir
 
@@ -46,7 +46,7 @@ def test_every_default_arm_answers_and_fusion_agrees(engine):
     assert top.agreement >= 3 and top.confidence == "high"
     assert [h.rank for h in result.hits] == list(range(1, len(result.hits) + 1))
     for arm in result.answered:
-        assert len(result.results[arm].hits) <= pool_size(5)
+        assert len(result.results[arm].hits) <= CANDIDATE_DEPTH
 
 
 def test_arms_report_as_soon_as_ready_from_their_own_threads(engine):

@@ -245,14 +245,14 @@ def test_no_arm_finds_a_credential_by_its_exact_text(corpus_engine, rel, _templa
     engine, stats = corpus_engine
     assert not [s for s in stats.skipped if s[0] == rel]  # the file is indexed, only redacted
     for arm in ARMS:
-        result = engine.run_arm(arm, cred, top_k=50)
+        result = engine.run_arm(arm, cred, depth=50)
         assert result.ok, (arm, result.skipped, result.error)
         for hit in result.hits:
             assert cred not in _chunk_text(engine, hit), (arm, hit.path)
     # The ordinary word of the same file still finds it.
     word = _word(rel)
     for arm in ("bm25", "fts5"):
-        assert rel in {h.path for h in engine.run_arm(arm, word, top_k=10).hits}, (arm, word)
+        assert rel in {h.path for h in engine.run_arm(arm, word, depth=10).hits}, (arm, word)
 
 
 def test_the_index_holds_no_credential_anywhere(corpus_engine):

@@ -31,7 +31,7 @@ QUERIES = [
 
 
 def _scores(engine: Engine, arm: str, query: str) -> dict[str, float]:
-    return {h.docid: h.score for h in engine.run_arm(arm, query, top_k=20).hits}
+    return {h.docid: h.score for h in engine.run_arm(arm, query, depth=20).hits}
 
 
 @pytest.mark.slow
@@ -145,7 +145,7 @@ def test_every_segment_written_by_the_dense_build_carries_both_companions(small_
     monkeypatch.setattr(
         scan.SignBits, "distances", lambda self, q, out=None: scanned.append(len(self)) or real(self, q, out)
     )
-    result = engine.run_arm("dense", "search the vectors of every segment", top_k=10)
+    result = engine.run_arm("dense", "search the vectors of every segment", depth=10)
     assert result.ok and len(result.hits) >= 10
     sizes = [len(VectorIndex.load(d / "dense.usearch")) for d in engine.view.segment_dirs]
     assert sum(scanned) == sum(n for n in sizes if n >= 10)  # every segment with companions, once

@@ -24,7 +24,7 @@ def session(sample_repo):
 def run_query(session: Session, text: str) -> int:
     qid = session.start(session.check(text))
     for arm in session.arms:
-        assert session.accept(qid, session.run_arm(arm, qid, text, 50))
+        assert session.accept(qid, session.run_arm(arm, qid, text))
     session.refuse()
     return qid
 
@@ -39,11 +39,11 @@ def test_a_query_collects_every_arm_and_fuses_as_the_engine_does(session):
 
 def test_late_results_of_an_older_query_are_dropped(session):
     old = session.start("password")
-    late = session.run_arm("bm25", old, "password", 50)
+    late = session.run_arm("bm25", old, "password")
     new = session.start("cache")
     assert not session.accept(old, late) and session.results == {}
-    assert session.run_arm("bm25", old, "password", 50) is None  # superseded before it ran
-    assert session.accept(new, session.run_arm("bm25", new, "cache", 50))
+    assert session.run_arm("bm25", old, "password") is None  # superseded before it ran
+    assert session.accept(new, session.run_arm("bm25", new, "cache"))
     session.abandon()
     assert session.query_text == "" and session.hits == [] and not session.current(new)
 

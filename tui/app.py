@@ -51,7 +51,7 @@ from ranklens.tui.widgets.preview import Preview
 from ranklens.tui.widgets.results_table import ResultsTable, arm_letters, rank_shifts
 from ranklens.tui.widgets.tuning import TuningPanel
 
-#: Rows in the table; each arm is asked for ``pool_size(ROW_LIMIT)`` candidates.
+#: Rows in the table (each arm ranks ``core.engine.CANDIDATE_DEPTH`` candidates, as everywhere).
 ROW_LIMIT = 50
 #: Pause after the last keystroke before the query runs.
 DEBOUNCE_SECONDS = 0.15
@@ -291,7 +291,7 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
 
     def _run_arm(self, arm: str, qid: int, text: str) -> None:
         """Worker body (in a thread): one arm, one query, one message."""
-        result = self.session.run_arm(arm, qid, text, ROW_LIMIT)
+        result = self.session.run_arm(arm, qid, text)
         if result is not None:  # None: superseded while waiting for a thread
             self.post_message(ArmFinished(qid, result))
 

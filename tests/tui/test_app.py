@@ -98,7 +98,7 @@ async def test_results_of_an_older_query_are_dropped(engine) -> None:
         await ready(pilot, app)
         await run_query(pilot, app, "password hash")
         before = list(app.table.hits)
-        stale = engine.run_arm("bm25", "rate limit requests", top_k=50)
+        stale = engine.run_arm("bm25", "rate limit requests", depth=50)
         app.post_message(ArmFinished(app.query_id - 1, stale))
         await pilot.pause()
         assert app.table.hits == before
@@ -578,3 +578,15 @@ def test_the_app_mixins_handle_messages_by_name() -> None:
         decorated = [name for name, value in vars(cls).items() if getattr(value, "_textual_on", None)]
         assert not decorated, f"{cls.__name__} uses @on for {decorated}: name the handler instead"
     assert callable(RanklensApp.on_index_done) and callable(RanklensApp.on_deep_done)
+
+
+async def test_the_rows_are_the_order_every_other_front_end_gives(engine) -> None:
+    """One ranking everywhere: the table's rows are the engine's (and so the CLI's and MCP's,
+    tests/test_one_ranking.py) list for the same query and settings."""
+    query = "evict the least recently used entry from the cache"
+    expected = [f"{h.path}:{h.start_line}-{h.end_line}" for h in engine.search(query, top_k=ROW_LIMIT).hits]
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, query)
+        assert column(app, "location") == expected
