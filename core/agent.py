@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -39,6 +40,8 @@ DEFAULT_TEXT_BUDGET = 12_000
 MAX_TEXT_BUDGET = 200_000
 DEFAULT_SPAN_CHARS = 40_000
 MAX_SEARCH_TOP_K = 100
+#: Files whose redacted text a server keeps (by path and stat) between calls.
+TEXT_CACHE_FILES = 128
 
 
 class AgentError(ValueError):
@@ -107,6 +110,8 @@ class AgentService:
         self._job: _Job | None = None
         self._snapshot: _Snapshot | None = None
         self._next_probe = 0.0
+        self._texts: OrderedDict[tuple, str] = OrderedDict()  # (path, its stat) -> redacted text
+        self._texts_lock = threading.Lock()
         self.stats = None  # the last completed index pass (core.indexer.IndexStats)
         self.last_error: str | None = None
 
@@ -233,12 +238,32 @@ class AgentService:
         return rel
 
     def _read(self, rel: str) -> str:
-        """The text of an indexed file as the index reads it (AgentError when it cannot be)."""
+        """The text of an indexed file as the index reads it (AgentError when it cannot be).
+
+        Kept while the file's stat is the same (:data:`TEXT_CACHE_FILES` files): reading and
+        redacting a file again for every search was most of a warm ``search`` on large files
+        (the credential scan runs over the whole file)."""
         from .discovery import read_text
 
+        try:
+            st = os.stat(os.path.join(self.root, rel))
+            key = (rel, st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            key = None
+        if key is not None:
+            with self._texts_lock:
+                found = self._texts.get(key)
+                if found is not None:
+                    self._texts.move_to_end(key)
+                    return found
         text, reason = read_text(self.root, rel, self.engine.settings.options.max_bytes)
         if text is None:
             raise AgentError(f"{rel} cannot be read ({reason})")
+        if key is not None:
+            with self._texts_lock:
+                self._texts[key] = text
+                while len(self._texts) > TEXT_CACHE_FILES:
+                    self._texts.popitem(last=False)
         return text
 
     # -- tools --------------------------------------------------------------------------

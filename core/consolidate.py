@@ -248,7 +248,6 @@ class Groups:
         picks = {}
         if units is not None and stage.params.chunk_files > 0:
             picks = self._chunk_step(order, kept, fused, weight_of, kf, stage, units)
-            order = self._slots(order, paths, picks, stage.params)
         out: list[ConsolidatedHit] = []
         for i, final, above in order:
             if limit and len(out) >= limit:
@@ -287,38 +286,6 @@ class Groups:
             out.append(hit)
         label(out)
         return out
-
-    @staticmethod
-    def _slots(order, paths, picks, params) -> list[tuple[int, float, int]]:
-        """``order`` with each chosen file's places made up to ``chunk_slots`` of its units."""
-        want = params.chunk_slots
-        if want <= 1:
-            return order
-        have: dict[str, int] = {}
-        first: dict[str, tuple[int, float]] = {}
-        for i, final, _above in order:
-            path = paths[i]
-            have[path] = have.get(path, 0) + 1
-            first.setdefault(path, (i, final))
-        extra = []
-        for path, ranked in picks.items():
-            i, top = first[path]
-            best = ranked[0][1] if ranked else 0.0
-            for n in range(have[path], min(want, len(ranked))):
-                ratio = ranked[n][1] / best if best > 0 else 0.0
-                extra.append((i, top * params.diversity**n * ratio, n))
-        if not extra:
-            return order
-        out = order + extra
-        out.sort(key=lambda t: (-t[1], paths[t[0]], t[2]))
-        # a file's places keep their order: the n-th best score of a file is its n-th unit
-        seen: dict[str, int] = {}
-        fixed = []
-        for i, final, _above in out:
-            n = seen.get(paths[i], 0)
-            seen[paths[i]] = n + 1
-            fixed.append((i, final, n))
-        return fixed
 
     def _chunk_step(self, order, kept, fused, weight_of, kf, stage: Stage, units: Provider) -> dict[str, list]:
         """The chunk step (:mod:`core.chunkstep`): per top file, its units best first."""

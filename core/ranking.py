@@ -253,7 +253,7 @@ class Params:
     quote: float = 2.0
     #: The chunk step (:mod:`core.chunkstep`): every chunk of this many top files competes for
     #: the file's places (0: off, each file shows the chunks the arms returned).
-    chunk_files: int = 10
+    chunk_files: int = 5
     #: A unit's chunk score: its arms' ranks within the file (weighted RRF), plus this times
     #: the fused score of its group among the arms' own candidates ...
     chunk_fused: float = 1.0
@@ -263,10 +263,6 @@ class Params:
     chunk_label: float = 1.0
     #: ... and this when it holds a passage the question quotes.
     chunk_quote: float = 2.0
-    #: A top file shows at least this many of its units (the n-th at its best place's score
-    #: times ``diversity ** n`` times its chunk score over the first's), not only as many as
-    #: the arms returned groups of it.
-    chunk_slots: int = 0
 
 
 DEFAULT_PARAMS = Params()

@@ -53,20 +53,24 @@ PRIORS_HELP = (
     "identifier query and a file named after it), path (query words are the file's stem or "
     "folder), name-coverage (the query names the words of the file's name), file-evidence (the "
     "file holds several ranked hits), coverage (the file's path, defined names and breadcrumbs "
-    "hold the query's keywords); then depth and name-length lift a file higher in the tree or "
+    "hold the query's keywords), quote (the hit holds a passage the query quotes); then depth and "
+    "name-length lift a file higher in the tree or "
     "with a shorter name than the median candidate (and lower a deeper or longer-named one), "
     "and the priors multiply a hit "
     "in test code, examples, a README/CHANGELOG-style file, documentation, a non-code, vendored "
     "or generated file (" + ", ".join(f"{r.name} x{r.factor:g}" for r in PRIOR_RULES) + ") "
     "unless the query asks for it (test/spec, example/demo, doc/readme, config/yaml/json …); "
-    "then diversity scales a file's further hits down. Text lines end with the signals and "
+    "then diversity scales a file's further hits down. That orders the files; then, in each of "
+    "the top 5 files, every chunk of the file competes for its places (the chunk step: its "
+    "ranks within the file by bm25 and dense, the arms' own ranks, the names it defines and "
+    "holds; signal chunk says why). Text lines end with the signals and "
     "priors that moved a hit, e.g. (definition, tests x0.5). The JSON gives each hit's "
     "fused_score (before the stage), score (after), and the signals and priors applied with "
     "their reasons. --no-priors ranks by the fused score alone."
 )
 
 #: The signals a text line names (file-evidence and diversity touch most hits: JSON only).
-SHOWN_SIGNALS = ("definition", "path")
+SHOWN_SIGNALS = ("definition", "quote", "path")
 
 NO_PRIORS_HELP = "Turn off the ranking stage: no code-aware signals, priors or diversity; the plain fused ranking."
 

@@ -1200,7 +1200,7 @@ def test_a_bare_identifier_finds_its_definition_through_the_symbols_arm(tmp_path
         engine.ensure_index()
 
         def top(query, language=None):
-            (hit, *_) = engine.run_arm("symbols", query, top_k=3, language=language).hits
+            (hit, *_) = engine.run_arm("symbols", query, depth=3, language=language).hits
             return hit.path
 
         # `defmodule Phoenix.Router` by its last segment and by its whole name (the Swift

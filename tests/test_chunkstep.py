@@ -147,6 +147,10 @@ def test_the_pieces_of_one_definition_are_one_unit_shown_whole_when_it_fits():
         ("how the parent's and child's hooks merge", []),
         ("pointing to `serializeSpecialFloatingPointValues`?", []),  # one identifier: an OR term already
         ("the error “no variant of enum {} found”.", [["no", "variant", "of", "enum", "found"]]),
+        (
+            """the "'awaitClose { it.cancel() }' should be used" message""",
+            [["awaitclose", "it", "cancel", "should", "be", "used"], ["awaitclose", "it", "cancel"]],
+        ),
     ],
 )
 def test_quoted_phrases_are_the_passages_a_question_quotes(query, phrases):

@@ -248,3 +248,22 @@ def test_bad_mcp_invocations_exit_with_one_line(args):
 
     out = run("mcp", *args)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_file_texts_are_kept_between_calls_until_the_file_changes(sample_repo):
+    """A warm search reads and redacts a hit's file once; an edit (a new stat) is read anew."""
+    from ranklens.core.agent import AgentService
+
+    svc = AgentService(sample_repo)
+    job = svc.prepare(force_probe=True)
+    assert job is not None and job.done.wait(120) and job.error is None
+    first = svc.read_span("app/auth.py", 1, 3)
+    assert svc.read_span("app/auth.py", 1, 3) == first
+    assert any(key[0] == "app/auth.py" for key in svc._texts)
+    path = sample_repo / "app" / "auth.py"
+    path.write_text("# rewritten header line\n" + path.read_text())
+    job = svc.prepare(force_probe=True)  # the edit is indexed before it is served
+    assert job is None or (job.done.wait(120) and job.error is None)
+    again = svc.read_span("app/auth.py", 1, 3)
+    assert again["text"].startswith("# rewritten header line") and again["sha256"] != first["sha256"]
+    svc.engine.close()

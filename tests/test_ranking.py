@@ -337,9 +337,9 @@ def test_the_symbols_arm_puts_the_exact_definition_of_a_bare_identifier_first(tm
     engine = Engine(tmp_path)
     try:
         engine.ensure_index(deep=False)
-        top = engine.run_arm("symbols", "Visitor", top_k=10).hits[0]
+        top = engine.run_arm("symbols", "Visitor", depth=10).hits[0]
         assert top.path == "de/mod.rs" and top.rank == 1
-        assert engine.run_arm("symbols", "visitor", top_k=10).hits[0].path in {"de/mod.rs", "other.rs"}
+        assert engine.run_arm("symbols", "visitor", depth=10).hits[0].path in {"de/mod.rs", "other.rs"}
         assert engine.search("Visitor").hits[0].path == "de/mod.rs"
     finally:
         engine.close()

@@ -106,21 +106,34 @@ def match_plan(query: str, common: dict | None = None) -> list[str]:
     return [f"({_quoted(rare)}) AND ({_quoted(rest)})", f"({_quoted(rare)}) NOT ({_quoted(rest)})"]
 
 
-#: A quoted passage of a question (an error message, a log line, a flag): opened after the
-#: start, a space or a bracket, closed before the end, a space or punctuation, so the
-#: apostrophe of "parent's" opens nothing.
-_QUOTED = re.compile(r"(?:^|(?<=[\s(\[]))([\"'`“‘])([^\"'`”’\n]{3,200}?)([\"'`”’])(?=$|[\s),.;:?!\]])")
+#: A quoted passage of a question (an error message, a log line, a flag): a pair of the same
+#: quote marks, opened after the start, a space, a bracket or another quote mark and closed
+#: before the end, a space, punctuation or another quote mark, so the apostrophe of
+#: "parent's" opens nothing and a message holding quotes of another kind stays whole.
+_QUOTED = re.compile(
+    r"(?:^|(?<=[\s(\[\"'`“‘]))"
+    r"(?:\"([^\"\n]{3,200}?)\"|'([^'\n]{3,200}?)'|`([^`\n]{3,200}?)`|“([^”\n]{3,200}?)”|‘([^’\n]{3,200}?)’)"
+    r"(?=$|[\s),.;:?!\]\"'`”’])"
+)
 #: An ellipsis inside a quotation stands for words left out: each side is a phrase of its own.
 _ELLIPSIS = re.compile(r"\.\.\.|…")
 
 
+def _passages(text: str) -> list[str]:
+    """The passages ``text`` quotes, each cut at its ellipses."""
+    out = []
+    for m in _QUOTED.finditer(text):
+        out.extend(_ELLIPSIS.split(next(g for g in m.groups() if g is not None)))
+    return out
+
+
 def quoted_phrases(query: str) -> list[list[str]]:
-    """The token runs of the passages a question quotes, two tokens or more each (a quoted
-    single identifier is already a term of the OR query): ``Where is "Nesting limit ...
-    reached" thrown`` -> [["nesting", "limit"]]."""
+    """The token runs of the passages a question quotes and of those quoted inside them, two
+    tokens or more each (a quoted single identifier is already a term of the OR query):
+    ``Where is "Nesting limit ... reached" thrown`` -> [["nesting", "limit"]]."""
     out: list[list[str]] = []
-    for m in _QUOTED.finditer(query):
-        for part in _ELLIPSIS.split(m.group(2)):
+    for passage in _passages(query):
+        for part in (passage, *_passages(passage)):
             tokens = identifiers(part)
             if len(tokens) >= 2 and tokens not in out:
                 out.append(tokens)

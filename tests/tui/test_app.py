@@ -590,3 +590,18 @@ async def test_the_rows_are_the_order_every_other_front_end_gives(engine) -> Non
         await ready(pilot, app)
         await run_query(pilot, app, query)
         assert column(app, "location") == expected
+
+
+async def test_the_preview_says_why_this_file_and_why_this_chunk(engine) -> None:
+    from ranklens.tui.widgets.preview import describe_why
+
+    app = RanklensApp(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "evict the least recently used entry from the cache")
+        first = app.hits[0]
+        why = [line.plain for line in describe_why(first)]
+        assert any(line.startswith("why this chunk ") and "of the file's" in line for line in why), why
+        assert any(line.startswith("why this file ") for line in why), why
+        shown = [item for item in app.preview.trace.renderables if hasattr(item, "plain")]
+        assert any("why this chunk" in item.plain for item in shown)

@@ -159,10 +159,27 @@ def describe_signals(hit: ConsolidatedHit) -> Text:
     return out
 
 
+#: The signals that speak for the file (the stage's file step), not for the chunk shown.
+FILE_SIGNALS = ("path", "name-coverage", "file-evidence", "coverage")
+
+
+def describe_why(hit: ConsolidatedHit) -> list[Text]:
+    """``why this file: …`` (the file step's reasons) and ``why this chunk: …`` (the chunk
+    step's, and what the chunk itself defines or quotes), when the stage said so."""
+    out = []
+    files = [s.reason for s in hit.signals if s.name in FILE_SIGNALS]
+    if files:
+        out.append(Text.assemble(("why this file ", "dim"), "; ".join(files)))
+    chunk = [s.reason for s in hit.signals if s.name in ("chunk", "definition", "quote")]
+    if chunk:
+        out.append(Text.assemble(("why this chunk ", "dim"), "; ".join(dict.fromkeys(chunk))))
+    return out
+
+
 def describe_rescoring(hit: ConsolidatedHit) -> Text | None:
-    """What the ranking stage did to a hit: its signals, its priors, then ``fused 0.03 →
-    0.015``; None when nothing moved it."""
-    lines = [describe_signals(hit)] if hit.signals else []
+    """What the ranking stage did to a hit: its signals, why this file and why this chunk,
+    its priors, then ``fused 0.03 → 0.015``; None when nothing moved it."""
+    lines = [describe_signals(hit), *describe_why(hit)] if hit.signals else []
     if hit.priors:
         lines.append(describe_priors(hit))
     if not lines:

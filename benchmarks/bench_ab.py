@@ -1,0 +1,82 @@
+"""A/B of the query path against older checkouts, in one run: all-arm query and re-fuse
+medians of each checkout over the same index, run in alternating rounds so a machine whose
+speed drifts (3-6x here between hours) weighs on both alike.
+
+    python benchmarks/bench_ab.py ROOT --checkout /tmp/old-bed1507 [--checkout DIR ...]
+
+ROOT must already be indexed (``ranklens index ROOT``; ``RANKLENS_CACHE_DIR`` as for the
+index) in the format the checkouts read; each checkout is imported through ``PYTHONPATH``
+in a process of its own per round (this checkout first, named ``now``). The questions are
+``bench_engine.py``'s. Printed: per checkout the median of the rounds' medians, and each
+one's ratio to ``now``; the deep arm is off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+#: Runs inside each checkout's process: warm the arms, then time the queries and re-fuses.
+PROBE = r"""
+import json, statistics, sys, time
+from ranklens.core.engine import Engine
+root, queries, passes = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+e = Engine(root)
+e.open()
+for q in queries:
+    e.search(q)
+search, refuse = [], []
+for _ in range(passes):
+    for q in queries:
+        t = time.perf_counter(); r = e.search(q); search.append((time.perf_counter() - t) * 1000)
+        for i in range(3):
+            w = {"bm25": 1 + i / 10, "dense": 2 - i / 10}
+            t = time.perf_counter(); e.fuse(r.results.values(), weights=w, k=20 + i)
+            refuse.append((time.perf_counter() - t) * 1000)
+print(json.dumps({"search": statistics.median(search), "refuse": statistics.median(refuse)}))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root")
+    ap.add_argument("--checkout", action="append", default=[], help="an older checkout's folder")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--passes", type=int, default=2, help="passes over the questions per round")
+    args = ap.parse_args()
+    sys.path.insert(0, str(HERE))
+    from bench_engine import QUERIES
+
+    checkouts = {"now": HERE.parent, **{Path(c).name: Path(c).resolve() for c in args.checkout}}
+    got: dict[str, dict[str, list[float]]] = {name: {"search": [], "refuse": []} for name in checkouts}
+    for r in range(args.rounds):
+        for name, folder in checkouts.items() if r % 2 == 0 else reversed(list(checkouts.items())):
+            env = {**os.environ, "PYTHONPATH": str(folder), "RANKLENS_DEEP": "0"}
+            out = subprocess.run(
+                [sys.executable, "-c", PROBE, args.root, json.dumps(QUERIES), str(args.passes)],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            )
+            figures = json.loads(out.stdout.strip().splitlines()[-1])
+            for key, value in figures.items():
+                got[name][key].append(value)
+    base = {key: statistics.median(got["now"][key]) for key in ("search", "refuse")}
+    for name, figures in got.items():
+        s, f = statistics.median(figures["search"]), statistics.median(figures["refuse"])
+        print(
+            f"{name:>16}: all-arm query p50 {s:7.2f} ms (x{s / base['search']:.2f} of now)   "
+            f"re-fuse p50 {f:6.2f} ms (x{f / base['refuse']:.2f})   rounds {len(figures['search'])}"
+        )
+
+
+if __name__ == "__main__":
+    main()
