@@ -4,9 +4,10 @@ speed drifts (3-6x here between hours) weighs on both alike.
 
     python benchmarks/bench_ab.py ROOT --checkout /tmp/old-bed1507 [--checkout DIR ...]
 
-ROOT must already be indexed (``ranklens index ROOT``; ``RANKLENS_CACHE_DIR`` as for the
-index) in the format the checkouts read; each checkout is imported through ``PYTHONPATH``
-in a process of its own per round (this checkout first, named ``now``). The questions are
+ROOT must already be indexed by each checkout (``ranklens index ROOT``) in the cache
+folder given for it (``--checkout DIR[=CACHE]``; default ``RANKLENS_CACHE_DIR``: checkouts
+of one index format can share it); each checkout is imported through ``PYTHONPATH`` in a
+process of its own per round (this checkout first, named ``now``). The questions are
 ``bench_engine.py``'s. Printed: per checkout the median of the rounds' medians, and each
 one's ratio to ``now``; the deep arm is off.
 """
@@ -26,10 +27,13 @@ HERE = Path(__file__).resolve().parent
 #: Runs inside each checkout's process: warm the arms, then time the queries and re-fuses.
 PROBE = r"""
 import json, statistics, sys, time
-from ranklens.core.engine import Engine
+try:
+    from ranklens.core.engine import Engine
+except ImportError:  # a checkout from before the one package (core/ was the top package)
+    from core.engine import Engine
 root, queries, passes = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 e = Engine(root)
-e.open()
+e.open() if hasattr(e, "open") else e.ensure_index()
 for q in queries:
     e.search(q)
 search, refuse = [], []
@@ -47,18 +51,23 @@ print(json.dumps({"search": statistics.median(search), "refuse": statistics.medi
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root")
-    ap.add_argument("--checkout", action="append", default=[], help="an older checkout's folder")
+    ap.add_argument("--checkout", action="append", default=[], help="an older checkout's folder[=its cache folder]")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--passes", type=int, default=2, help="passes over the questions per round")
     args = ap.parse_args()
     sys.path.insert(0, str(HERE))
     from bench_engine import QUERIES
 
-    checkouts = {"now": HERE.parent, **{Path(c).name: Path(c).resolve() for c in args.checkout}}
+    checkouts = {"now": (HERE.parent, os.environ.get("RANKLENS_CACHE_DIR"))}
+    for given in args.checkout:
+        folder, _, cache = given.partition("=")
+        checkouts[Path(folder).name] = (Path(folder).resolve(), cache or os.environ.get("RANKLENS_CACHE_DIR"))
     got: dict[str, dict[str, list[float]]] = {name: {"search": [], "refuse": []} for name in checkouts}
     for r in range(args.rounds):
-        for name, folder in checkouts.items() if r % 2 == 0 else reversed(list(checkouts.items())):
+        for name, (folder, cache) in checkouts.items() if r % 2 == 0 else reversed(list(checkouts.items())):
             env = {**os.environ, "PYTHONPATH": str(folder), "RANKLENS_DEEP": "0"}
+            if cache:
+                env["RANKLENS_CACHE_DIR"] = cache
             out = subprocess.run(
                 [sys.executable, "-c", PROBE, args.root, json.dumps(QUERIES), str(args.passes)],
                 capture_output=True,

@@ -153,6 +153,7 @@ class Engine:
         self._arms: dict[str, Arm | ArmUnavailable] = {}
         self._groups: tuple | None = None  # (key, Groups, rankings kept alive so ids stay unique)
         self._units: OrderedDict[tuple, dict[str, FileUnits]] = OrderedDict()  # (view, query, arms) -> files
+        self._chunks_of: OrderedDict[tuple, tuple] = OrderedDict()  # (view, path) -> its chunk rows and fields
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
 
@@ -564,14 +565,12 @@ class Engine:
         missing = [p for p in dict.fromkeys(paths) if p not in cache]
         if missing:
             chunks = view.chunks
-            rows_of = {p: chunks.rows_of_path(p) for p in missing}
-            rows = np.concatenate(list(rows_of.values())) if rows_of else np.empty(0, dtype=np.int64)
+            rows_of, listed = {}, {}
             span_of: dict[int, tuple[str, tuple[int, int]]] = {}
-            listed: dict[str, list] = {}
-            for p, r in rows_of.items():
-                cols = chunks.columns(("starts", "ends", "pieces", "contexts", "symbols"), r) if len(r) else [[]] * 5
-                listed[p] = [(s, e, (ps, pe) if ps else None, c, sym) for s, e, (ps, pe), c, sym in zip(*cols)]
-                span_of.update((row, (p, (s, e))) for row, s, e in zip(r.tolist(), cols[0], cols[1]))
+            for p in missing:
+                rows_of[p], listed[p] = self._file_chunks(view, p)
+                span_of.update((row, (p, (c[0], c[1]))) for row, c in zip(rows_of[p].tolist(), listed[p]))
+            rows = np.concatenate(list(rows_of.values())) if rows_of else np.empty(0, dtype=np.int64)
             scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in missing}
             if len(rows):
                 allowed = np.zeros(len(chunks), dtype=bool)
@@ -593,6 +592,24 @@ class Engine:
                 with self._lock:
                     cache[p] = found
         return {p: cache[p] for p in paths if p in cache}
+
+    def _file_chunks(self, view: IndexView, path: str) -> tuple:
+        """A file's chunk rows and ``(start, end, piece_of, context, symbol)`` per chunk, kept
+        per view (they do not depend on the query)."""
+        key = (id(view), view.generation, path)
+        with self._lock:
+            found = self._chunks_of.get(key)
+        if found is None:
+            chunks = view.chunks
+            rows = chunks.rows_of_path(path)
+            cols = chunks.columns(("starts", "ends", "pieces", "contexts", "symbols"), rows) if len(rows) else [[]] * 5
+            listed = [(s, e, (ps, pe) if ps else None, c, sym) for s, e, (ps, pe), c, sym in zip(*cols)]
+            found = (rows, listed)
+            with self._lock:
+                self._chunks_of[key] = found
+                while len(self._chunks_of) > 1024:
+                    self._chunks_of.popitem(last=False)
+        return found
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -210,6 +210,18 @@ def label_words(text: str) -> frozenset[str]:
     return frozenset(w for w in code_tokens(text) if len(w) > 1)
 
 
+@lru_cache(maxsize=1 << 16)
+def chunk_words(symbols: tuple[str, ...], context: str) -> frozenset[str]:
+    """The words of a chunk's defined names and of its breadcrumb without its path."""
+    words: set[str] = set()
+    for field in symbols:
+        words |= label_words(field)
+    _, sep, rest = context.partition(" > ")
+    if sep:
+        words |= label_words(rest)
+    return frozenset(words)
+
+
 def defined_names(symbols: Iterable[str]) -> set[str]:
     """Every name a chunk's ``symbol`` field defines, in the forms :func:`shape` compares."""
     out: set[str] = set()
@@ -324,8 +336,10 @@ class Stage:
     def _held(self, words: Iterable[str]) -> list[str]:
         """The keywords some of ``words`` are forms of, sorted."""
         out: set[str] = set()
+        prefixes = self._by_prefix
         for w in words:
-            out.update(self.forms(w))
+            if w[:4] in prefixes:  # no keyword shares its first four letters: not a form of one
+                out.update(self.forms(w))
         return sorted(out)
 
     def quote_in(self, path: str, start: int, end: int) -> str | None:
@@ -502,13 +516,7 @@ class Stage:
         (without its path) hold: what the chunk is about, by its own names."""
         if not self.shape.keywords or self.shape.lookup:
             return []
-        words: set[str] = set()
-        for field in symbols:
-            words |= label_words(field)
-        _, sep, rest = context.partition(" > ")
-        if sep:
-            words |= label_words(rest)
-        return self._held(words)
+        return self._held(chunk_words(tuple(symbols), context))
 
     def diversity_signal(self, n: int) -> AppliedSignal:
         return AppliedSignal("diversity", REASONS["diversity"].format(n=n), 0.0, self.params.diversity**n)
