@@ -26,11 +26,12 @@ HERE = Path(__file__).resolve().parent
 
 #: Runs inside each checkout's process: warm the arms, then time the queries and re-fuses.
 PROBE = r"""
-import json, statistics, sys, time
-try:
+import json, os, statistics, sys, time
+if os.path.isdir(os.path.join(sys.argv[4], "ranklens")):
     from ranklens.core.engine import Engine
-except ImportError:  # a checkout from before the one package (core/ was the top package)
+else:  # a checkout from before the one package: core/ was the top package
     from core.engine import Engine
+    assert os.path.dirname(sys.modules["core"].__file__).startswith(sys.argv[4])
 root, queries, passes = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 e = Engine(root)
 e.open() if hasattr(e, "open") else e.ensure_index()
@@ -69,10 +70,11 @@ def main() -> None:
             if cache:
                 env["RANKLENS_CACHE_DIR"] = cache
             out = subprocess.run(
-                [sys.executable, "-c", PROBE, args.root, json.dumps(QUERIES), str(args.passes)],
+                [sys.executable, "-c", PROBE, args.root, json.dumps(QUERIES), str(args.passes), str(folder)],
                 capture_output=True,
                 text=True,
                 env=env,
+                cwd=folder,  # python -c puts the working folder first on the path
                 check=True,
             )
             figures = json.loads(out.stdout.strip().splitlines()[-1])
