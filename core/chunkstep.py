@@ -49,7 +49,7 @@ class Unit:
     ranks: dict[str, int] = field(default_factory=dict)
     #: The chunk spans it is made of (start, end), in line order.
     chunks: list[tuple[int, int]] = field(default_factory=list)
-    #: The best-scored chunk per arm, (start, end): shown when the unit is too long.
+    #: The chunk (start, end) of its best rank in any arm: shown when the unit is too long.
     best_chunk: tuple[int, int] | None = None
     #: (the names it defines that the query names, the query's keywords its names hold):
     #: units are cached per query, so these are worked out once, not at every slider move.
@@ -69,39 +69,58 @@ class FileUnits:
 Provider = Callable[[Sequence[str]], Mapping[str, FileUnits]]
 
 
-def units_of(
-    path: str,
-    chunks: Iterable[tuple[int, int, tuple[int, int] | None, str, str]],
-    scores: Mapping[str, Mapping[tuple[int, int], float]],
-) -> FileUnits:
-    """The units of a file from its chunks ``(start, end, piece_of, context, symbol)`` and
-    each arm's scores of them (``{arm: {(start, end): score}}``; a chunk an arm does not
-    score is unranked by it)."""
-    units: list[Unit] = []
-    by_piece: dict[tuple[int, int], Unit] = {}
+@dataclass(frozen=True)
+class Skeleton:
+    """A file's units as its chunks make them, whatever the query (kept per index view):
+    per unit ``(start, end, context, symbols, chunk spans)``, and each chunk's unit."""
+
+    units: tuple[tuple[int, int, str, tuple[str, ...], tuple[tuple[int, int], ...]], ...]
+    of_chunk: Mapping[tuple[int, int], int]
+
+
+def skeleton(chunks: Iterable[tuple[int, int, tuple[int, int] | None, str, str]]) -> Skeleton:
+    """The :class:`Skeleton` of a file's chunks ``(start, end, piece_of, context, symbol)``:
+    the pieces of one definition make one unit, every other chunk one of its own."""
+    built: list[list] = []  # [start, end, context, symbols, chunks]
+    by_piece: dict[tuple[int, int], list] = {}
     for start, end, piece_of, context, symbol in sorted(chunks):
         unit = by_piece.get(piece_of) if piece_of else None
         if unit is None:
-            unit = Unit(start, end, context, ())
-            units.append(unit)
+            unit = [start, end, context, [], []]
+            built.append(unit)
             if piece_of:
                 by_piece[piece_of] = unit
-        unit.end = max(unit.end, end)
-        unit.chunks.append((start, end))
-        if symbol and symbol not in unit.symbols:
-            unit.symbols = (*unit.symbols, symbol)
-    of_chunk = {span: u for u in units for span in u.chunks}
+        unit[1] = max(unit[1], end)
+        unit[4].append((start, end))
+        if symbol and symbol not in unit[3]:
+            unit[3].append(symbol)
+    units = tuple((u[0], u[1], u[2], tuple(u[3]), tuple(u[4])) for u in built)
+    return Skeleton(units, {span: i for i, u in enumerate(units) for span in u[4]})
+
+
+def units_of(
+    path: str,
+    chunks: Skeleton | Iterable[tuple[int, int, tuple[int, int] | None, str, str]],
+    scores: Mapping[str, Mapping[tuple[int, int], float]],
+) -> FileUnits:
+    """The units of a file (its :class:`Skeleton`, or its chunks ``(start, end, piece_of,
+    context, symbol)``) ranked by each arm's scores of their chunks (``{arm: {(start, end):
+    score}}``; a chunk an arm does not score is unranked by it). A unit shown in part shows
+    the chunk of its best rank."""
+    shape = chunks if isinstance(chunks, Skeleton) else skeleton(chunks)
+    units = [Unit(s, e, c, syms, chunks=list(spans)) for s, e, c, syms, spans in shape.units]
+    best_rank: dict[int, int] = {}
     for arm, scored in scores.items():
-        best: dict[int, float] = {}
-        for span, s in scored.items():
-            u = of_chunk.get(span)
-            if u is not None and (id(u) not in best or s > best[id(u)]):
-                best[id(u)] = s
-                if u.best_chunk is None:
-                    u.best_chunk = span
-        ranked = sorted((u for u in units if id(u) in best), key=lambda u: (-best[id(u)], u.start))
-        for rank, u in enumerate(ranked, start=1):
-            u.ranks[arm] = rank
+        best: dict[int, tuple[float, tuple[int, int]]] = {}
+        for span, score in scored.items():
+            i = shape.of_chunk.get(span)
+            if i is not None and (i not in best or score > best[i][0]):
+                best[i] = (score, span)
+        for rank, i in enumerate(sorted(best, key=lambda i: (-best[i][0], units[i].start)), start=1):
+            units[i].ranks[arm] = rank
+            if rank < best_rank.get(i, 1 << 30):
+                best_rank[i] = rank
+                units[i].best_chunk = best[i][1]
     return FileUnits(path, units)
 
 

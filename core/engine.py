@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
-from .chunkstep import FileUnits, Provider, units_of
+from .chunkstep import FileUnits, Provider, skeleton, units_of
 from .consolidate import Groups, check_ranking, single_arm
 from .priors import adjuster, apply_priors
 from .ranking import Params, Stage
@@ -565,10 +565,10 @@ class Engine:
         missing = [p for p in dict.fromkeys(paths) if p not in cache]
         if missing:
             chunks = view.chunks
-            rows_of, listed = {}, {}
+            rows_of, listed, shapes = {}, {}, {}
             span_of: dict[int, tuple[str, tuple[int, int]]] = {}
             for p in missing:
-                rows_of[p], listed[p] = self._file_chunks(view, p)
+                rows_of[p], listed[p], shapes[p] = self._file_chunks(view, p)
                 span_of.update((row, (p, (c[0], c[1]))) for row, c in zip(rows_of[p].tolist(), listed[p]))
             rows = np.concatenate(list(rows_of.values())) if rows_of else np.empty(0, dtype=np.int64)
             scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in missing}
@@ -588,14 +588,14 @@ class Engine:
                         if where is not None:
                             scores[where[0]].setdefault(name, {})[where[1]] = score
             for p in missing:
-                found = units_of(p, listed[p], scores[p])
+                found = units_of(p, shapes[p], scores[p])
                 with self._lock:
                     cache[p] = found
         return {p: cache[p] for p in paths if p in cache}
 
     def _file_chunks(self, view: IndexView, path: str) -> tuple:
-        """A file's chunk rows and ``(start, end, piece_of, context, symbol)`` per chunk, kept
-        per view (they do not depend on the query)."""
+        """A file's chunk rows, ``(start, end, piece_of, context, symbol)`` per chunk and its
+        units' :class:`core.chunkstep.Skeleton`, kept per view (none depends on the query)."""
         key = (id(view), view.generation, path)
         with self._lock:
             found = self._chunks_of.get(key)
@@ -604,7 +604,7 @@ class Engine:
             rows = chunks.rows_of_path(path)
             cols = chunks.columns(("starts", "ends", "pieces", "contexts", "symbols"), rows) if len(rows) else [[]] * 5
             listed = [(s, e, (ps, pe) if ps else None, c, sym) for s, e, (ps, pe), c, sym in zip(*cols)]
-            found = (rows, listed)
+            found = (rows, listed, skeleton(listed))
             with self._lock:
                 self._chunks_of[key] = found
                 while len(self._chunks_of) > 1024:
