@@ -6,9 +6,9 @@ a parse tree to ``ast`` objects keeps its recursion depth in state shared by eve
 ``SystemError: AST constructor recursion depth mismatch``. The arms load their segments on
 worker threads (a first search, the prewarm of every ``ensure_index``, the terminal UI's
 workers), so each load here holds one process-wide lock. A memory-mapped load only parses
-the header and maps the file (~20 µs); the arrays read whole are small (tombstones, a
-postings' few large counts), except the indexer's and the deep build's, which run off the
-query path.
+the header and maps the file (~80 µs here, the lock adding nothing measurable); the arrays
+read whole are small (tombstones, a postings' few large counts), except the indexer's and the
+deep build's, which run off the query path.
 """
 
 from __future__ import annotations

@@ -16,9 +16,7 @@ SIZE = (120, 36)
 
 def churn_spans(app: RanklensApp) -> dict[str, list[tuple[int, int]]]:
     """Each answered arm's spans on the churned file."""
-    return {
-        arm: [(h.start_line, h.end_line) for h in r.hits if h.path == CHURN_PATH] for arm, r in app.results.items()
-    }
+    return {arm: [(h.start_line, h.end_line) for h in r.hits if h.path == CHURN_PATH] for arm, r in app.results.items()}
 
 
 async def test_queries_answer_while_a_file_is_saved_every_300_ms(sample_repo) -> None:
