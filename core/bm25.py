@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import npyfile
 from ._sqlite import sqlite3
 from .tokenize import WORD, expansion
 
@@ -528,8 +529,8 @@ class Postings:
     @classmethod
     def load(cls, directory: Path, name: str) -> Postings:
         # Plain ndarray views of the maps: slicing a np.memmap runs Python code per slice.
-        main = [np.load(directory / f"{name}.{part}.npy", mmap_mode="r").view(np.ndarray) for part in cls._ARRAYS]
-        over = tuple(np.load(directory / f"{name}.{part}.npy") for part in cls._OVER)
+        main = [npyfile.load(directory / f"{name}.{part}.npy", mmap=True).view(np.ndarray) for part in cls._ARRAYS]
+        over = tuple(npyfile.load(directory / f"{name}.{part}.npy") for part in cls._OVER)
         return cls(*main, over=over)
 
 
@@ -667,7 +668,7 @@ class CorpusStats:
     @classmethod
     def load(cls, directory: Path, name: str) -> CorpusStats:
         header = json.loads((directory / f"{name}.stats.json").read_text(encoding="utf-8"))
-        df = np.load(directory / f"{name}.df.npy", mmap_mode="r").view(np.ndarray)
+        df = npyfile.load(directory / f"{name}.df.npy", mmap=True).view(np.ndarray)
         return cls(
             df,
             header["n"],

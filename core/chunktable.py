@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import npyfile
 from .columns import Coded, Packed
 from .types import Hit, make_docid
 
@@ -211,7 +212,7 @@ class ChunkTable:
         values = json.loads(path.read_text(encoding="utf-8"))["values"]
 
         def column(name: str) -> np.ndarray:
-            return np.load(directory / f"chunks.{name}.npy", mmap_mode="r", allow_pickle=False)
+            return npyfile.load(directory / f"chunks.{name}.npy", mmap=True)
 
         table = cls(
             column("ids"),

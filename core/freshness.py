@@ -399,22 +399,20 @@ def _max_bytes(key: str) -> int:
 
 def _committed_generation(directory: Path) -> int | None:
     from ._sqlite import sqlite3
+    from .store import close, connect, gen_dir_name
 
     db = directory / "index.sqlite"
     if not db.exists():
         return None
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        conn = connect(db, readonly=True)
         try:
-            conn.execute("PRAGMA busy_timeout=10000")
             row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         finally:
-            conn.close()
+            close(conn)
     except sqlite3.DatabaseError:
         return None
     if row is None or not str(row[0]).isdigit():
         return None
     generation = int(row[0])
-    from .store import gen_dir_name
-
     return generation if (directory / gen_dir_name(generation)).is_dir() else None

@@ -43,7 +43,7 @@ from .discovery import DiscoveryOptions, FileEntry, discover, load_text
 from .languages import language_for
 from .secrets import RULES_VERSION as SECRET_RULES
 from .segments import SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
-from .store import FORMAT_VERSION, SCHEMA, IndexWriteError, connect, gen_dir_name, pack_text, read_meta
+from .store import FORMAT_VERSION, SCHEMA, IndexWriteError, close, connect, gen_dir_name, pack_text, read_meta
 from .types import Chunk
 from .workers import ordered_map
 
@@ -308,7 +308,7 @@ class Indexer:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("PRAGMA busy_timeout=0")
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            conn.close()
+            close(conn)
         self._save_snapshot(found, started_ns, stats)
         return stats
 
@@ -347,6 +347,7 @@ class Indexer:
         """Open (creating or rebuilding when needed) the database; say why if rebuilt."""
         reason = None
         self._stored_discovery = {}
+        conn = None
         try:
             conn = connect(self.db_path)
             conn.executescript(_schema(self.settings))
@@ -369,11 +370,9 @@ class Indexer:
                 reason = "index files are missing"
         except (sqlite3.DatabaseError, ValueError) as exc:
             reason = f"index database is corrupt ({exc})"
-            conn = None
         if reason is None:
             return conn, meta, None
-        if conn is not None:
-            conn.close()
+        close(conn)
         self.notify(f"rebuilding the index of {self.root}: {reason}")
         self._reset()
         conn = connect(self.db_path)
@@ -766,7 +765,7 @@ class Indexer:
                 try:
                     meta = read_meta(conn)
                 finally:
-                    conn.close()
+                    close(conn)
             except sqlite3.Error:
                 return
         self._drop_old_generations(int(meta.get("generation", "0") or 0))
@@ -956,7 +955,7 @@ def effective_options(root: Path, options: DiscoveryOptions, cache_dir: Path | N
             try:
                 row = conn.execute("SELECT value FROM meta WHERE key = 'discovery'").fetchone()
             finally:
-                conn.close()
+                close(conn)
             stored = _json_object(row[0] if row else None)
         except sqlite3.DatabaseError:
             stored = {}

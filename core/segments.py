@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import npyfile
+
 #: A cold build flushes (and commits) a segment every this many chunks. 32k chunks take about
 #: 150 MB to hold while they are written (texts, token counts, vectors); the Linux sources
 #: (1.1M chunks) make 35 segments, and a build killed half way loses at most one.
@@ -90,7 +92,7 @@ class Manifest:
     @classmethod
     def load(cls, directory: Path) -> Manifest:
         data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-        dead = np.load(directory / DEAD)
+        dead = npyfile.load(directory / DEAD)
         return cls([SegmentRef(**s) for s in data["segments"]], np.asarray(dead, dtype=np.int64))
 
     @classmethod

@@ -150,16 +150,57 @@ def sidecar_dir_name(generation: int, arm: str) -> str:
     return f"{gen_dir_name(generation)}.{arm}"
 
 
+#: Held around every open and close of a connection to an index database in this process
+#: (issue #19). SQLite 3.51.0-3.51.1's unix VFS takes its global mutex and a file's mutex in
+#: opposite orders when one thread opens a database while another closes a WAL connection to
+#: the same file: both wait forever, and no busy timeout applies. An open or a close takes
+#: ~0.1 ms, so serializing them costs nothing a query sees, and no binding's luck is relied
+#: on. Re-entrant: a connection collected (closed) by the garbage collector inside the
+#: section, on the same thread, must not wait on itself. Queries themselves run outside it.
+CONNECTION_LOCK = threading.RLock()
+
+
 def connect(db_path: Path, *, readonly: bool = False) -> sqlite3.Connection:
-    """Open the index database (WAL, so readers never block on the indexer)."""
-    if readonly:
-        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
-    else:
-        conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA busy_timeout=10000")
+    """Open the index database (WAL, so readers never block on the indexer).
+
+    The one way to open a connection to an index: under :data:`CONNECTION_LOCK`. Close it
+    with :func:`close` (same lock), never by dropping it: a connection the garbage collector
+    closes does so on whatever thread happens to drop it, outside the lock.
+    """
+    with CONNECTION_LOCK:
+        if readonly:
+            conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=10000")
+        else:
+            conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout=10000")  # before WAL: another process may hold a lock
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
     return conn
+
+
+def close(conn: sqlite3.Connection | None) -> None:
+    """Close a connection :func:`connect` opened, under :data:`CONNECTION_LOCK` (the last
+    connection to a WAL database checkpoints it and takes the file's exclusive lock here)."""
+    if conn is not None:
+        with CONNECTION_LOCK:
+            conn.close()
+
+
+class _ThreadConnection:
+    """A view's read connection for one thread, closed (under the lock) when that thread ends
+    or the view goes, whichever is first: the view's ``threading.local`` drops it then."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __del__(self) -> None:
+        try:  # noqa: SIM105 (no module lookups beyond close: at exit modules are torn down)
+            close(self.conn)
+        except Exception:
+            pass
 
 
 def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -170,7 +211,8 @@ class IndexView:
     """One committed generation of an index, opened read-only for querying.
 
     The arms share it across threads: matrices and the vector index are read-only; SQLite
-    connections are per thread. The chunk table (every segment's, concatenated) is read on
+    connections are per thread (:meth:`connection`), each kept for the thread's life or the
+    view's and closed through :func:`close`. The chunk table (every segment's, concatenated) is read on
     first use: ``ranklens index`` opens the new generation without reading it.
     """
 
@@ -227,11 +269,12 @@ class IndexView:
         return json.loads(self.meta.get("settings", "{}"))
 
     def connection(self) -> sqlite3.Connection:
-        """This thread's read-only connection to the index database."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = connect(self.db_path, readonly=True)
-        return conn
+        """This thread's read-only connection to the index database, opened on first use and
+        closed under :data:`CONNECTION_LOCK` when the thread ends or the view goes."""
+        held = getattr(self._local, "conn", None)
+        if held is None:
+            held = self._local.conn = _ThreadConnection(connect(self.db_path, readonly=True))
+        return held.conn
 
     def cached(self, key: str, load):
         """Load an artifact once per view, even when several arm threads ask at once."""
@@ -272,7 +315,7 @@ class IndexView:
             try:
                 meta = read_meta(conn)
             finally:
-                conn.close()
+                close(conn)
             if meta.get("format") != str(FORMAT_VERSION):
                 raise IndexError_(f"index format {meta.get('format', '?')} is not {FORMAT_VERSION}")
             generation = int(meta.get("generation", "0"))

@@ -267,3 +267,39 @@ def test_file_texts_are_kept_between_calls_until_the_file_changes(sample_repo):
     again = svc.read_span("app/auth.py", 1, 3)
     assert again["text"].startswith("# rewritten header line") and again["sha256"] != first["sha256"]
     svc.engine.close()
+
+
+async def test_searches_while_a_file_is_saved_every_quarter_second(sample_repo):
+    """Issue #19: two clients' calls at once while a file changes every 250 ms. Nothing
+    freezes (each call answers within its deadline), every answer comes from one committed
+    generation (the churned file's span is one saved version's; generations never go back)."""
+    from churn import CHURN_PATH, CHURN_QUERY, Churn, consistent_spans
+
+    async with server(sample_repo, probe_every_s=0.0) as session:
+        await call(session, "search", {"query": "LRUCache"})  # the first build
+        answers: list[tuple[int, int]] = []  # (generation, version) per answer naming the file
+        seen: list[int] = []
+
+        async def client(name: str) -> None:
+            last = 0
+            while time.monotonic() < deadline and len(seen) < 60:
+                with anyio.fail_after(60):  # a frozen server fails here, not at CI's limit
+                    data = await call(session, "search", {"query": CHURN_QUERY, "top_k": 5})
+                    status = await call(session, "index_status", {})
+                assert data["generation"] >= last, (name, data["generation"], last)
+                last = data["generation"]
+                seen.append(last)
+                spans = [(r["start_line"], r["end_line"]) for r in data["results"] if r["path"] == CHURN_PATH]
+                if spans:
+                    version = consistent_spans(spans, churn.saved)
+                    assert version is not None, (spans, churn.saved)
+                    answers.append((last, version))
+                assert status["generation"] >= 1
+
+        with Churn(sample_repo, every=0.25, limit=40) as churn:
+            deadline = time.monotonic() + 6.0
+            async with anyio.create_task_group() as group:
+                group.start_soon(client, "a")
+                group.start_soon(client, "b")
+        assert len(seen) >= 6 and churn.errors == []
+        assert len({g for g, _ in answers}) >= 2  # it saw the file change under it

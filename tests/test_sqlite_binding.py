@@ -1,6 +1,12 @@
-"""core._sqlite: one SQLite binding for the whole process, pysqlite3's where installed."""
+"""core._sqlite: one SQLite binding for the whole process, sqlean.py's where installed; not a
+SQLite whose unix VFS deadlocks (issue #19)."""
 
+import pytest
 from cli_helpers import assert_python_prints_ok
+
+#: SQLite releases whose unix VFS can deadlock an open against a WAL close on another thread
+#: (3.51.0's broken-POSIX-lock detection; fixed in 3.51.2).
+DEADLOCKING = {(3, 51, 0), (3, 51, 1)}
 
 
 def test_every_module_uses_the_one_binding():
@@ -12,15 +18,24 @@ def test_every_module_uses_the_one_binding():
         assert module.sqlite3 is _sqlite.sqlite3, module.__name__
 
 
-def test_without_pysqlite3_the_standard_library_binding_builds_and_queries_an_index(tmp_path):
+def test_the_binding_is_sqlean_and_not_a_deadlocking_sqlite():
+    pytest.importorskip("sqlean")
+    from ranklens.core._sqlite import sqlite3
+
+    assert sqlite3.__name__ == "sqlean.dbapi2"
+    assert sqlite3.sqlite_version_info not in DEADLOCKING, sqlite3.sqlite_version
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(text)")  # the fts5 arm needs it
+    conn.close()
+
+
+def _builds_and_queries(tmp_path, env_lines: str, expect: str) -> str:
     root = tmp_path / "repo"
     root.mkdir()
     (root / "a.py").write_text("def parse_arguments(argv):\n    return argv\n")
-    code = (
-        "import sys\n"
-        "sys.modules['pysqlite3'] = None\n"  # as on a platform without its wheel
-        "from ranklens.core._sqlite import sqlite3\n"
-        "assert sqlite3.__name__ == 'sqlite3', sqlite3.__name__\n"
+    return (
+        "import sys, os\n" + env_lines + "from ranklens.core._sqlite import sqlite3\n"
+        f"assert sqlite3.__name__ == {expect!r}, sqlite3.__name__\n"
         "from ranklens.core.engine import Engine\n"
         f"e = Engine({str(root)!r}, cache_dir=__import__('pathlib').Path({str(tmp_path / 'cache')!r}))\n"
         "e.ensure_index()\n"
@@ -28,4 +43,12 @@ def test_without_pysqlite3_the_standard_library_binding_builds_and_queries_an_in
         "assert r.hits and r.hits[0].path == 'a.py', r\n"
         "print('ok')\n"
     )
-    assert_python_prints_ok(code)
+
+
+def test_without_sqlean_the_standard_library_binding_builds_and_queries_an_index(tmp_path):
+    # as on a platform without its wheel
+    assert_python_prints_ok(_builds_and_queries(tmp_path, "sys.modules['sqlean'] = None\n", "sqlite3"))
+
+
+def test_ranklens_sqlite_picks_the_standard_library_binding(tmp_path):
+    assert_python_prints_ok(_builds_and_queries(tmp_path, "os.environ['RANKLENS_SQLITE'] = 'sqlite3'\n", "sqlite3"))

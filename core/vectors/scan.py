@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import npyfile
 from ..atomic import atomic_write
 
 __all__ = ["Float32Scan", "Int8Scan", "SignBits", "nearest_by_bits", "numkong"]
@@ -164,7 +165,7 @@ class Int8Scan:
         """The companion of a vector file, or None when it is absent or does not match it
         (the vectors are then scanned without it; the next save writes a new one)."""
         try:
-            codes = np.load(path, mmap_mode="r" if view else None, allow_pickle=False)
+            codes = npyfile.load(path, mmap=view)
         except (OSError, ValueError):
             return None
         if codes.dtype != np.int8 or codes.shape != (n, dim):
@@ -252,7 +253,7 @@ class SignBits:
         """The sign bits of a vector file, or None when they are absent or do not match it
         (candidates then come from the int8 scan of every row; the next save writes new ones)."""
         try:
-            words = np.load(path, mmap_mode="r" if view else None, allow_pickle=False)
+            words = npyfile.load(path, mmap=view)
         except (OSError, ValueError):
             return None
         if words.dtype != np.dtype("<u8") or words.shape != (cls.width(dim), n):

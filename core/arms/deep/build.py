@@ -19,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import npyfile
 from ..._sqlite import sqlite3
 from ...atomic import atomic_write, publish_folder
-from ...store import connect, gen_dir_name, read_meta, sidecar_dir_name, unpack_text
+from ...store import close, connect, gen_dir_name, read_meta, sidecar_dir_name, unpack_text
 from ..protocol import ArmUnavailable
 from . import model
 from .arm import NAME, STAMP_FILE, VECTORS_FILE, read_stamp
@@ -73,9 +74,9 @@ class _Cache:
         self._new_keys: list[np.ndarray] = []
         self._new_vecs: list[np.ndarray] = []
         try:
-            with np.load(self.path) as z:
-                if str(z["model"]) == model and z["vecs"].shape[1:] == (DIM,):
-                    self.keys, self.vecs = z["keys"].astype(np.int64), z["vecs"].astype(np.float16)
+            z = npyfile.load_npz(self.path)
+            if str(z["model"]) == model and z["vecs"].shape[1:] == (DIM,):
+                self.keys, self.vecs = z["keys"].astype(np.int64), z["vecs"].astype(np.float16)
         except (OSError, ValueError, KeyError, EOFError):  # none yet, corrupt, or another layout
             pass
 
@@ -245,7 +246,7 @@ def _committed(directory: Path, *, texts: bool) -> tuple[int, list[tuple[int, st
         )
         conn.execute("COMMIT")
     finally:
-        conn.close()
+        close(conn)
     return generation, rows
 
 
