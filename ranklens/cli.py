@@ -366,19 +366,23 @@ BATCH_HELP = (
 )
 @click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
 @model_option
-def mcp_command(root: str, model: str | None) -> None:
+@store_option
+@repo_option
+def mcp_command(root: str, model: str | None, store: str | None, repos: str | None) -> None:
     """Serve ROOT (default: .) to coding agents over the Model Context Protocol on stdio.
 
     One process, one engine: the index is built on the first call (with progress
     notifications) and kept up to date as files change. Read-only; only indexed files inside
-    ROOT are ever served.
+    ROOT are ever served. With a shared --store the index is the store's (kept up to date by
+    `ranklens index --store`), searches may span --repo repositories, and the text of ROOT's
+    repository is served.
     """
     path = Path(root).expanduser()
     if not path.is_dir():
         raise UsageProblem(f"{root} is not a directory")
     from .mcp_server import serve
 
-    serve(str(path), model)
+    serve(str(path), model, store, repos)
 
 
 @cli.command(epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP + "\n\n" + BATCH_HELP)

@@ -8,6 +8,7 @@ own, dropped afterwards).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -362,3 +363,57 @@ def test_bad_store_options_are_one_line(sample_repo):
     assert "unknown store 'postgres://db'" in line
     line = one_line_error(run("query", "x", "--root", str(sample_repo), "--repo", "all"), 2)
     assert "--repo searches a shared store" in line
+
+
+# -- the MCP server over a shared store -------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def mcp_session(root: Path, *args: str, env: dict | None = None):
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "ranklens", "mcp", str(root), *args],
+        env={**os.environ, **(env or {})},
+        cwd=str(root),
+    )
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=120) as session:
+                await session.initialize()
+                yield session
+
+
+async def test_mcp_serves_a_shared_store(shared, tmp_path, sample_repo):
+    other = write_repo(tmp_path / "billing", OTHER_FILES)
+    index_json(shared, sample_repo, other)
+    async with mcp_session(sample_repo, "--store", shared.uri, "--repo", "all", env=shared.env) as session:
+        result = await session.call_tool("search", {"query": "hash a password, send a payment reminder", "top_k": 10})
+        assert not result.is_error, result.content[0].text
+        data = json.loads(result.content[0].text)
+        by_repo = {}
+        for hit in data["results"]:
+            by_repo.setdefault(hit["repo"], hit)
+        assert set(by_repo) == {"repo", "billing"}
+        assert by_repo["repo"]["text"] and by_repo["repo"]["sha256"]  # the root's repository: its text
+        assert by_repo["billing"]["text"] is None  # another repository's: located, not read
+        assert any("billing:" in note for note in data["notes"])
+        status = json.loads((await session.call_tool("index_status", {})).content[0].text)
+        assert set(status["repos"]) == {"repo", "billing"} and status["arms"]["bm25"] == {"answers": True}
+        span = json.loads(
+            (await session.call_tool("read_span", {"path": "app/auth.py", "start_line": 1, "end_line": 3}))
+            .content[0]
+            .text
+        )
+        assert span["text"].startswith('"""User authentication helpers."""')
+
+
+async def test_mcp_says_when_the_store_is_down_and_keeps_serving(sample_repo):
+    if not HAVE_MILVUS:
+        pytest.skip("pymilvus is not installed")
+    async with mcp_session(sample_repo, "--store", "http://127.0.0.1:9") as session:
+        for _ in range(2):
+            result = await session.call_tool("search", {"query": "password"})
+            assert result.is_error and "cannot reach Milvus at http://127.0.0.1:9" in result.content[0].text
