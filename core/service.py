@@ -216,6 +216,10 @@ def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = N
     deep arm can answer; when it cannot it takes its shipped weights with it (the other arms'
     are those tuned without it)."""
     arms = request.arms
+    served = getattr(engine, "served", None)
+    if served is not None and request.retriever == "all":  # a shared store: the arms it serves
+        arms = [a for a in arms if a in served]
+        deep = False
     try:
         return engine.fusion(
             FusionSettings.resolve(

@@ -121,6 +121,8 @@ class MilvusEngine(Engine):
     ``repos``: the repositories a query searches (None: the root's; ``["*"]``: every one)."""
 
     shared = True
+    #: The arms a Milvus store serves (``all`` fuses these).
+    served = tuple(FIELDS)
 
     def __init__(
         self,
@@ -141,7 +143,7 @@ class MilvusEngine(Engine):
         self._store_view: StoreView | None = None
         self._store_lock = threading.Lock()
         #: The store's state in one line, for the TUI's status line.
-        self.state = f"store {store.uri}: not opened"
+        self.state = self._ok_state = f"store {store.uri}: not opened"
 
     # -- the store --------------------------------------------------------------------------
 
@@ -205,7 +207,7 @@ class MilvusEngine(Engine):
             self._store_view = view
         shown = "all" if self.all_repos else ",".join(self.repos)
         chunks = sum(r.chunks for n, r in known.items() if self.all_repos or n in self.repos)
-        self.state = f"store {self.spec.uri}: {shown}, {chunks:,} chunks"
+        self.state = self._ok_state = f"store {self.spec.uri}: {shown}, {chunks:,} chunks"
         return view
 
     # -- Engine's index side ----------------------------------------------------------------
@@ -285,6 +287,7 @@ class MilvusEngine(Engine):
             return ArmResult(name, elapsed_ms=_ms(t0), error=str(exc), query=query)
         except Exception as exc:  # one arm failing must not fail the query
             return ArmResult(name, elapsed_ms=_ms(t0), error=f"{type(exc).__name__}: {exc}", query=query)
+        self.state = self._ok_state
         return ArmResult(name, hits=hits, elapsed_ms=_ms(t0), query=query, checked=True)
 
     def hits(self, arm: str, rows: Iterable[tuple[dict, float]], glob: str | None) -> list[Hit]:
