@@ -61,11 +61,13 @@ def open_engine(
     *,
     store: str | None = None,
     repos: str | None = None,
+    name: str | None = None,
 ) -> Engine:
     """The engine over ``root`` with the chunking, model and discovery settings every front end
     uses (RequestError when ``root`` is not a folder). ``store``: where the index lives
     (``--store``; None: the configured store, else local, :func:`core.stores.resolve_store`);
-    ``repos``: ``--repo``, the repositories a shared store's query searches."""
+    ``repos``: ``--repo``, the repositories a shared store's query searches; ``name``: the
+    root's repository name in a shared store (default: its folder's)."""
     path = Path(root).expanduser()
     if not path.is_dir():
         raise RequestError(f"{root} is not a directory")
@@ -85,7 +87,7 @@ def open_engine(
     from .stores.milvus_engine import MilvusEngine  # imports nothing of pymilvus until it opens
 
     try:
-        return MilvusEngine(path, settings, store=spec, repos=names, notify=notify)
+        return MilvusEngine(path, settings, store=spec, repos=names, name=name, notify=notify)
     except StoreError as exc:
         raise RequestError(str(exc)) from None
 

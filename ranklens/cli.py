@@ -261,6 +261,13 @@ def tui(
     show_default=True,
     help="With a shared --store: seconds to wait for another indexer of the same repository before refusing.",
 )
+@click.option(
+    "--repo",
+    "name",
+    metavar="NAME",
+    default=None,
+    help="With a shared --store and one ROOT: the repository's name in the store (default: ROOT's folder name).",
+)
 def index(
     roots: tuple[str, ...],
     as_json: bool,
@@ -269,6 +276,7 @@ def index(
     no_ignore: bool | None,
     store: str | None,
     wait: float,
+    name: str | None,
 ) -> None:
     """Build or incrementally update the index of each ROOT (default: .).
 
@@ -292,10 +300,14 @@ def index(
     seconds, then refuses.
     """
     roots = roots or (".",)
-    first = open_engine(roots[0], model, _note, hidden, no_ignore, store=store)
+    if name is not None and len(roots) > 1:
+        raise UsageProblem("--repo names one repository: give one ROOT with it")
+    first = open_engine(roots[0], model, _note, hidden, no_ignore, store=store, name=name)
     if getattr(first, "shared", False):
         _index_shared(roots, first, as_json, model, hidden, no_ignore, store, wait)
         return
+    if name is not None:
+        raise UsageProblem("--repo names a repository in a shared store: give --store too")
     for i, root in enumerate(roots):
         engine = first if i == 0 else open_engine(root, model, _note, hidden, no_ignore, store=store)
         _index_local(engine, as_json)

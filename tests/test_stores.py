@@ -111,7 +111,7 @@ def query_json(store: Store, text: str, root: Path, *extra: str) -> dict:
     return json.loads(out.stdout)
 
 
-def index_json(store: Store, *roots: Path) -> list[dict]:
+def index_json(store: Store, *roots: Path | str) -> list[dict]:
     out = store.cli("index", *map(str, roots), "--json")
     assert out.returncode == 0, out.stderr
     decoder, text, found = json.JSONDecoder(), out.stdout.strip(), []
@@ -417,3 +417,18 @@ async def test_mcp_says_when_the_store_is_down_and_keeps_serving(sample_repo):
         for _ in range(2):
             result = await session.call_tool("search", {"query": "password"})
             assert result.is_error and "cannot reach Milvus at http://127.0.0.1:9" in result.content[0].text
+
+
+def test_two_folders_of_one_name_do_not_replace_each_other(shared, tmp_path):
+    first = write_repo(tmp_path / "a" / "src")
+    second = write_repo(tmp_path / "b" / "src", OTHER_FILES)
+    index_json(shared, first)
+    line = one_line_error(shared.cli("index", str(second)))
+    assert "'src'" in line and "was indexed from" in line and "--repo NAME" in line
+    [named] = index_json(shared, second, "--repo", "billing-src")
+    assert named["repo"] == "billing-src"
+    data = query_json(shared, "payment reminder", first, "--repo", "billing-src")
+    assert data["results"][0]["path"] == "billing/invoice.py"
+    assert query_json(shared, "hash a password", first)["results"][0]["path"] == "app/auth.py"
+    line = one_line_error(shared.cli("index", str(first), str(second), "--repo", "x"), 2)
+    assert "--repo names one repository" in line

@@ -515,6 +515,7 @@ def index_repo(
     settings=None,
     progress: Callable[[str, int, int], None] | None = None,
     wait: float = 0.0,
+    named: bool = False,
 ) -> RepoStats:
     """Bring ``repo`` (the tree at ``root``) up to date in the store, incrementally.
 
@@ -523,6 +524,10 @@ def index_repo(
     file's row goes first, then its chunks (by path), then the new chunks are inserted and
     only then its row is written again: a pass killed midway leaves files without a row, which
     the next pass indexes again (deleting by path first), never a row without its chunks.
+
+    A repository of that name indexed from another folder is refused unless ``named`` (the
+    user named it with ``--repo``: it is the same repository, checked out elsewhere): two
+    folders called ``src`` must not replace each other's files.
     """
     from ..arms.dense import document_text
     from ..chunking import chunk_file
@@ -537,6 +542,12 @@ def index_repo(
     store.create(model.name, model.dim)
     store.check(model.name, model.dim)
     with RepoLease(store, repo, wait) as lease:
+        known = store.repos().get(repo)
+        if known is not None and known.root and known.root != str(root) and not named:
+            raise StoreError(
+                f"repository {repo!r} in {store.spec.uri} was indexed from {known.root}, not {root}: "
+                f"name this one (ranklens index {root} --repo NAME), or pass --repo {repo} if it is the same repository"
+            )
         options = settings.options
         options = replace(options, hidden=bool(options.hidden), no_ignore=bool(options.no_ignore))
         found = discover(root, options if isinstance(options, DiscoveryOptions) else None)

@@ -131,12 +131,15 @@ class MilvusEngine(Engine):
         *,
         store: StoreSpec,
         repos: Sequence[str] | None = None,
+        name: str | None = None,
         cache_dir: Path | None = None,
         notify=None,
     ) -> None:
         super().__init__(root, settings, cache_dir=cache_dir, notify=notify)
         self.spec = store
-        self.repo = check_repo_name(self.root.name)
+        #: The root's repository in the store: ``name`` (``index --repo``), else its folder's.
+        self.repo = check_repo_name(name or self.root.name)
+        self.named = name is not None
         self.repos = list(repos) if repos else [self.repo]
         self._store: MilvusStore | None = None
         self._model = None
@@ -359,5 +362,12 @@ def index_into_store(engine: MilvusEngine, progress=None, wait: float = 0.0):
     from .milvus import index_repo
 
     return index_repo(
-        engine.store, engine.root, engine.repo, engine.model, settings=engine.settings, progress=progress, wait=wait
+        engine.store,
+        engine.root,
+        engine.repo,
+        engine.model,
+        settings=engine.settings,
+        progress=progress,
+        wait=wait,
+        named=engine.named,
     )
