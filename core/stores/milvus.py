@@ -7,7 +7,8 @@ the model2vec vector ranklens embeds client-side with the model of :mod:`core.em
 - ``lex``: the code-aware tokens the local ``bm25`` arm counts (text, path, symbol names;
   identifiers whole and split, :func:`core.tokenize.code_tokens`), space-joined, so Milvus's
   ``standard`` tokenizer (``\\w+``, lowercased) sees exactly ranklens's terms;
-- ``ctx``: the breadcrumb then the text, identifiers whole (the ``fts5`` arm's signal);
+- ``words``: the text's identifiers whole, the document of the local ``fts5`` arm (SQLite FTS5
+  indexes the chunk's text alone: the breadcrumb is in ``lex`` and ``names``);
 - ``names``: a definition chunk's names (three times), signature, docstring and path tokens
   (the ``symbols`` arm's document; empty for windows);
 - ``dense``: the chunk's breadcrumb and text embedded as the local ``dense`` arm embeds it.
@@ -52,7 +53,7 @@ DELETE_BATCH = 200
 LEASE_SECONDS = 300.0
 #: The BM25 constants of the local arms: rank-bm25's k1 1.5 for ``bm25`` and ``symbols``,
 #: SQLite FTS5's 1.2 for ``fts5``; b 0.75 for all.
-BM25_PARAMS = {"lex": (1.5, 0.75), "ctx": (1.2, 0.75), "names": (1.5, 0.75)}
+BM25_PARAMS = {"lex": (1.5, 0.75), "words": (1.2, 0.75), "names": (1.5, 0.75)}
 #: The chunk fields a search returns (what a :class:`core.types.Hit` needs).
 HIT_FIELDS = ["repo", "path", "start", "end", "pstart", "pend", "context", "symbol"]
 _ANALYZER = {"tokenizer": "standard", "filter": ["lowercase"]}
@@ -90,11 +91,12 @@ def lex_text(chunk) -> str:
     return " ".join(code_tokens(f"{chunk.text}\n{chunk.path}\n{chunk.symbol}"))
 
 
-def ctx_text(chunk) -> str:
-    """The ``fts5`` arm's document: the breadcrumb, then the text, identifiers whole."""
+def words_text(chunk) -> str:
+    """The ``fts5`` arm's document: the text's identifiers, whole (as FTS5's ``unicode61``
+    tokenizer with ``_`` as a token character cuts it)."""
     from ..tokenize import identifiers
 
-    return " ".join(identifiers(f"{chunk.context}\n{chunk.text}"))
+    return " ".join(identifiers(chunk.text))
 
 
 def names_text(chunk) -> str:
@@ -299,7 +301,7 @@ class MilvusStore:
             schema.add_field("sha", DataType.VARCHAR, max_length=80)
             schema.add_field("size", DataType.INT64)
             schema.add_field("mtime", DataType.INT64)
-            schema.add_field("info", DataType.VARCHAR, max_length=8192)
+            schema.add_field("info", DataType.VARCHAR, max_length=65_535)
             # Milvus wants a vector field in every collection; this one holds nothing.
             schema.add_field("v", DataType.FLOAT_VECTOR, dim=2)
             index = self.client.prepare_index_params()
@@ -360,6 +362,29 @@ class MilvusStore:
             )
         return out
 
+    def common(self, repos: Sequence[str] | None) -> dict | None:
+        """The ``fts5`` arm's common terms of ``repos`` (None: every repository), summed: what
+        the local arm reads from its ``fts5-common.json`` (None when none are recorded)."""
+        if repos is None:
+            rows = self._rows(self.files_name, 'kind == "common"', ["info"])
+        else:
+            rows = self.call(
+                self.client.get, self.files_name, ids=[f"common\x00{r}" for r in repos], output_fields=["info"]
+            )
+        out: dict | None = None
+        for row in rows:
+            try:
+                part = json.loads(row["info"])
+            except ValueError:
+                continue
+            if out is None:
+                out = {"n": 0, "floor": 0, "df": {}}
+            out["n"] += part["n"]
+            out["floor"] += part["floor"]
+            for term, df in part["df"].items():
+                out["df"][term] = out["df"].get(term, 0) + df
+        return out
+
     def files_of(self, repo: str) -> dict[str, dict]:
         rows = self._rows(
             self.files_name, f'repo == {quote(repo)} and kind == "file"', ["path", "sha", "size", "mtime"]
@@ -403,6 +428,31 @@ def open_store(spec: StoreSpec) -> MilvusStore:
         if store is None:
             store = _open_stores[key] = MilvusStore(spec)
         return store
+
+
+def count_common(texts: Iterable[str], n: int) -> dict:
+    """The common terms of one repository's ``words`` documents, as the local ``fts5`` arm
+    records them (:func:`core.arms.fts5.common_terms`): every term in at least min(5 % of the
+    chunks, 2,000) chunks, with its document frequency."""
+    from collections import Counter
+
+    from ..arms.fts5 import _RECORD_FRACTION, _RECORD_ROWS
+
+    df: Counter = Counter()
+    for text in texts:
+        df.update(set(text.split()))
+    floor = max(1, min(int(n * _RECORD_FRACTION), _RECORD_ROWS))
+    return {"n": n, "floor": floor, "df": {t: c for t, c in df.items() if c >= floor}, "drift": 0}
+
+
+def _common_row(repo: str, common: dict) -> dict:
+    info = json.dumps(common)
+    while len(info) > 60_000:  # a row's text is bounded: the rarer recorded terms go first
+        df = common["df"]
+        cut = sorted(df.values())[len(df) // 4]
+        common = {**common, "df": {t: c for t, c in df.items() if c > cut}}
+        info = json.dumps(common)
+    return MilvusStore._row(f"common\x00{repo}", repo, "common", info=info)
 
 
 # -- indexing ---------------------------------------------------------------------------------
@@ -543,6 +593,7 @@ def index_repo(
     store.check(model.name, model.dim)
     with RepoLease(store, repo, wait) as lease:
         known = store.repos().get(repo)
+        before = known.chunks if known is not None else 0
         if known is not None and known.root and known.root != str(root) and not named:
             raise StoreError(
                 f"repository {repo!r} in {store.spec.uri} was indexed from {known.root}, not {root}: "
@@ -623,7 +674,7 @@ def index_repo(
                     "context": clip(c.context, 8000),
                     "symbol": clip(c.symbol, 8000),
                     "lex": clip(lex_text(c)),
-                    "ctx": clip(ctx_text(c)),
+                    "words": clip(words_text(c)),
                     "names": clip(names_text(c)),
                     "dense": v.tolist(),
                 }
@@ -649,6 +700,7 @@ def index_repo(
             store.call(store.client.flush, store.name)
             store.call(store.client.flush, store.files_name)
         stats.chunks = store.count(f"repo == {quote(repo)}")
+        _update_common(store, repo, stats, [c for c, _e, _s in chunks], cold=not stored, before=before)
         info = {"root": str(root), "files": stats.files, "chunks": stats.chunks, "indexed_at": time.time()}
         store.call(
             store.client.upsert,
@@ -659,6 +711,26 @@ def index_repo(
         stats.seconds["commit"] = time.perf_counter() - t5
     stats.seconds["total"] = time.perf_counter() - t0
     return stats
+
+
+def _update_common(store: MilvusStore, repo: str, stats: RepoStats, added: list, *, cold: bool, before: int) -> None:
+    """Keep the repository's common terms as the local ``fts5`` arm keeps its list: counted
+    on a first build, again once its chunks changed by 1 % or more (from the store), and
+    otherwise kept."""
+    old = store.common([repo])
+    if cold:
+        common = count_common((words_text(c) for c in added), stats.chunks)
+    else:
+        removed = max(0, before + len(added) - stats.chunks)
+        drift = (old or {}).get("drift", 0) + len(added) + removed
+        if old is not None and drift < 0.01 * old["n"]:
+            if not drift:
+                return
+            common = {**old, "drift": drift}
+        else:
+            rows = store._rows(store.name, f"repo == {quote(repo)}", ["words"])
+            common = count_common((r["words"] for r in rows), stats.chunks)
+    store.call(store.client.upsert, store.files_name, [_common_row(repo, common)])
 
 
 def _batches(items: Sequence, size: int) -> Iterable[Sequence]:

@@ -2,7 +2,7 @@
 
 :class:`MilvusEngine` is a :class:`core.engine.Engine` whose arms are requests to a Milvus
 collection (:mod:`core.stores.milvus`) instead of the local segments: ``bm25``, ``fts5`` and
-``symbols`` are BM25 searches over the collection's ``lex``, ``ctx`` and ``names`` fields,
+``symbols`` are BM25 searches over the collection's ``lex``, ``words`` and ``names`` fields,
 ``dense`` a cosine search over the vectors, the query embedded here with the collection's
 model. Each arm is still one request on its own worker thread (:meth:`Engine.search`), so
 the terminal UI streams arms as they answer; fusion, consolidation, the ranking stage and
@@ -32,7 +32,7 @@ from . import StoreError, StoreSpec
 from .milvus import MilvusStore, check_repo_name, open_store, quote
 
 #: The arms a Milvus store serves, and the field each searches.
-FIELDS = {"bm25": "lex_sparse", "fts5": "ctx_sparse", "dense": "dense", "symbols": "names_sparse"}
+FIELDS = {"bm25": "lex_sparse", "fts5": "words_sparse", "dense": "dense", "symbols": "names_sparse"}
 #: Candidates a path-filtered search asks for per wanted hit when the glob cannot be a LIKE.
 GLOB_OVERSAMPLE = 10
 
@@ -58,10 +58,13 @@ class MilvusArm:
     def _data(self, query: str):
         if self.name == "dense":
             return self.engine.model.encode([query])[0].tolist()
-        from ..tokenize import code_tokens, identifiers
+        from ..tokenize import code_tokens
 
-        words = identifiers(query) if self.name == "fts5" else code_tokens(query)
-        return " ".join(words)
+        if self.name == "fts5":  # its distinct identifiers, the common ones left out as locally
+            from ..arms.fts5 import _kept_terms
+
+            return " ".join(_kept_terms(query, self.engine.common))
+        return " ".join(code_tokens(query))
 
     def search(self, query: str, limit: int, expr: str, glob: str | None = None) -> list[Hit]:
         if limit <= 0:
@@ -144,6 +147,8 @@ class MilvusEngine(Engine):
         self._store: MilvusStore | None = None
         self._model = None
         self._store_view: StoreView | None = None
+        #: The fts5 arm's common terms of the searched repositories (core.arms.fts5).
+        self.common: dict | None = None
         self._store_lock = threading.Lock()
         #: The store's state in one line, for the TUI's status line.
         self.state = self._ok_state = f"store {store.uri}: not opened"
@@ -192,6 +197,7 @@ class MilvusEngine(Engine):
             store = self.store
             meta = store.check(self.model.name, self.model.dim)
             known = store.repos()
+            common = store.common(None if self.all_repos else self.repos)
         except StoreError as exc:
             self.state = f"store {self.spec.uri}: {exc}"
             raise
@@ -208,6 +214,7 @@ class MilvusEngine(Engine):
             if self._store_view is None or self._store_view.generation != view.generation:
                 self._arms = {}
             self._store_view = view
+            self.common = common
         shown = "all" if self.all_repos else ",".join(self.repos)
         chunks = sum(r.chunks for n, r in known.items() if self.all_repos or n in self.repos)
         self.state = self._ok_state = f"store {self.spec.uri}: {shown}, {chunks:,} chunks"
