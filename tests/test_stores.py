@@ -432,3 +432,34 @@ def test_two_folders_of_one_name_do_not_replace_each_other(shared, tmp_path):
     assert query_json(shared, "hash a password", first)["results"][0]["path"] == "app/auth.py"
     line = one_line_error(shared.cli("index", str(first), str(second), "--repo", "x"), 2)
     assert "--repo names one repository" in line
+
+
+@needs_milvus
+def test_the_store_can_be_named_once(tmp_path, sample_repo):
+    from ranklens.core.config import config_path
+
+    db = str(tmp_path / "once.db")
+    out = run("index", str(sample_repo), "--json", env={"RANKLENS_STORE": db})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["store"] == db
+    out = run("query", "hash a password", "--root", str(sample_repo), "--json", env={"RANKLENS_STORE": db})
+    assert out.returncode == 0 and json.loads(out.stdout)["results"][0]["repo"] == "repo"
+    # In the root's config.json, beside its tuned weights.
+    path = config_path(sample_repo)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"weights": {}, "k": 5, "store": db}))
+    out = run("query", "hash a password", "--root", str(sample_repo), "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["results"][0]["repo"] == "repo"
+    # --store local wins over both.
+    out = run("query", "hash a password", "--root", str(sample_repo), "--json", "--store", "local")
+    assert out.returncode == 0 and "repo" not in json.loads(out.stdout)["results"][0]
+
+
+def test_a_re_tune_keeps_the_store_named_in_the_config(sample_repo):
+    from ranklens.core.config import config_path, save_config
+
+    path = config_path(sample_repo)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"weights": {}, "k": 5, "store": "team.db"}))
+    save_config(sample_repo, {"bm25": 1.0}, 7.0)
+    assert json.loads(path.read_text())["store"] == "team.db"
