@@ -140,11 +140,16 @@ class MilvusStore:
         if spec.kind == "lite":
             self._check_lite_free(Path(spec.uri))
         try:
+            # No keepalive pings while idle: a Milvus Lite server (grpc's defaults) answers a
+            # ping every 10 s between calls (an indexer embedding, an idle UI) with GOAWAY
+            # "too_many_pings".
+            options = {"grpc_options": {"grpc.keepalive_permit_without_calls": 0}}
             if spec.kind == "lite":
                 Path(spec.uri).parent.mkdir(parents=True, exist_ok=True)
-                self.client = pm.MilvusClient(spec.uri)
+                self.client = pm.MilvusClient(spec.uri, **options)
             else:
-                self.client = pm.MilvusClient(uri=spec.uri, token=os.environ.get(TOKEN_ENV, ""), timeout=10)
+                token = os.environ.get(TOKEN_ENV, "")
+                self.client = pm.MilvusClient(uri=spec.uri, token=token, timeout=10, **options)
             self._collections = set(self.client.list_collections())
         except StoreError:
             raise
