@@ -100,10 +100,20 @@ class AgentService:
         Receives one-line notes (rebuilds, lock waits); default drops them.
     """
 
-    def __init__(self, root: Path | str, model: str | None = None, notify: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        root: Path | str,
+        model: str | None = None,
+        notify: Callable[[str], None] | None = None,
+        *,
+        store: str | None = None,
+        repos: str | None = None,
+    ):
         from .service import open_engine  # every front end's engine set-up: same settings, same index
 
-        self.engine = open_engine(root, model, notify or (lambda _msg: None))
+        self.engine = open_engine(root, model, notify or (lambda _msg: None), store=store, repos=repos)
+        #: A shared store (core.stores): indexed by `ranklens index --store`, never by this server.
+        self.shared = bool(getattr(self.engine, "shared", False))
         self.root = self.engine.root
         self._root_real = os.path.realpath(self.root)
         self._lock = threading.Lock()
@@ -120,6 +130,9 @@ class AgentService:
     def prepare(self, *, force_probe: bool = False) -> _Job | None:
         """Notice changes and start an update when there are any; the running update, if one
         is, for the caller to wait on. Blocking but cheap (see the module docstring)."""
+        if self.shared:
+            self._prepare_shared(force_probe)
+            return None
         with self._lock:
             job = self._job
             if job is not None and not job.done.is_set():
@@ -140,6 +153,26 @@ class AgentService:
             if not stale:
                 return None
             return self._start()
+
+    def _prepare_shared(self, force: bool) -> None:
+        """A shared store: (re)open it now and then, and take the root repository's file list
+        from it (the files this server serves)."""
+        from .stores import StoreError
+
+        now = time.monotonic()
+        with self._lock:
+            if not force and self._snapshot is not None and now < self._next_probe:
+                return
+            try:
+                view = self.engine._open_store()
+                files = self.engine.store.files_of(self.engine.repo) if self.engine.repo in view.repos else {}
+            except StoreError as exc:
+                self.last_error = str(exc)
+                self._next_probe = now + PROBE_EVERY_S
+                return
+            self._snapshot = _Snapshot(view.generation, {p: (r["size"], r["mtime"]) for p, r in files.items()})
+            self.last_error = None
+            self._next_probe = now + 5 * PROBE_EVERY_S
 
     def _start(self) -> _Job:
         job = self._job = _Job()
@@ -187,6 +220,8 @@ class AgentService:
 
     def freshness_notes(self, job: _Job | None) -> list[str]:
         """What the agent should know about how current this answer is (after waiting)."""
+        if self.shared and not self.engine.ready:
+            raise AgentError(f"the store cannot be searched: {self.last_error or self.engine.state}")
         if not self.engine.ready:
             raise AgentError(f"the repository could not be indexed: {job.error if job else self.last_error}")
         gen = self.engine.view.generation
@@ -323,6 +358,14 @@ class AgentService:
         notes = []
         for item in data["results"]:
             rel = item["path"]
+            if item.get("repo", self.engine.repo if self.shared else None) != (
+                self.engine.repo if self.shared else None
+            ):
+                item["text"] = item["sha256"] = None
+                notes.append(
+                    f"no text for {item['repo']}:{rel}: this server serves the text of {self.engine.repo} only"
+                )
+                continue
             if rel not in texts:
                 try:
                     texts[rel] = self._read(self.resolve(rel)).split("\n")
@@ -438,6 +481,18 @@ class AgentService:
         job = self.prepare(force_probe=True)
         updating = job is not None and not job.done.is_set()
         out: dict = {"root": str(self.root), "index_dir": str(self.engine.directory), "indexed": self.engine.ready}
+        if self.shared:
+            out["index_dir"] = self.engine.directory_label
+            out["store"] = self.engine.state
+            if self.engine.ready:
+                out["repos"] = {n: {"files": r.files, "chunks": r.chunks} for n, r in self.engine.view.repos.items()}
+                out["arms"] = {
+                    name: {"answers": True} if reason is None else {"answers": False, "reason": reason}
+                    for name, reason in self.engine.warm(default_arms()).items()
+                }
+            if self.last_error:
+                out["last_error"] = self.last_error
+            return out
         if self.engine.ready:
             view = self.engine.view
             snap = self._snapshot

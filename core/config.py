@@ -128,6 +128,12 @@ def save_config(
     parsed = parse_config(data, "config")
     data.update(weights=parsed["weights"], k=parsed["k"])
     path = config_path(root, cache_dir)
+    try:  # the store named for this root (core.stores) outlives a re-tune
+        store = json.loads(path.read_text(encoding="utf-8")).get("store")
+    except (OSError, ValueError, AttributeError):
+        store = None
+    if isinstance(store, str) and "store" not in data:
+        data["store"] = store
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, data)
     return path

@@ -73,8 +73,11 @@ def envelope(
     root: Path | None = None,
     with_hashes: bool = False,
     priors: bool | None = None,
+    roots: Mapping[str, Path | None] | None = None,
 ) -> dict:
-    """Build the envelope; ``with_hashes`` adds each span's current ``sha256`` (needs ``root``).
+    """Build the envelope; ``with_hashes`` adds each span's current ``sha256`` (needs ``root``;
+    a hit of a shared store's repository is read under ``roots[hit.repo]``, none when that
+    repository is not on this machine).
 
     ``priors`` (when given) records whether the code-aware priors re-scored the hits; each
     hit carries its own ``fused_score`` and ``priors`` either way.
@@ -83,7 +86,8 @@ def envelope(
     for hit in hits:
         item = hit.to_dict()
         if with_hashes:
-            item["sha256"] = span_sha256(root, hit) if root is not None else None
+            where = roots.get(hit.repo, root) if roots and hit.repo else root
+            item["sha256"] = span_sha256(where, hit) if where is not None else None
         results.append(item)
     out = {
         "schema_version": ENVELOPE_VERSION,

@@ -53,15 +53,43 @@ def parse_weights(text: str | None) -> dict[str, float]:
 
 
 def open_engine(
-    root: str | Path, model: str | None = None, notify=None, hidden: bool | None = None, no_ignore: bool | None = None
+    root: str | Path,
+    model: str | None = None,
+    notify=None,
+    hidden: bool | None = None,
+    no_ignore: bool | None = None,
+    *,
+    store: str | None = None,
+    repos: str | None = None,
+    name: str | None = None,
 ) -> Engine:
     """The engine over ``root`` with the chunking, model and discovery settings every front end
-    uses (RequestError when ``root`` is not a folder)."""
+    uses (RequestError when ``root`` is not a folder). ``store``: where the index lives
+    (``--store``; None: the configured store, else local, :func:`core.stores.resolve_store`);
+    ``repos``: ``--repo``, the repositories a shared store's query searches; ``name``: the
+    root's repository name in a shared store (default: its folder's)."""
     path = Path(root).expanduser()
     if not path.is_dir():
         raise RequestError(f"{root} is not a directory")
     options = DiscoveryOptions(hidden=hidden, no_ignore=no_ignore)
-    return Engine(path, IndexSettings(model=model, options=options), notify=notify)
+    settings = IndexSettings(model=model, options=options)
+    from .stores import StoreError, repo_names, resolve_store
+
+    try:
+        spec = resolve_store(store, path)
+        names = repo_names(repos)
+    except StoreError as exc:
+        raise RequestError(str(exc)) from None
+    if spec.local:
+        if names is not None:
+            raise RequestError("--repo searches a shared store: give --store too")
+        return Engine(path, settings, notify=notify)
+    from .stores.milvus_engine import MilvusEngine  # imports nothing of pymilvus until it opens
+
+    try:
+        return MilvusEngine(path, settings, store=spec, repos=names, name=name, notify=notify)
+    except StoreError as exc:
+        raise RequestError(str(exc)) from None
 
 
 #: A query embeds at most this many texts for the deep arm before answering (about a minute
@@ -169,9 +197,19 @@ def answer_query(
         priors=request.priors,
         root=engine.root,
         with_hashes=hashes,
+        roots=repo_roots(engine, hits),
     )
     data["query_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)
     return data, hits, result.skipped
+
+
+def repo_roots(engine: Engine, hits) -> dict:
+    """A shared store's hits' repositories and their folders here (empty for a local index)."""
+    if not getattr(engine, "shared", False):
+        return {}
+    from .stores.milvus_engine import repo_roots as roots
+
+    return dict(roots(engine, hits))
 
 
 def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = None) -> FusionSettings:
@@ -180,6 +218,10 @@ def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = N
     deep arm can answer; when it cannot it takes its shipped weights with it (the other arms'
     are those tuned without it)."""
     arms = request.arms
+    served = getattr(engine, "served", None)
+    if served is not None and request.retriever == "all":  # a shared store: the arms it serves
+        arms = [a for a in arms if a in served]
+        deep = False
     try:
         return engine.fusion(
             FusionSettings.resolve(

@@ -41,9 +41,14 @@ class Session(FusedBy):
 
         self.engine = engine
         self.config_error: str | None = None
+        served = getattr(engine, "served", None)  # a shared store serves some arms only
         if settings is None:
             try:
-                settings = FusionSettings.resolve(engine.root, cache_dir=engine.cache_dir)
+                settings = FusionSettings.resolve(
+                    engine.root,
+                    cache_dir=engine.cache_dir,
+                    **({"arms": served, "with_deep": False} if served is not None else {}),
+                )
             except ConfigError as exc:  # a broken config file: start from the shipped defaults
                 self.config_error = str(exc)
                 settings = FusionSettings.resolve(None)
@@ -133,7 +138,12 @@ class Session(FusedBy):
         """Fuse the cached rankings with the settings in force (no arm runs again); the hits
         become :attr:`hits`. Raises ValueError when two arms answered from different index
         generations (run the query again)."""
-        self.hits = self.engine.fuse(list(self.results.values()), self.settings)
+        results = list(self.results.values())
+        if getattr(self.engine, "shared", False) and results and self.hits and not any(r.ok for r in results):
+            # A shared store that stopped answering (server down): the last answer stays on
+            # screen, and the status line says what is wrong with the store.
+            return self.hits
+        self.hits = self.engine.fuse(results, self.settings)
         return self.hits
 
     # -- judgments ----------------------------------------------------------------------
@@ -202,21 +212,28 @@ class Session(FusedBy):
 
     # -- files and export ---------------------------------------------------------------
 
-    def read_file(self, path: str) -> str | None:
+    def read_file(self, path: str, repo: str = "") -> str | None:
         """A file of the root as text, lines holding a credential redacted as in the index
-        (:func:`core.secrets.redact`), cached until its size or mtime changes."""
+        (:func:`core.secrets.redact`), cached until its size or mtime changes. ``repo``: a
+        shared store's repository holding it (its folder on this machine; None when not here)."""
         from .secrets import redact
 
-        full = self.engine.root / path
+        root = self.engine.root
+        if repo and getattr(self.engine, "shared", False):
+            root = self.engine.root_of(repo)
+            if root is None:
+                return None
+        full = root / path
+        key = f"{repo}\0{path}" if repo else path
         try:
             st = full.stat()
-            cached = self._files.get(path)
+            cached = self._files.get(key)
             if cached is not None and cached[:2] == (st.st_mtime_ns, st.st_size):
                 return cached[2]
             text = redact(full.read_text(encoding="utf-8", errors="replace"), path)
         except OSError:
             return None
-        self._files[path] = (st.st_mtime_ns, st.st_size, text)
+        self._files[key] = (st.st_mtime_ns, st.st_size, text)
         return text
 
     def forget_files(self) -> None:
@@ -255,7 +272,13 @@ class Session(FusedBy):
             priors=settings.priors,
             root=self.engine.root,
             with_hashes=True,
+            roots={h.repo: self.engine.root_of(h.repo) for h in hits if h.repo} if self.engine_shared else None,
         )
+
+    @property
+    def engine_shared(self) -> bool:
+        """Whether the index is a shared store's (:mod:`core.stores`)."""
+        return bool(getattr(self.engine, "shared", False))
 
     # -- index and deep (worker bodies) --------------------------------------------------
 

@@ -140,6 +140,9 @@ class ConsolidatedHit:
     priors: list[AppliedPrior] = field(default_factory=list)
     #: The ranking stage's signals that moved this hit (:mod:`core.ranking`), in order.
     signals: list[AppliedSignal] = field(default_factory=list)
+    #: The repository the hit is in, when the index is a shared store holding several
+    #: (:mod:`core.stores`); "" for a local index (``path`` is then the root's).
+    repo: str = ""
 
     @property
     def prior_factor(self) -> float:
@@ -151,6 +154,7 @@ class ConsolidatedHit:
 
     def to_dict(self) -> dict:
         return {
+            **({"repo": self.repo} if self.repo else {}),
             "path": self.path,
             "start_line": self.start_line,
             "end_line": self.end_line,

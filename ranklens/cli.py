@@ -34,6 +34,7 @@ from .core.service import (
 )
 from .core.settings import FusionSettings
 from .core.store import IndexWriteError
+from .core.stores import StoreError
 
 #: What "all" fuses, for the help (the same text whatever is installed here).
 ALL_ARMS = ", ".join([*always_fused(), *(f"plus {a} when installed" for a in optional_defaults())])
@@ -177,6 +178,22 @@ no_ignore_option = click.option(
 )
 
 
+#: Where the index lives; see docs/milvus.md.
+STORE_HELP = (
+    "Where the index lives: local (default: the user cache folder), a Milvus Lite file (*.db) or a "
+    "Milvus server (http://host:19530; token from RANKLENS_MILVUS_TOKEN). Default: RANKLENS_STORE, "
+    'else the root\'s config.json "store", else local.'
+)
+store_option = click.option("--store", metavar="URI", default=None, help=STORE_HELP)
+repo_option = click.option(
+    "--repo",
+    "repos",
+    metavar="NAME,…|all",
+    default=None,
+    help="With a shared --store: the repositories to search (default: the root's, by its folder name; all: every one).",
+)
+
+
 def discovery_options(command):
     """``--hidden/--no-hidden`` and ``--no-ignore/--ignore``, on every command that indexes."""
     return hidden_option(no_ignore_option(command))
@@ -220,11 +237,15 @@ def cli() -> None:
 @click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
 @model_option
 @discovery_options
-def tui(root: str, model: str | None, hidden: bool | None, no_ignore: bool | None) -> None:
+@store_option
+@repo_option
+def tui(
+    root: str, model: str | None, hidden: bool | None, no_ignore: bool | None, store: str | None, repos: str | None
+) -> None:
     """Open the terminal UI on ROOT (the default command)."""
     # The composition root: the engine every front end opens, the UI-free session over it,
     # and the app that draws the session.
-    engine = open_engine(root, model, _note, hidden, no_ignore)
+    engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
     from ranklens.core.session import Session
     from ranklens.tui.app import RanklensApp
 
@@ -232,12 +253,36 @@ def tui(root: str, model: str | None, hidden: bool | None, no_ignore: bool | Non
 
 
 @cli.command()
-@click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
+@click.argument("roots", nargs=-1, type=click.Path(file_okay=True, dir_okay=True))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of progress.")
 @model_option
 @discovery_options
-def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_ignore: bool | None) -> None:
-    """Build or incrementally update the index of ROOT (default: .).
+@store_option
+@click.option(
+    "--wait",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="With a shared --store: seconds to wait for another indexer of the same repository before refusing.",
+)
+@click.option(
+    "--repo",
+    "name",
+    metavar="NAME",
+    default=None,
+    help="With a shared --store and one ROOT: the repository's name in the store (default: ROOT's folder name).",
+)
+def index(
+    roots: tuple[str, ...],
+    as_json: bool,
+    model: str | None,
+    hidden: bool | None,
+    no_ignore: bool | None,
+    store: str | None,
+    wait: float,
+    name: str | None,
+) -> None:
+    """Build or incrementally update the index of each ROOT (default: .).
 
     Only files added, changed or removed since the last run are re-read, re-chunked and
     re-embedded. A stat pass over what the last run listed says first whether anything
@@ -252,8 +297,50 @@ def index(root: str, as_json: bool, model: str | None, hidden: bool | None, no_i
     With the deep extra installed (pip install 'ranklens[deep]') a last stage embeds the
     chunks for the deep arm: slow (~10 chunks/s on 2 cores), but only text it has never seen;
     RANKLENS_DEEP=0 leaves it out.
+
+    With a shared --store (a Milvus Lite file or a Milvus server, docs/milvus.md) every ROOT
+    goes into one collection as a repository named after its folder; only changed files are
+    re-chunked and re-embedded, and a second indexer of the same repository waits --wait
+    seconds, then refuses.
     """
-    engine = open_engine(root, model, _note, hidden, no_ignore)
+    roots = roots or (".",)
+    if name is not None and len(roots) > 1:
+        raise UsageProblem("--repo names one repository: give one ROOT with it")
+    first = open_engine(roots[0], model, _note, hidden, no_ignore, store=store, name=name)
+    if getattr(first, "shared", False):
+        _index_shared(roots, first, as_json, model, hidden, no_ignore, store, wait)
+        return
+    if name is not None:
+        raise UsageProblem("--repo names a repository in a shared store: give --store too")
+    for i, root in enumerate(roots):
+        engine = first if i == 0 else open_engine(root, model, _note, hidden, no_ignore, store=store)
+        _index_local(engine, as_json)
+
+
+def _index_shared(roots, first, as_json: bool, model, hidden, no_ignore, store, wait: float) -> None:
+    """``index ROOT... --store URI``: each root into the shared store, one summary each."""
+    from .core.stores.milvus_engine import index_into_store
+
+    names: dict[str, str] = {}
+    engines = [first] + [open_engine(r, model, _note, hidden, no_ignore, store=store) for r in roots[1:]]
+    for engine in engines:
+        if engine.repo in names and names[engine.repo] != str(engine.root):
+            raise UsageProblem(f"{names[engine.repo]} and {engine.root} would both be repository {engine.repo!r}")
+        names[engine.repo] = str(engine.root)
+    for engine in engines:
+        stats = index_into_store(engine, wait=wait)
+        if as_json:
+            click.echo(json.dumps(stats.to_dict(), indent=2))
+            continue
+        click.echo(
+            f"indexed {stats.repo}: {stats.files} files, {stats.chunks} chunks "
+            f"(+{stats.added} ~{stats.changed} -{stats.removed}, {stats.embedded} embedded, "
+            f"{len(stats.skipped)} skipped) in {stats.seconds.get('total', 0.0):.2f}s -> {stats.store}"
+        )
+    first.close()
+
+
+def _index_local(engine: Engine, as_json: bool) -> None:
     stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty(), open_view=False, keep_serving=False)
     if as_json:
         click.echo(json.dumps(stats.to_dict(), indent=2))
@@ -295,19 +382,23 @@ BATCH_HELP = (
 )
 @click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
 @model_option
-def mcp_command(root: str, model: str | None) -> None:
+@store_option
+@repo_option
+def mcp_command(root: str, model: str | None, store: str | None, repos: str | None) -> None:
     """Serve ROOT (default: .) to coding agents over the Model Context Protocol on stdio.
 
     One process, one engine: the index is built on the first call (with progress
     notifications) and kept up to date as files change. Read-only; only indexed files inside
-    ROOT are ever served.
+    ROOT are ever served. With a shared --store the index is the store's (kept up to date by
+    `ranklens index --store`), searches may span --repo repositories, and the text of ROOT's
+    repository is served.
     """
     path = Path(root).expanduser()
     if not path.is_dir():
         raise UsageProblem(f"{root} is not a directory")
     from .mcp_server import serve
 
-    serve(str(path), model)
+    serve(str(path), model, store, repos)
 
 
 @cli.command(epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP + "\n\n" + BATCH_HELP)
@@ -329,6 +420,8 @@ def mcp_command(root: str, model: str | None) -> None:
 )
 @model_option
 @discovery_options
+@store_option
+@repo_option
 def query(
     text: str | None,
     root: str,
@@ -345,6 +438,8 @@ def query(
     model: str | None,
     hidden: bool | None,
     no_ignore: bool | None,
+    store: str | None,
+    repos: str | None,
 ) -> None:
     """Search ROOT for TEXT; one line per hit, first token path:start-end.
 
@@ -370,7 +465,7 @@ def query(
         if output:
             raise UsageProblem("--output does not apply to --batch (its envelopes go to stdout)")
         check_request("batch", **options)  # the defaults must be good before stdin is read
-        _query_batch(root, model, options, hidden, no_ignore)
+        _query_batch(root, model, options, hidden, no_ignore, store, repos)
         return
     if text is None:
         raise UsageProblem("missing TEXT (or --batch to read queries from stdin)")
@@ -382,7 +477,7 @@ def query(
         from .core.secrets import load_detectors
 
         threading.Thread(target=load_detectors, name="ranklens-detectors", daemon=True).start()
-    engine = open_engine(root, model, _note, hidden, no_ignore)
+    engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
     # Asked for by name, deep is built whatever it costs; as one arm of many it does not hold
     # the answer up for a first build.
     stats = _run_index(
@@ -414,8 +509,9 @@ def query(
             [s.name for s in hit.signals if s.name in SHOWN_SIGNALS]
             + [f"{p.name} x{p.factor:g}" for p in hit.priors if p.factor != 1.0]
         )
+        where = f"{hit.repo}:{hit.path}" if hit.repo and getattr(engine, "multi", False) else hit.path
         click.echo(
-            f"{hit.path}:{hit.start_line}-{hit.end_line}  [score={hit.score:.4f} agree={hit.agreement}/{m} "
+            f"{where}:{hit.start_line}-{hit.end_line}  [score={hit.score:.4f} agree={hit.agreement}/{m} "
             f"conf={hit.confidence}  via {','.join(hit.provenance)}]  {label}".rstrip()
             + (f"  ({applied})" if applied else "")
         )
@@ -473,10 +569,16 @@ def _batch_request(line: str, defaults: dict) -> QueryRequest:
 
 
 def _query_batch(
-    root: str, model: str | None, defaults: dict, hidden: bool | None = None, no_ignore: bool | None = None
+    root: str,
+    model: str | None,
+    defaults: dict,
+    hidden: bool | None = None,
+    no_ignore: bool | None = None,
+    store: str | None = None,
+    repos: str | None = None,
 ) -> None:
     """``query --batch``: one envelope (or error) per stdin line, one engine for all."""
-    engine = open_engine(root, model, _note, hidden, no_ignore)
+    engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
     arms = check_request("batch", **defaults).arms
     stats = _run_index(
         engine,
@@ -947,6 +1049,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except IndexWriteError as exc:  # disk full, a file-size limit: the previous index serves
         _note(f"error: {exc.args[-1]}")
+        return 1
+    except StoreError as exc:  # a shared store down, refusing the token, missing or of another format
+        _note(f"error: {exc}")
         return 1
     except KeyboardInterrupt:
         _note("interrupted")

@@ -218,9 +218,16 @@ def build_server(service: AgentService) -> MCPServer:
     return server
 
 
-def serve(root: str, model: str | None = None) -> None:
-    """Serve ``root`` over stdio until the client closes the connection."""
-    service = AgentService(root, model, notify=lambda msg: print(f"ranklens: {msg}", file=sys.stderr, flush=True))
+def serve(root: str, model: str | None = None, store: str | None = None, repos: str | None = None) -> None:
+    """Serve ``root`` over stdio until the client closes the connection (``store``/``repos``:
+    a shared index, :mod:`core.stores`)."""
+    service = AgentService(
+        root,
+        model,
+        notify=lambda msg: print(f"ranklens: {msg}", file=sys.stderr, flush=True),
+        store=store,
+        repos=repos,
+    )
     try:
         build_server(service).run("stdio")
     finally:

@@ -318,10 +318,14 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
             self._show_skipped(result)
         elif result.error is not None:
             status.set_failed(result.arm, result.error)
+            if getattr(self.engine, "shared", False):
+                self._set_index_note(self.engine.state)
             if self.session.index_gone():
                 self._rebuild_gone_index()
         else:
             status.set_done(result.arm, result.elapsed_ms if self.show_timings else None, len(result.hits))
+            if getattr(self.engine, "shared", False) and self.notes.index != self.engine.state:
+                self._set_index_note(self.engine.state)  # the store answers again
         # The first answer of a new query starts at the top; later ones keep the top row
         # on the best hit unless the user has moved the cursor down.
         first = self._shown_query_id != self.query_id
@@ -481,10 +485,13 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         if hit is None:
             return
         self._preview_key = (hit.docid, self._fuse_version)
-        text = self.read_file(hit.path)
+        text = self.read_file(hit.path, hit.repo)
         if text is None:
             self._preview_code = None
-            self.preview.clear(f"Cannot read {hit.path}.")
+            where = f"{hit.repo}:{hit.path}" if hit.repo else hit.path
+            self.preview.clear(
+                f"Cannot read {where}" + (" (its repository is not on this machine)." if hit.repo else ".")
+            )
             return
         self._preview_code = (hit.docid, self.query_text)
         self.preview.show(
@@ -497,9 +504,10 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
             arms=self.answered(),
         )
 
-    def read_file(self, path: str) -> str | None:
-        """A file of the root as the preview shows it (see :meth:`core.session.Session.read_file`)."""
-        return self.session.read_file(path)
+    def read_file(self, path: str, repo: str = "") -> str | None:
+        """A file of the root (or of a shared store's ``repo``) as the preview shows it (see
+        :meth:`core.session.Session.read_file`)."""
+        return self.session.read_file(path, repo)
 
     # -- workers ----------------------------------------------------------------------------
 

@@ -95,6 +95,13 @@ class IndexOrchestration:
 
     @while_open
     def on_index_opened(self, message: IndexOpened) -> None:
+        if getattr(self.engine, "shared", False):  # a shared store: its state, never a build here
+            self._set_index_note(self.engine.state)
+            if message.ok and self._pending is not None:
+                self.search(self._pending)
+            elif not message.ok and not self.query_text:
+                self.preview.clear(f"The index cannot be searched: {self.engine.state}.")
+            return
         if message.ok:
             self._generation = self._current_generation()
             self._set_index_note("checking the index for changes…")
@@ -119,7 +126,9 @@ class IndexOrchestration:
         changed = generation != self._generation
         self._generation = generation
         self._index_refreshed = True
-        self._set_index_note(describe_stats(message.stats, first_build))
+        self._set_index_note(
+            self.engine.state if getattr(self.engine, "shared", False) else describe_stats(message.stats, first_build)
+        )
         warning = message.stats.warning
         if warning and warning != self._discovery_warning:
             # Said once per distinct warning, not on every refresh.
@@ -208,7 +217,11 @@ class IndexOrchestration:
         worker = event.worker
         finished = event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)
         if worker is self._index_worker:
-            if event.state == WorkerState.ERROR:
+            if event.state == WorkerState.ERROR and getattr(self.engine, "shared", False):
+                self._set_index_note(self.engine.state)  # the store down, refusing, missing …
+                if not self.engine.ready:
+                    self.preview.clear(f"The index cannot be searched: {one_line(worker.error)}")
+            elif event.state == WorkerState.ERROR:
                 self._set_index_note(f"indexing failed: {one_line(worker.error)}")
                 if not self.engine.ready:
                     self.preview.clear(f"Indexing failed: {one_line(worker.error)}")

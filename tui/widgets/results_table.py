@@ -146,7 +146,8 @@ def format_shift(shift: int | None) -> Text:
 
 
 def format_location(hit: ConsolidatedHit, width: int = LOCATION_WIDTH) -> str:
-    text = f"{hit.path}:{hit.start_line}-{hit.end_line}"
+    where = f"{hit.repo}:{hit.path}" if hit.repo else hit.path  # a shared store's hit names its repository
+    text = f"{where}:{hit.start_line}-{hit.end_line}"
     return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 

@@ -1,0 +1,458 @@
+"""The engine over a Milvus store: the same arms, threads, fusion and ranking stage.
+
+:class:`MilvusEngine` is a :class:`core.engine.Engine` whose arms are requests to a Milvus
+collection (:mod:`core.stores.milvus`) instead of the local segments: ``bm25``, ``fts5`` and
+``symbols`` are BM25 searches over the collection's ``lex``, ``words`` and ``names`` fields,
+``dense`` a cosine search over the vectors, the query embedded here with the collection's
+model. Each arm is still one request on its own worker thread (:meth:`Engine.search`), so
+the terminal UI streams arms as they answer; fusion, consolidation, the ranking stage and
+the handoff are :class:`Engine`'s own code.
+
+The engine searches one repository (its root's, by default), several, or every repository
+in the collection. Across several, an arm's hits carry ``repo/path`` as their path while
+they are fused (two repositories' ``README.md`` never merge into one hit, and the ranking
+stage sees the repository as the top folder); the fused hits then carry the repository in
+``ConsolidatedHit.repo`` and the path within it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from ..arms import ArmUnavailable
+from ..chunkstep import units_of
+from ..consolidate import check_ranking
+from ..engine import CANDIDATE_DEPTH, WITHIN_FILE_ARMS, ArmResult, Engine, _ms
+from ..types import ConsolidatedHit, Hit, make_docid
+from . import StoreError, StoreSpec
+from .milvus import MilvusStore, check_repo_name, open_store, quote
+
+#: The arms a Milvus store serves, and the field each searches.
+FIELDS = {"bm25": "lex_sparse", "fts5": "words_sparse", "dense": "dense", "symbols": "names_sparse"}
+#: Candidates a path-filtered search asks for per wanted hit when the glob cannot be a LIKE.
+GLOB_OVERSAMPLE = 10
+#: The most chunks the chunk step reads of one file, and of all its files at once (Milvus
+#: answers at most 16,384 rows a query).
+MAX_FILE_CHUNKS = 4096
+MAX_QUERY_ROWS = 16_384
+
+
+class StoreView:
+    """What the engine's callers read of an open index (the TUI its generation)."""
+
+    def __init__(self, root: Path, meta: dict, repos: dict) -> None:
+        self.root = root
+        self.meta = meta
+        self.repos = repos
+        self.generation = int(sum(r.indexed_at for r in repos.values()))
+
+
+class MilvusArm:
+    """One arm as a request to the collection."""
+
+    def __init__(self, engine: MilvusEngine, name: str) -> None:
+        self.engine = engine
+        self.name = name
+        self.field = FIELDS[name]
+
+    def _data(self, query: str):
+        if self.name == "dense":
+            return self.engine.model.encode([query])[0].tolist()
+        from ..tokenize import code_tokens
+
+        if self.name == "fts5":  # its distinct identifiers, the common ones left out as locally
+            from ..arms.fts5 import _kept_terms
+
+            return " ".join(_kept_terms(query, self.engine.common))
+        return " ".join(code_tokens(query))
+
+    def search(self, query: str, limit: int, expr: str, glob: str | None = None) -> list[Hit]:
+        if limit <= 0:
+            return []
+        data = self._data(query)
+        if not data:
+            return []
+        want = limit * GLOB_OVERSAMPLE if glob and not _like(glob) else limit
+        rows = self.engine.store.search(self.field, data, want, expr)
+        hits = self.engine.hits(self.name, [(r["entity"], abs(float(r["distance"]))) for r in rows], glob)
+        if self.name == "symbols":
+            hits = self._definers_first(query, hits, expr, glob)
+        return [replace(h, rank=i) for i, h in enumerate(hits[:limit], start=1)]
+
+    def _definers_first(self, query: str, ranked: list[Hit], expr: str, glob: str | None) -> list[Hit]:
+        """As the local ``symbols`` arm: a one-identifier query gets the chunks defining exactly
+        that name first (under its qualifier, in the file named after it, shallower first)."""
+        from ..ranking import name_key, path_depth, qualifiers, shape, stem_key
+
+        q = shape(query)
+        if not q.lookup:
+            return ranked
+        found: dict[str, tuple[dict, float]] = {}
+        for name in sorted(q.names):
+            like = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            rows = self.engine.store.query(f"{expr} and symbol like {quote('%' + like + '%')}", 500)
+            for row in rows:
+                names = row["symbol"].split()
+                if name in names or (name.islower() and name in (n.lower() for n in names)):
+                    found.setdefault(f"{row['repo']}\x00{row['path']}:{row['start']}-{row['end']}", (row, 0.0))
+        if not found:
+            return ranked
+        first = self.engine.hits(self.name, list(found.values()), glob)
+        wanted = {name_key(n) for n in q.names}
+        scope = qualifiers(q.text)
+
+        def order(h: Hit) -> tuple:
+            where = f"{h.path} {h.context}".lower()
+            return (not all(w in where for w in scope), stem_key(h.path) not in wanted, path_depth(h.path), h.docid)
+
+        first.sort(key=order)
+        seen = {h.docid for h in first}
+        return first + [h for h in ranked if h.docid not in seen]
+
+
+def _like(glob: str) -> str | None:
+    """An fnmatch glob as a Milvus LIKE pattern when it has only ``*`` and ``?`` (else None)."""
+    if any(c in glob for c in "[]"):
+        return None
+    out = glob.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return out.replace("*", "%").replace("?", "_")
+
+
+class MilvusEngine(Engine):
+    """Query (and index) repositories kept in a Milvus collection; see the module docstring.
+
+    ``repos``: the repositories a query searches (None: the root's; ``["*"]``: every one)."""
+
+    shared = True
+    #: The arms a Milvus store serves (``all`` fuses these).
+    served = tuple(FIELDS)
+
+    def __init__(
+        self,
+        root: Path | str,
+        settings=None,
+        *,
+        store: StoreSpec,
+        repos: Sequence[str] | None = None,
+        name: str | None = None,
+        cache_dir: Path | None = None,
+        notify=None,
+    ) -> None:
+        super().__init__(root, settings, cache_dir=cache_dir, notify=notify)
+        self.spec = store
+        #: The root's repository in the store: ``name`` (``index --repo``), else its folder's.
+        self.repo = check_repo_name(name or self.root.name)
+        self.named = name is not None
+        self.repos = list(repos) if repos else [self.repo]
+        self._store: MilvusStore | None = None
+        self._model = None
+        self._store_view: StoreView | None = None
+        #: The fts5 arm's common terms of the searched repositories (core.arms.fts5).
+        self.common: dict | None = None
+        self._store_lock = threading.Lock()
+        #: The store's state in one line, for the TUI's status line.
+        self.state = self._ok_state = f"store {store.uri}: not opened"
+
+    # -- the store --------------------------------------------------------------------------
+
+    @property
+    def store(self) -> MilvusStore:
+        with self._store_lock:
+            if self._store is None:
+                self._store = open_store(self.spec)
+            return self._store
+
+    @property
+    def model(self):
+        if self._model is None:
+            from ..embedding import ModelUnavailable, load_model
+
+            try:
+                self._model = load_model(self.settings.model)
+            except ModelUnavailable as exc:
+                raise StoreError(str(exc)) from None
+        return self._model
+
+    @property
+    def directory_label(self) -> str:
+        return f"{self.spec.uri} (collection {self.spec.collection})"
+
+    @property
+    def all_repos(self) -> bool:
+        return self.repos == ["*"]
+
+    @property
+    def multi(self) -> bool:
+        return self.all_repos or len(self.repos) > 1
+
+    def repo_filter(self) -> str:
+        if self.all_repos:
+            return 'repo != ""'
+        if len(self.repos) == 1:
+            return f"repo == {quote(self.repos[0])}"
+        return f"repo in [{', '.join(quote(r) for r in self.repos)}]"
+
+    def _open_store(self) -> StoreView:
+        try:
+            store = self.store
+            meta = store.check(self.model.name, self.model.dim)
+            known = store.repos()
+            common = store.common(None if self.all_repos else self.repos)
+        except StoreError as exc:
+            self.state = f"store {self.spec.uri}: {exc}"
+            raise
+        if not self.all_repos:
+            missing = [r for r in self.repos if r not in known]
+            if missing:
+                names = ", ".join(sorted(known)) or "none"
+                raise StoreError(
+                    f"repository {missing[0]!r} is not in {self.spec.uri} (it holds: {names}); "
+                    f"index it with `ranklens index PATH --store {self.spec.uri}`"
+                )
+        view = StoreView(self.root, meta, known)
+        with self._lock:
+            if self._store_view is None or self._store_view.generation != view.generation:
+                self._arms = {}
+            self._store_view = view
+            self.common = common
+        shown = "all" if self.all_repos else ",".join(self.repos)
+        chunks = sum(r.chunks for n, r in known.items() if self.all_repos or n in self.repos)
+        self.state = self._ok_state = f"store {self.spec.uri}: {shown}, {chunks:,} chunks"
+        return view
+
+    # -- Engine's index side ----------------------------------------------------------------
+
+    def ensure_index(self, progress=None, *, deep=None, deep_limit=None, open_view: bool = True):
+        """Open the store for querying (a query never writes a shared index: ``ranklens index
+        --store`` does); the returned stats say what it holds."""
+        from ..indexer import IndexStats
+
+        view = self._open_store()
+        held = [r for n, r in view.repos.items() if self.all_repos or n in self.repos]
+        return IndexStats(
+            root=str(self.root),
+            index_dir=self.directory_label,
+            generation=view.generation,
+            files=sum(r.files for r in held),
+            chunks=sum(r.chunks for r in held),
+            deep=None if deep is False or deep is None else "the deep arm is not served by a Milvus store",
+        )
+
+    def open(self) -> bool:
+        try:
+            self._open_store()
+        except StoreError as exc:
+            self.notify(str(exc))
+            return False
+        return True
+
+    def check(self):
+        raise StoreError("a Milvus store is brought up to date by `ranklens index --store`, not by a freshness check")
+
+    def build_deep(self, progress=None, stop=None, limit=None):
+        raise ArmUnavailable("the deep arm is not served by a Milvus store")
+
+    @property
+    def view(self) -> StoreView:
+        if self._store_view is None:
+            raise StoreError(f"the store {self.spec.uri} is not open")
+        return self._store_view
+
+    @property
+    def ready(self) -> bool:
+        return self._store_view is not None
+
+    @property
+    def index_gone(self) -> bool:
+        return False
+
+    # -- Engine's query side ----------------------------------------------------------------
+
+    def _arm_on_view(self, name: str):
+        if name not in FIELDS:
+            raise ArmUnavailable(f"{name} is not served by a Milvus store (it serves {', '.join(FIELDS)})")
+        view = self.view
+        with self._lock:
+            arm = self._arms.get(name)
+            if arm is None:
+                arm = self._arms[name] = MilvusArm(self, name)
+        return arm, view
+
+    def run_arm(self, name, query, *, depth: int = CANDIDATE_DEPTH, path_glob=None, language=None) -> ArmResult:
+        t0 = time.perf_counter()
+        try:
+            arm, _view = self._arm_on_view(name)
+        except (ArmUnavailable, StoreError) as exc:
+            return ArmResult(name, skipped=str(exc), query=query)
+        expr = self.repo_filter()
+        if language:
+            expr += f" and language == {quote(language.lower())}"
+        if path_glob and _like(path_glob):
+            expr += f" and path like {quote(_like(path_glob))}"
+        try:
+            hits = arm.search(query, depth, expr, path_glob)
+            check_ranking(name, hits)
+        except StoreError as exc:
+            self.state = f"store {self.spec.uri}: {exc}"
+            return ArmResult(name, elapsed_ms=_ms(t0), error=str(exc), query=query)
+        except Exception as exc:  # one arm failing must not fail the query
+            return ArmResult(name, elapsed_ms=_ms(t0), error=f"{type(exc).__name__}: {exc}", query=query)
+        self.state = self._ok_state
+        return ArmResult(name, hits=hits, elapsed_ms=_ms(t0), query=query, checked=True)
+
+    def hits(self, arm: str, rows: Iterable[tuple[dict, float]], glob: str | None) -> list[Hit]:
+        """Stored chunk rows as one arm's hits (paths ``repo/path`` across several repositories)."""
+        out = []
+        for row, score in rows:
+            path = row["path"]
+            if glob and not fnmatchcase(path, glob):
+                continue
+            if self.multi:
+                path = f"{row['repo']}/{path}"
+            start, end = int(row["start"]), int(row["end"])
+            piece = (int(row["pstart"]), int(row["pend"])) if row["pstart"] else None
+            out.append(
+                Hit(
+                    arm,
+                    make_docid(path, start, end),
+                    path,
+                    start,
+                    end,
+                    len(out) + 1,
+                    score,
+                    row["context"],
+                    None,
+                    piece,
+                    row["symbol"],
+                )
+            )
+        return out
+
+    # -- the chunk step and quoted passages over the store (core.chunkstep, Stage.quoted) ----
+
+    def _where(self, path: str) -> str:
+        """The filter for one fused path (``repo/path`` across several repositories)."""
+        if self.multi:
+            repo, _, rel = path.partition("/")
+            return f"repo == {quote(repo)} and path == {quote(rel)}"
+        return f"{self.repo_filter()} and path == {quote(path)}"
+
+    def units_provider(self, query, settings):
+        if self._store_view is None:
+            return None
+        arms = tuple(a for a in WITHIN_FILE_ARMS if a in settings.arms and a in FIELDS)
+        return lambda paths: self.file_units(query, paths, arms)
+
+    def file_units(self, query, paths, arms=WITHIN_FILE_ARMS):
+        """As :meth:`Engine.file_units`: every chunk of each file, read from the collection,
+        ranked within the file by each of ``arms`` searched again under the files' filter."""
+        view = self._store_view
+        key = (id(view), view.generation if view else 0, query, tuple(arms))
+        with self._lock:
+            cache = self._units.setdefault(key, {})
+            while len(self._units) > 16:
+                self._units.popitem(last=False)
+        missing = [p for p in dict.fromkeys(paths) if p not in cache]
+        if missing:
+            where = " or ".join(f"({self._where(p)})" for p in missing)
+            listed: dict[str, list] = {p: [] for p in missing}
+            for row in self.store.query(where, min(MAX_FILE_CHUNKS * len(missing), MAX_QUERY_ROWS)):
+                path = f"{row['repo']}/{row['path']}" if self.multi else row["path"]
+                if path in listed:
+                    piece = (int(row["pstart"]), int(row["pend"])) if row["pstart"] else None
+                    listed[path].append((int(row["start"]), int(row["end"]), piece, row["context"], row["symbol"]))
+            n = sum(len(v) for v in listed.values())
+            scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in missing}
+            for name in arms if n else ():
+                arm, _view = self._arm_on_view(name)
+                data = arm._data(query)
+                if not data:
+                    continue
+                for row in self.store.search(FIELDS[name], data, n, where):
+                    e = row["entity"]
+                    path = f"{e['repo']}/{e['path']}" if self.multi else e["path"]
+                    if path in scores:
+                        span = (int(e["start"]), int(e["end"]))
+                        scores[path].setdefault(name, {})[span] = abs(float(row["distance"]))
+            for p in missing:
+                found = units_of(p, listed[p], scores[p])
+                with self._lock:
+                    cache[p] = found
+        return {p: cache[p] for p in paths if p in cache}
+
+    def quoted(self, query: str) -> dict[str, list[tuple[int, int, str]]]:
+        """As :meth:`Engine.quoted`: the chunks whose identifiers (the ``words`` field, the
+        text's identifiers in order) hold a quoted passage's tokens in a row."""
+        from ..arms.fts5 import quoted_phrases
+        from ..engine import PHRASE_CHUNKS
+
+        phrases = quoted_phrases(query)
+        if not phrases or self._store_view is None:
+            return {}
+        out: dict[str, list[tuple[int, int, str]]] = {}
+        for tokens in phrases:
+            phrase = " ".join(tokens)
+            like = phrase.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            rows = self.store.query(f"{self.repo_filter()} and words like {quote('%' + like + '%')}", PHRASE_CHUNKS + 1)
+            if len(rows) > PHRASE_CHUNKS:
+                continue  # a passage found everywhere marks nothing
+            for row in rows:
+                path = f"{row['repo']}/{row['path']}" if self.multi else row["path"]
+                out.setdefault(path, []).append((int(row["start"]), int(row["end"]), phrase))
+        return out
+
+    def fuse(self, results, settings=None, **kwargs) -> list[ConsolidatedHit]:
+        hits = super().fuse(results, settings, **kwargs)
+        return [self._located(h) for h in hits]
+
+    def _located(self, hit: ConsolidatedHit) -> ConsolidatedHit:
+        """The hit with its repository, and its path within it."""
+        if hit.repo:
+            return hit
+        if self.multi:
+            repo, _, path = hit.path.partition("/")
+            return replace(hit, repo=repo, path=path)
+        return replace(hit, repo=self.repos[0])
+
+    def root_of(self, repo: str) -> Path | None:
+        """Where ``repo``'s files are on this machine: this root, else the folder it was
+        indexed from when it is here (None: not here)."""
+        if repo == self.repo:
+            return self.root
+        view = self._store_view
+        info = view.repos.get(repo) if view is not None else None
+        if info is not None and info.root and Path(info.root).is_dir():
+            return Path(info.root)
+        return None
+
+    def close(self) -> None:
+        super().close()  # the store's client stays: the process's other engines share it
+
+
+def repo_roots(engine: Engine, hits: Sequence[ConsolidatedHit]) -> Mapping[str, Path | None]:
+    """Each hit's repository's folder on this machine (for span hashes and previews)."""
+    if not isinstance(engine, MilvusEngine):
+        return {}
+    return {h.repo: engine.root_of(h.repo) for h in hits if h.repo}
+
+
+def index_into_store(engine: MilvusEngine, progress=None, wait: float = 0.0):
+    """``ranklens index ROOT --store URI``: bring the engine's root, as its repository, up to
+    date in the store (:func:`core.stores.milvus.index_repo`)."""
+    from .milvus import index_repo
+
+    return index_repo(
+        engine.store,
+        engine.root,
+        engine.repo,
+        engine.model,
+        settings=engine.settings,
+        progress=progress,
+        wait=wait,
+        named=engine.named,
+    )

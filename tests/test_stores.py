@@ -1,0 +1,491 @@
+"""The index behind the arms: the local store and a shared Milvus store, through the real CLI.
+
+The store tests run on the local store and on Milvus Lite (a ``.db`` folder, the embedded
+engine of the ``milvus`` extra; skipped when pymilvus is not installed), and also on a real
+Milvus server when ``RANKLENS_TEST_MILVUS_URI`` names one (each test in a collection of its
+own, dropped afterwards).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import assert_python_prints_ok, run
+from tests.conftest import write_repo
+
+try:
+    import pymilvus  # noqa: F401
+
+    HAVE_MILVUS = True
+except ImportError:
+    HAVE_MILVUS = False
+
+SERVER = os.environ.get("RANKLENS_TEST_MILVUS_URI")
+needs_milvus = pytest.mark.skipif(not HAVE_MILVUS, reason="pymilvus is not installed (pip install 'ranklens[milvus]')")
+
+STORES = ["local", pytest.param("lite", marks=needs_milvus)]
+SHARED = [pytest.param("lite", marks=needs_milvus)]
+if SERVER:
+    STORES.append(pytest.param("server", marks=needs_milvus))
+    SHARED.append(pytest.param("server", marks=needs_milvus))
+
+OTHER_FILES = {
+    "README.md": "# billing\n\nInvoices and payment reminders for customers.\n",
+    "docs/guide.md": "# Guide\n\nHow to install billing and configure its reminders.\n",
+    "billing/invoice.py": '''
+        """Invoices."""
+
+
+        def render_invoice(customer, lines):
+            """Render an invoice for a customer as text, one line per item."""
+            total = sum(price for _name, price in lines)
+            return f"{customer}: {total}"
+
+
+        def send_payment_reminder(customer, days_late):
+            """Email a payment reminder to a customer whose invoice is overdue."""
+            return f"reminder to {customer} after {days_late} days"
+    ''',
+}
+
+
+class Store:
+    """A store URI for the CLI, and the environment that names its collection."""
+
+    def __init__(self, kind: str, tmp_path: Path) -> None:
+        self.kind = kind
+        self.env: dict[str, str] = {}
+        if kind == "local":
+            self.uri = "local"
+        elif kind == "lite":
+            self.uri = str(tmp_path / "shared.db")
+        else:
+            self.uri = SERVER or ""
+            self.env["RANKLENS_MILVUS_COLLECTION"] = f"rl_test_{uuid.uuid4().hex[:12]}"
+
+    @property
+    def shared(self) -> bool:
+        return self.kind != "local"
+
+    def cli(self, *args, cwd=None):
+        return run(*args, "--store", self.uri, cwd=cwd, env=self.env)
+
+    def drop(self) -> None:
+        if self.kind != "server":
+            return
+        from pymilvus import MilvusClient
+
+        client = MilvusClient(uri=self.uri, token=os.environ.get("RANKLENS_MILVUS_TOKEN", ""))
+        name = self.env["RANKLENS_MILVUS_COLLECTION"]
+        for c in (name, f"{name}_files"):
+            if client.has_collection(c):
+                client.drop_collection(c)
+
+
+@pytest.fixture(params=STORES)
+def store(request, tmp_path):
+    s = Store(request.param, tmp_path)
+    yield s
+    s.drop()
+
+
+@pytest.fixture(params=SHARED)
+def shared(request, tmp_path):
+    s = Store(request.param, tmp_path)
+    yield s
+    s.drop()
+
+
+def query_json(store: Store, text: str, root: Path, *extra: str) -> dict:
+    out = store.cli("query", text, "--root", str(root), "--json", *extra)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def index_json(store: Store, *roots: Path | str) -> list[dict]:
+    out = store.cli("index", *map(str, roots), "--json")
+    assert out.returncode == 0, out.stderr
+    decoder, text, found = json.JSONDecoder(), out.stdout.strip(), []
+    while text:
+        obj, end = decoder.raw_decode(text)
+        found.append(obj)
+        text = text[end:].strip()
+    return found
+
+
+def one_line_error(out, code: int = 1) -> str:
+    assert out.returncode == code, (out.returncode, out.stdout, out.stderr)
+    assert "Traceback" not in out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, out.stderr
+    return lines[0]
+
+
+# -- both stores ------------------------------------------------------------------------------
+
+
+def test_index_then_query_finds_the_code(store, sample_repo):
+    [summary] = index_json(store, sample_repo)
+    assert summary["files"] >= 5 and summary["chunks"] > 5
+    data = query_json(store, "hash a password with a salt", sample_repo)
+    assert data["retrievers"] == ["bm25", "fts5", "dense", "symbols"] or set(data["retrievers"]) >= {
+        "bm25",
+        "fts5",
+        "dense",
+        "symbols",
+    }
+    top = data["results"][0]
+    assert top["path"] == "app/auth.py"
+    # A shared store's hits say which repository they are in; a local index's do not.
+    assert top.get("repo") == ("repo" if store.shared else None)
+    for hit in data["results"]:
+        assert hit["sha256"] is not None  # the span is read from the repository's folder here
+
+
+@pytest.mark.parametrize("arm", ["bm25", "fts5", "dense", "symbols"])
+def test_each_arm_answers_on_its_own(store, sample_repo, arm):
+    index_json(store, sample_repo)
+    data = query_json(store, "PasswordHasher", sample_repo, "--retriever", arm)
+    assert data["retrievers"] == [arm]
+    assert any(h["path"] == "app/auth.py" for h in data["results"][:3]), data["results"]
+
+
+def test_update_is_incremental_per_file(store, sample_repo):
+    index_json(store, sample_repo)
+    (sample_repo / "app" / "auth.py").write_text(
+        (sample_repo / "app" / "auth.py").read_text() + "\n\ndef rotate_signing_keys(keyring):\n    return keyring\n"
+    )
+    (sample_repo / "app" / "extra_module.py").write_text("def quarantine_uploaded_file(path):\n    return path\n")
+    [again] = index_json(store, sample_repo)
+    assert (again["added"], again["changed"], again["removed"]) == (1, 1, 0)
+    assert again["embedded"] < 30  # only the two files' chunks
+    assert query_json(store, "rotate_signing_keys", sample_repo)["results"][0]["path"] == "app/auth.py"
+    (sample_repo / "app" / "extra_module.py").unlink()
+    [third] = index_json(store, sample_repo)
+    assert (third["added"], third["changed"], third["removed"]) == (0, 0, 1)
+    paths = {h["path"] for h in query_json(store, "quarantine_uploaded_file", sample_repo)["results"]}
+    assert "app/extra_module.py" not in paths
+    [fourth] = index_json(store, sample_repo)
+    assert (fourth["added"], fourth["changed"], fourth["removed"]) == (0, 0, 0)
+
+
+def test_filters_apply_in_the_store(store, sample_repo):
+    index_json(store, sample_repo)
+    data = query_json(store, "user", sample_repo, "--path", "app/*")
+    assert data["results"] and all(h["path"].startswith("app/") for h in data["results"])
+    data = query_json(store, "user", sample_repo, "--lang", "markdown")
+    assert data["results"] and all(h["path"].endswith(".md") for h in data["results"])
+
+
+# -- a shared store -----------------------------------------------------------------------------
+
+
+def test_many_repositories_in_one_collection(shared, tmp_path, sample_repo):
+    other = write_repo(tmp_path / "billing", OTHER_FILES)
+    summaries = index_json(shared, sample_repo, other)
+    assert [s["repo"] for s in summaries] == ["repo", "billing"]
+    # The default: the root's repository only.
+    mine = query_json(shared, "payment reminder for an overdue invoice", sample_repo)
+    assert {h["repo"] for h in mine["results"]} == {"repo"}
+    theirs = query_json(shared, "payment reminder for an overdue invoice", sample_repo, "--repo", "billing")
+    assert {h["repo"] for h in theirs["results"]} == {"billing"}
+    assert theirs["results"][0]["path"] == "billing/invoice.py"
+    everywhere = query_json(shared, "guide install configure", sample_repo, "--repo", "all", "--top-k", "20")
+    guides = {(h["repo"], h["path"]) for h in everywhere["results"] if h["path"] == "docs/guide.md"}
+    assert guides == {("repo", "docs/guide.md"), ("billing", "docs/guide.md")}  # never merged into one hit
+    both = query_json(shared, "hash a password", sample_repo, "--repo", "repo,billing")
+    assert both["results"][0]["repo"] == "repo" and both["results"][0]["path"] == "app/auth.py"
+    text = shared.cli("query", "payment reminder", "--root", str(sample_repo), "--repo", "all")
+    assert text.returncode == 0 and text.stdout.splitlines()[0].startswith("billing:billing/invoice.py:")
+
+
+def test_batch_answers_from_the_store(shared, sample_repo):
+    index_json(shared, sample_repo)
+    lines = '{"id": 1, "query": "hash a password"}\n{"id": 2, "query": "least recently used cache"}\n'
+    out = subprocess.run(
+        [sys.executable, "-m", "ranklens", "query", "--batch", "--root", str(sample_repo), "--store", shared.uri],
+        input=lines,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **shared.env},
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    answers = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2]
+    assert answers[0]["results"][0]["path"] == "app/auth.py"
+    assert answers[1]["results"][0]["path"] == "app/cache.py"
+
+
+def test_a_missing_collection_is_one_line(shared, sample_repo):
+    line = one_line_error(shared.cli("query", "password", "--root", str(sample_repo)))
+    assert "no ranklens collection" in line and "ranklens index" in line
+
+
+def test_a_repository_not_in_the_store_is_one_line(shared, tmp_path, sample_repo):
+    index_json(shared, sample_repo)
+    other = write_repo(tmp_path / "billing", OTHER_FILES)
+    line = one_line_error(shared.cli("query", "invoice", "--root", str(other)))
+    assert "'billing' is not in" in line and "repo" in line
+    line = one_line_error(shared.cli("query", "invoice", "--root", str(sample_repo), "--repo", "nosuch"))
+    assert "'nosuch' is not in" in line
+
+
+SET_META = """
+import json, sys
+from pymilvus import MilvusClient
+uri, name, token, changes = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+client = MilvusClient(uri) if uri.endswith(".db") else MilvusClient(uri=uri, token=token)
+client.load_collection(name)
+[row] = client.get(name, ids=["meta"], output_fields=["info"])
+meta = {**json.loads(row["info"]), **changes}
+row = {"key": "meta", "repo": "", "kind": "meta", "path": "", "sha": "", "size": 0, "mtime": 0,
+       "info": json.dumps(meta), "v": [0.0, 0.0]}
+client.upsert(name, [row])
+client.flush(name)
+"""
+
+
+def _set_meta(store: Store, **changes) -> None:
+    """Rewrite the collection's meta row as another ranklens would have (in another process:
+    a Milvus Lite folder is held by the process that opened it)."""
+    name = f"{store.env.get('RANKLENS_MILVUS_COLLECTION', 'ranklens')}_files"
+    token = os.environ.get("RANKLENS_MILVUS_TOKEN", "")
+    subprocess.run(
+        [sys.executable, "-c", SET_META, store.uri, name, token, json.dumps(changes)], check=True, timeout=120
+    )
+
+
+def test_a_collection_of_another_format_is_refused(shared, sample_repo):
+    index_json(shared, sample_repo)
+    _set_meta(shared, format=999)
+    line = one_line_error(shared.cli("query", "password", "--root", str(sample_repo)))
+    assert "built by another ranklens" in line
+    line = one_line_error(shared.cli("index", str(sample_repo)))
+    assert "built by another ranklens" in line
+
+
+def test_a_collection_of_another_model_is_refused(shared, sample_repo):
+    index_json(shared, sample_repo)
+    _set_meta(shared, model="someone/else-32M")
+    line = one_line_error(shared.cli("query", "password", "--root", str(sample_repo)))
+    assert "embedded with 'someone/else-32M'" in line
+
+
+def test_a_server_that_is_down_is_one_line(sample_repo):
+    if not HAVE_MILVUS:
+        pytest.skip("pymilvus is not installed")
+    line = one_line_error(run("query", "password", "--root", str(sample_repo), "--store", "http://127.0.0.1:9"))
+    assert "cannot reach Milvus at http://127.0.0.1:9" in line
+    line = one_line_error(run("index", str(sample_repo), "--store", "http://127.0.0.1:9"))
+    assert "cannot reach Milvus" in line
+
+
+@pytest.mark.skipif(not SERVER, reason="RANKLENS_TEST_MILVUS_URI names no server")
+def test_a_wrong_token_is_one_line(shared, sample_repo):
+    out = run(
+        "query", "password", "--root", str(sample_repo), "--store", shared.uri, env={"RANKLENS_MILVUS_TOKEN": "no:body"}
+    )
+    assert "Milvus" in one_line_error(out)
+
+
+@needs_milvus
+def test_a_lite_store_held_by_another_process_is_refused(tmp_path, sample_repo):
+    db = tmp_path / "held.db"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from pymilvus import MilvusClient; import sys, time; MilvusClient({str(db)!r}); print('open', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        line = one_line_error(run("index", str(sample_repo), "--store", str(db)))
+        assert "open in another process" in line and "milvus-lite server" in line
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@needs_milvus
+def test_a_second_indexer_of_a_repository_waits_then_refuses(tmp_path):
+    from ranklens.core.stores import StoreError, parse_store
+    from ranklens.core.stores.milvus import MilvusStore, RepoLease
+
+    store = MilvusStore(parse_store(str(tmp_path / "lease.db")))
+    store.create("m", 2)
+    with RepoLease(store, "repo"):
+        with pytest.raises(StoreError, match=r"'repo' is being indexed into .* by .*:"):
+            with RepoLease(store, "repo", wait=1.0):
+                pass
+        with RepoLease(store, "another"):  # other repositories are not held up
+            pass
+    with RepoLease(store, "repo"):  # released
+        pass
+    store.close()
+
+
+# -- the default install ------------------------------------------------------------------------
+
+
+def test_the_default_store_never_imports_pymilvus(sample_repo):
+    assert_python_prints_ok(
+        textwrap.dedent(
+            f"""
+            import sys
+            import ranklens.cli
+            from ranklens.core.service import answer_query, check_request, open_engine
+            engine = open_engine({str(sample_repo)!r})
+            engine.ensure_index()
+            data, hits, _ = answer_query(engine, check_request("hash a password"))
+            assert hits and "repo" not in data["results"][0]
+            assert "pymilvus" not in sys.modules and "milvus_lite" not in sys.modules
+            print("ok")
+            """
+        )
+    )
+
+
+def test_bad_store_options_are_one_line(sample_repo):
+    line = one_line_error(run("query", "x", "--root", str(sample_repo), "--store", "postgres://db"), 2)
+    assert "unknown store 'postgres://db'" in line
+    line = one_line_error(run("query", "x", "--root", str(sample_repo), "--repo", "all"), 2)
+    assert "--repo searches a shared store" in line
+
+
+# -- the MCP server over a shared store -------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def mcp_session(root: Path, *args: str, env: dict | None = None):
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "ranklens", "mcp", str(root), *args],
+        env={**os.environ, **(env or {})},
+        cwd=str(root),
+    )
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=120) as session:
+                await session.initialize()
+                yield session
+
+
+async def test_mcp_serves_a_shared_store(shared, tmp_path, sample_repo):
+    other = write_repo(tmp_path / "billing", OTHER_FILES)
+    index_json(shared, sample_repo, other)
+    async with mcp_session(sample_repo, "--store", shared.uri, "--repo", "all", env=shared.env) as session:
+        result = await session.call_tool("search", {"query": "hash a password, send a payment reminder", "top_k": 10})
+        assert not result.is_error, result.content[0].text
+        data = json.loads(result.content[0].text)
+        by_repo = {}
+        for hit in data["results"]:
+            by_repo.setdefault(hit["repo"], hit)
+        assert set(by_repo) == {"repo", "billing"}
+        assert by_repo["repo"]["text"] and by_repo["repo"]["sha256"]  # the root's repository: its text
+        assert by_repo["billing"]["text"] is None  # another repository's: located, not read
+        assert any("billing:" in note for note in data["notes"])
+        status = json.loads((await session.call_tool("index_status", {})).content[0].text)
+        assert set(status["repos"]) == {"repo", "billing"} and status["arms"]["bm25"] == {"answers": True}
+        span = json.loads(
+            (await session.call_tool("read_span", {"path": "app/auth.py", "start_line": 1, "end_line": 3}))
+            .content[0]
+            .text
+        )
+        assert span["text"].startswith('"""User authentication helpers."""')
+
+
+async def test_mcp_says_when_the_store_is_down_and_keeps_serving(sample_repo):
+    if not HAVE_MILVUS:
+        pytest.skip("pymilvus is not installed")
+    async with mcp_session(sample_repo, "--store", "http://127.0.0.1:9") as session:
+        for _ in range(2):
+            result = await session.call_tool("search", {"query": "password"})
+            assert result.is_error and "cannot reach Milvus at http://127.0.0.1:9" in result.content[0].text
+
+
+def test_two_folders_of_one_name_do_not_replace_each_other(shared, tmp_path):
+    first = write_repo(tmp_path / "a" / "src")
+    second = write_repo(tmp_path / "b" / "src", OTHER_FILES)
+    index_json(shared, first)
+    line = one_line_error(shared.cli("index", str(second)))
+    assert "'src'" in line and "was indexed from" in line and "--repo NAME" in line
+    [named] = index_json(shared, second, "--repo", "billing-src")
+    assert named["repo"] == "billing-src"
+    data = query_json(shared, "payment reminder", first, "--repo", "billing-src")
+    assert data["results"][0]["path"] == "billing/invoice.py"
+    assert query_json(shared, "hash a password", first)["results"][0]["path"] == "app/auth.py"
+    line = one_line_error(shared.cli("index", str(first), str(second), "--repo", "x"), 2)
+    assert "--repo names one repository" in line
+
+
+@needs_milvus
+def test_the_store_can_be_named_once(tmp_path, sample_repo):
+    from ranklens.core.config import config_path
+
+    db = str(tmp_path / "once.db")
+    out = run("index", str(sample_repo), "--json", env={"RANKLENS_STORE": db})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["store"] == db
+    out = run("query", "hash a password", "--root", str(sample_repo), "--json", env={"RANKLENS_STORE": db})
+    assert out.returncode == 0 and json.loads(out.stdout)["results"][0]["repo"] == "repo"
+    # In the root's config.json, beside its tuned weights.
+    path = config_path(sample_repo)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"weights": {}, "k": 5, "store": db}))
+    out = run("query", "hash a password", "--root", str(sample_repo), "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["results"][0]["repo"] == "repo"
+    # --store local wins over both.
+    out = run("query", "hash a password", "--root", str(sample_repo), "--json", "--store", "local")
+    assert out.returncode == 0 and "repo" not in json.loads(out.stdout)["results"][0]
+
+
+def test_a_re_tune_keeps_the_store_named_in_the_config(sample_repo):
+    from ranklens.core.config import config_path, save_config
+
+    path = config_path(sample_repo)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"weights": {}, "k": 5, "store": "team.db"}))
+    save_config(sample_repo, {"bm25": 1.0}, 7.0)
+    assert json.loads(path.read_text())["store"] == "team.db"
+
+
+def test_the_chunk_step_and_quoted_passages_on_both_stores(store, tmp_path):
+    """Issue #18's steps are the engine's on either store: every chunk of a top file competes
+    (a ``chunk`` signal) and a chunk holding a quoted passage gains ``quote``."""
+    root = tmp_path / "jobs"
+    body = "\n".join(f"        step_{i} = job.attempts + {i}" for i in range(16))
+    methods = {
+        "push": "Put a job on the queue.",
+        "size": "How many jobs the queue holds.",
+        "backoff_delay": "How long a failed job waits before its next retry.",
+        "close": "Drop every job.",
+    }
+    text = "class JobQueue:\n" + "\n".join(
+        f'    def {name}(self, job):\n        """{doc}"""\n{body}\n        return job\n' for name, doc in methods.items()
+    )
+    text = text.replace(
+        "    def backoff_delay(self, job):\n", "    def backoff_delay(self, job):\n        log('retry budget exhausted for job')\n"
+    )
+    write_repo(root, {"jobqueue.py": text, "worker.py": "def work(queue):\n    return queue.size()\n"})
+    index_json(store, root)
+    data = query_json(store, 'where is "retry budget exhausted" logged before the next retry', root)
+    first = data["results"][0]
+    names = {s["name"] for s in first["signals"]}
+    assert first["path"] == "jobqueue.py" and {"chunk", "quote"} <= names, first
+    assert "backoff_delay" in first["context"]
