@@ -477,10 +477,12 @@ def test_the_chunk_step_and_quoted_passages_on_both_stores(store, tmp_path):
         "close": "Drop every job.",
     }
     text = "class JobQueue:\n" + "\n".join(
-        f'    def {name}(self, job):\n        """{doc}"""\n{body}\n        return job\n' for name, doc in methods.items()
+        f'    def {name}(self, job):\n        """{doc}"""\n{body}\n        return job\n'
+        for name, doc in methods.items()
     )
     text = text.replace(
-        "    def backoff_delay(self, job):\n", "    def backoff_delay(self, job):\n        log('retry budget exhausted for job')\n"
+        "    def backoff_delay(self, job):\n",
+        "    def backoff_delay(self, job):\n        log('retry budget exhausted for job')\n",
     )
     write_repo(root, {"jobqueue.py": text, "worker.py": "def work(queue):\n    return queue.size()\n"})
     index_json(store, root)
