@@ -178,25 +178,33 @@ def score(runs: Sequence[Run], fuse: Mapping | Callable[[Run], Mapping] | None =
     return rows
 
 
-def summary(rows: Sequence[dict]) -> dict:
-    """Mean over repositories, overall and per category; per language; mean hit lines."""
+def by_repository(rows: Sequence[dict]) -> dict[str, list[dict]]:
     by_repo: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by_repo[r["repo"]].append(r)
+    return by_repo
 
-    def macro(pred=lambda r: True) -> float:
-        vals = [
-            statistics.fmean(x["ndcg"] for x in rs if pred(x)) for rs in by_repo.values() if any(pred(x) for x in rs)
-        ]
-        return statistics.fmean(vals) if vals else float("nan")
+
+def macro(by_repo: Mapping[str, Sequence[dict]], key: str, pred: Callable[[dict], bool] = lambda r: True) -> float:
+    """The mean over repositories of each one's mean ``key`` over its rows that ``pred`` keeps
+    (the benchmark's headline: every repository weighs the same)."""
+    vals = [statistics.fmean(x[key] for x in rs if pred(x)) for rs in by_repo.values() if any(pred(x) for x in rs)]
+    return statistics.fmean(vals) if vals else float("nan")
+
+
+def summary(rows: Sequence[dict]) -> dict:
+    """Mean over repositories, overall and per category; per language; mean hit lines."""
+    by_repo = by_repository(rows)
 
     langs: dict[str, list[float]] = defaultdict(list)
     for rs in by_repo.values():
         langs[rs[0]["language"]].append(statistics.fmean(x["ndcg"] for x in rs))
     lines = [h.end_line - h.start_line + 1 for r in rows for h in r["hits"]]
     return {
-        "overall": macro(),
-        "by_category": {c: macro(lambda x, c=c: x["category"] == c) for c in ("symbol", "semantic", "architecture")},
+        "overall": macro(by_repo, "ndcg"),
+        "by_category": {
+            c: macro(by_repo, "ndcg", lambda x, c=c: x["category"] == c) for c in ("symbol", "semantic", "architecture")
+        },
         "by_language": {lang: statistics.fmean(v) for lang, v in sorted(langs.items())},
         "by_repo": {name: statistics.fmean(x["ndcg"] for x in rs) for name, rs in sorted(by_repo.items())},
         "mean_hit_lines": statistics.fmean(lines) if lines else 0.0,

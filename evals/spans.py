@@ -17,12 +17,11 @@ import argparse
 import json
 import statistics
 import sys
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from evals import codesearch
-from evals.codesearch import Repo, Run, Task, bench_dir, collect, ndcg, ranks
+from evals.codesearch import Repo, Run, Task, bench_dir, by_repository, collect, macro, ndcg, ranks
 
 #: run.py's ``--max-span`` for the span set: a whole-file hit does not count as a function.
 MAX_SPAN = 80
@@ -77,25 +76,18 @@ def score(runs: Sequence[Run], fuse: Mapping | None = None, k: int = 10) -> list
 
 def summary(rows: Sequence[dict]) -> dict:
     """Means over repositories: span, span@1, file, per kind; mean hit lines."""
-    by_repo: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_repo[r["repo"]].append(r)
+    by_repo = by_repository(rows)
 
-    def macro(key: str, kind: str | None = None) -> float:
-        vals = [
-            statistics.fmean(x[key] for x in rs if kind is None or x["kind"] == kind)
-            for rs in by_repo.values()
-            if any(kind is None or x["kind"] == kind for x in rs)
-        ]
-        return statistics.fmean(vals) if vals else float("nan")
+    def mean(key: str, kind: str | None = None) -> float:
+        return macro(by_repo, key, (lambda x: x["kind"] == kind) if kind else (lambda x: True))
 
     lines = [n for r in rows for n in r["lines"]]
     return {
-        "span": macro("span"),
-        "at1": macro("at1"),
-        "file": macro("file"),
-        "lexical": macro("span", "lexical-friendly"),
-        "paraphrase": macro("span", "paraphrase"),
+        "span": mean("span"),
+        "at1": mean("at1"),
+        "file": mean("file"),
+        "lexical": mean("span", "lexical-friendly"),
+        "paraphrase": mean("span", "paraphrase"),
         "by_repo": {name: statistics.fmean(x["span"] for x in rs) for name, rs in sorted(by_repo.items())},
         "lines": statistics.fmean(lines) if lines else 0.0,
         "n": len(rows),
