@@ -463,3 +463,14 @@ def test_a_re_tune_keeps_the_store_named_in_the_config(sample_repo):
     path.write_text(json.dumps({"weights": {}, "k": 5, "store": "team.db"}))
     save_config(sample_repo, {"bm25": 1.0}, 7.0)
     assert json.loads(path.read_text())["store"] == "team.db"
+
+
+def test_an_arm_a_shared_store_does_not_serve_is_said(shared, sample_repo):
+    index_json(shared, sample_repo)
+    out = shared.cli("query", "password", "--root", str(sample_repo), "--retriever", "hybrid")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert lines == [
+        "ranklens: hybrid skipped: hybrid is not served by a Milvus store (it serves bm25, fts5, dense, symbols)",
+        "ranklens: error: no retriever could answer",
+    ]
