@@ -5,7 +5,8 @@
     python benchmarks/bench_milvus.py parity LOCAL.json MILVUS.json [MILVUS2.json ...]
 
 ``latency``: the ~50k-chunk corpus of ``bench_engine.py`` (the stdlib with its tests, and
-scipy) indexed into the local store and into a Milvus Lite store (``.db``, in this process);
+scipy) indexed into the local store and into a Milvus Lite store (``.db``, in this process;
+``--store URI``: that store instead, e.g. ``milvus-lite server --data-dir WORK/store.db``);
 then every query of ``bench_engine.QUERIES`` through both engines, interleaved, after a
 warm-up pass: per-arm and all-arm p50/p95 side by side, the index times and sizes.
 
@@ -79,7 +80,7 @@ def latency(args) -> None:
     stats = local.ensure_index()
     local_s = time.perf_counter() - t0
     db = work / "store.db"
-    shared = MilvusEngine(root, store=parse_store(str(db)))
+    shared = MilvusEngine(root, store=parse_store(args.store or str(db)))
     t0 = time.perf_counter()
     built = index_into_store(shared)
     milvus_s = time.perf_counter() - t0
@@ -87,7 +88,7 @@ def latency(args) -> None:
     print(f"corpus: {root}: {stats.chunks:,} chunks (local), {built.chunks:,} chunks (milvus-lite)")
     print(
         f"index: local {local_s:.1f} s, {_size(local.directory) / 1e6:.0f} MB; milvus-lite {milvus_s:.1f} s "
-        f"({', '.join(f'{k} {v:.1f}' for k, v in built.seconds.items())}), {_size(db) / 1e6:.0f} MB"
+        f"({', '.join(f'{k} {v:.1f}' for k, v in built.seconds.items())}), {_size(db) / 1e6:.0f} MB in {work}"
     )
     arms = ["bm25", "fts5", "dense", "symbols"]
     for engine in (local, shared):
@@ -259,6 +260,7 @@ def main() -> None:
     lat.add_argument("--root")
     lat.add_argument("--work", help="keep the corpus and indexes here (default: a temp folder, removed)")
     lat.add_argument("--repeat", type=int, default=3)
+    lat.add_argument("--store", help="a Milvus store URI instead of a Milvus Lite file in this process")
     con = sub.add_parser("concurrent")
     con.add_argument("--root")
     con.add_argument("--work")

@@ -1053,6 +1053,9 @@ def main(argv: list[str] | None = None) -> int:
     except StoreError as exc:  # a shared store down, refusing the token, missing or of another format
         _note(f"error: {exc}")
         return 1
+    except NoAnswer as exc:  # every arm asked for was skipped (each said why above)
+        _note(f"error: {exc}")
+        return 1
     except KeyboardInterrupt:
         _note("interrupted")
         return 130
