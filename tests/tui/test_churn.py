@@ -45,8 +45,14 @@ async def test_queries_answer_while_a_file_is_saved_every_300_ms(sample_repo) ->
                         assert not spans or consistent_spans(spans, churn.saved) is not None, (arm, spans)
             assert churn.errors == [] and churn.saved >= 5 and answered >= 3
             # Once the saves stop, the app settles on the last version: every arm agrees on it.
-            await wait_for(pilot, lambda: app._index_worker is None or app._index_worker.is_finished, 60)
+            # The pass a late save asked for starts only once the running one's state change is
+            # handled (IndexOrchestration._index_again): wait for both, not the first alone.
+            def idle() -> bool:
+                return not app._index_again and (app._index_worker is None or app._index_worker.is_finished)
+
+            await wait_for(pilot, idle, 60)
             await app.workers.wait_for_complete()
+            await wait_for(pilot, idle, 60)
             await run_query(pilot, app, CHURN_QUERY + " last")
             await settled(pilot, app)
             last = churn_span(churn.saved)
