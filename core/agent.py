@@ -40,8 +40,9 @@ DEFAULT_TEXT_BUDGET = 12_000
 MAX_TEXT_BUDGET = 200_000
 DEFAULT_SPAN_CHARS = 40_000
 MAX_SEARCH_TOP_K = 100
-#: Files whose redacted text a server keeps (by path and stat) between calls.
-TEXT_CACHE_FILES = 128
+#: Characters of redacted file text a server keeps (by path and stat) between calls: a pass of
+#: 20 questions over the 50k-chunk corpus reads ~200 files, which a 128-file cache never kept.
+TEXT_CACHE_CHARS = 32_000_000
 
 
 class AgentError(ValueError):
@@ -121,6 +122,7 @@ class AgentService:
         self._snapshot: _Snapshot | None = None
         self._next_probe = 0.0
         self._texts: OrderedDict[tuple, str] = OrderedDict()  # (path, its stat) -> redacted text
+        self._texts_chars = 0
         self._texts_lock = threading.Lock()
         self.stats = None  # the last completed index pass (core.indexer.IndexStats)
         self.last_error: str | None = None
@@ -275,7 +277,7 @@ class AgentService:
     def _read(self, rel: str) -> str:
         """The text of an indexed file as the index reads it (AgentError when it cannot be).
 
-        Kept while the file's stat is the same (:data:`TEXT_CACHE_FILES` files): reading and
+        Kept while the file's stat is the same (:data:`TEXT_CACHE_CHARS` in all): reading and
         redacting a file again for every search was most of a warm ``search`` on large files
         (the credential scan runs over the whole file)."""
         from .discovery import read_text
@@ -297,8 +299,9 @@ class AgentService:
         if key is not None:
             with self._texts_lock:
                 self._texts[key] = text
-                while len(self._texts) > TEXT_CACHE_FILES:
-                    self._texts.popitem(last=False)
+                self._texts_chars += len(text)
+                while self._texts_chars > TEXT_CACHE_CHARS and len(self._texts) > 1:
+                    self._texts_chars -= len(self._texts.popitem(last=False)[1])
         return text
 
     # -- tools --------------------------------------------------------------------------
