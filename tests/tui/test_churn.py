@@ -44,6 +44,7 @@ async def test_queries_answer_while_a_file_is_saved_every_300_ms(sample_repo) ->
                     for arm, spans in churn_spans(app).items():  # each arm answers from one generation
                         assert not spans or consistent_spans(spans, churn.saved) is not None, (arm, spans)
             assert churn.errors == [] and churn.saved >= 5 and answered >= 3
+
             # Once the saves stop, the app settles on the last version: every arm agrees on it.
             # The pass a late save asked for starts only once the running one's state change is
             # handled (IndexOrchestration._index_again): wait for both, not the first alone.
