@@ -15,7 +15,7 @@ import click
 
 from .core.arms import REGISTRY, always_fused, default_arms, optional_defaults
 from .core.discovery import DiscoveryOptions
-from .core.engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
+from .core.engine import CANDIDATE_DEPTH, DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
 from .core.evaluation import SEED
 from .core.handoff import write_json_atomic
 from .core.indexer import STAGES, Progress
@@ -404,7 +404,13 @@ def mcp_command(root: str, model: str | None, store: str | None, repos: str | No
 @cli.command(epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP + "\n\n" + BATCH_HELP)
 @click.argument("text", required=False)
 @click.option("--root", default=".", show_default=True, help="Repository to search.")
-@click.option("--top-k", type=int, default=DEFAULT_TOP_K, show_default=True, help=f"Hits to show (1..{MAX_TOP_K}).")
+@click.option(
+    "--top-k",
+    type=int,
+    default=DEFAULT_TOP_K,
+    show_default=True,
+    help=f"Hits to show (1..{MAX_TOP_K}): the first N of one ranking, whatever N (each arm ranks {CANDIDATE_DEPTH}).",
+)
 @retriever_option(
     f"all (fuse {ALL_ARMS}), one of: {', '.join(REGISTRY)} (its own ranking), or a comma-separated list to fuse."
 )
