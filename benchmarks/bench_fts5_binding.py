@@ -53,15 +53,16 @@ print(json.dumps({"version": sqlite3.sqlite_version, "module": sqlite3.__name__,
                   "plans": plans, "db": str(engine.view.db_path)}))
 """
 
-#: apsw has another API, so the arm cannot run on it: its CPU is that of the arm's own SQL (the
-#: MATCH expressions the arm runs, from the sqlean child) on the same index, alone in a process.
-APSW_CHILD = r"""
+#: The arm's own SQL (the MATCH expressions it runs, from the sqlean child) timed alone in a
+#: process on one binding; ``{connect}`` opens the index read-only and names ``version``. apsw
+#: has another API, so the arm itself cannot run on it: this is its figure.
+SQL_TIMING = r"""
 import json, sys, time
-import apsw
+{connect}
 db, plans, repeat = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
-conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+conn = open_ro(db)
 sql = "SELECT rowid, bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts), rowid LIMIT 30"
-rows = {q: [list(r) for e in exprs for r in conn.execute(sql, (e,))] for q, exprs in plans.items()}
+rows = {{q: [list(r) for e in exprs for r in conn.execute(sql, (e,))] for q, exprs in plans.items()}}
 cpu = []
 for _ in range(repeat):
     for q, exprs in plans.items():
@@ -69,25 +70,16 @@ for _ in range(repeat):
         for e in exprs:
             conn.execute(sql, (e,)).fetchall()
         cpu.append((time.thread_time() - t0) * 1000)
-print(json.dumps({"version": apsw.sqlite_lib_version(), "cpu": cpu, "rows": rows}))
+print(json.dumps({{"version": version, "cpu": cpu, "rows": rows}}))
 """
-
-SQL_CHILD = r"""
-import json, sys, time
-from ranklens.core._sqlite import sqlite3
-db, plans, repeat = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
-conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-sql = "SELECT rowid, bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts), rowid LIMIT 30"
-rows = {q: [list(r) for e in exprs for r in conn.execute(sql, (e,))] for q, exprs in plans.items()}
-cpu = []
-for _ in range(repeat):
-    for q, exprs in plans.items():
-        t0 = time.thread_time()
-        for e in exprs:
-            conn.execute(sql, (e,)).fetchall()
-        cpu.append((time.thread_time() - t0) * 1000)
-print(json.dumps({"version": sqlite3.sqlite_version, "cpu": cpu, "rows": rows}))
-"""
+APSW_CHILD = SQL_TIMING.format(
+    connect="import apsw\nversion = apsw.sqlite_lib_version()\n"
+    "open_ro = lambda db: apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)"
+)
+SQL_CHILD = SQL_TIMING.format(
+    connect="from ranklens.core._sqlite import sqlite3\nversion = sqlite3.sqlite_version\n"
+    'open_ro = lambda db: sqlite3.connect(f"file:{db}?mode=ro", uri=True)'
+)
 
 
 def run_sql(binding: str, db: str, plans: dict, repeat: int) -> dict:

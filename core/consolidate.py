@@ -15,10 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from .chunkstep import Provider, explain, rank_units, shown_span
 from .fusion import check_k, check_weights, fused_score, rrf_share
-from .ranking import REASONS, Stage
+from .ranking import Stage
 from .types import (
     AppliedPrior,
-    AppliedSignal,
     ConsolidatedHit,
     Contribution,
     Hit,
@@ -253,7 +252,7 @@ class Groups:
             if limit and len(out) >= limit:
                 break
             path = paths[i]
-            chosen = picks.get(path)
+            mine, chosen = picks.get(path, (None, None))
             if chosen is not None and above >= len(chosen):
                 continue  # the file's every unit is already placed
             signals = applied[i]
@@ -264,18 +263,10 @@ class Groups:
             else:
                 unit, _score = chosen[above]
                 why = explain(unit, len(chosen))
-                hit = self._unit_hit(path, unit, kept, fused, weight_of, kf)
+                hit = self._unit_hit(path, unit, mine, kept, fused, weight_of, kf)
+                # The group's own signals give way to the unit's: the file's stay.
                 signals = [s for s in signals if s.name not in ("definition", "quote")]
-                phrase = stage.quote_in(path, unit.start, unit.end)
-                if phrase:
-                    boost = stage.unit * stage.params.quote
-                    signals.append(AppliedSignal("quote", REASONS["quote"].format(phrase=phrase), boost))
-                named = stage.named(unit.symbols)
-                if named:
-                    boost = stage.definition_boost(path, named)
-                    signals.append(
-                        AppliedSignal("definition", REASONS["definition"].format(name=max(named, key=len)), boost)
-                    )
+                signals += stage.span_signals(path, (unit.start, unit.end), unit.symbols)
                 signals.append(why)
             hit.score, hit.rank = final, len(out) + 1
             hit.fused_score = fused[i] if chosen is None else (hit.fused_score or 0.0)
@@ -287,8 +278,9 @@ class Groups:
         label(out)
         return out
 
-    def _chunk_step(self, order, kept, fused, weight_of, kf, stage: Stage, units: Provider) -> dict[str, list]:
-        """The chunk step (:mod:`core.chunkstep`): per top file, its units best first."""
+    def _chunk_step(self, order, kept, fused, weight_of, kf, stage: Stage, units: Provider) -> dict[str, tuple]:
+        """The chunk step (:mod:`core.chunkstep`): per top file, its groups (indexes into
+        ``kept``) and its units best first."""
         files: list[str] = []
         for i, _final, _above in order:
             path = kept[i].path
@@ -312,31 +304,30 @@ class Groups:
             mine = of_file.get(path, [])
 
             def fused_of(start: int, end: int, mine=mine) -> float:
-                return max(
-                    (fused[i] for i in mine if not (kept[i].end_line < start or kept[i].start_line > end)), default=0.0
-                )
+                best = _best_overlap(kept, fused, mine, start, end)
+                return 0.0 if best is None else fused[best]
 
-            picks[path] = rank_units(
-                fu,
-                weight_of,
-                kf,
-                fused_of,
-                stage.named,
-                lambda u: stage.label_keywords(u.symbols, u.context),
-                n_keywords,
-                stage.params,
-                (lambda start, end, path=path: stage.quote_in(path, start, end)) if path in stage.quoted else None,
+            picks[path] = (
+                mine,
+                rank_units(
+                    fu,
+                    weight_of,
+                    kf,
+                    fused_of,
+                    stage.named,
+                    lambda u: stage.label_keywords(u.symbols, u.context),
+                    n_keywords,
+                    stage.params,
+                    (lambda start, end, path=path: stage.quote_in(path, start, end)) if path in stage.quoted else None,
+                ),
             )
         return picks
 
-    def _unit_hit(self, path: str, unit, kept, fused, weight_of, kf) -> ConsolidatedHit:
-        """The hit showing ``unit``: the arms' evidence of the best group it overlaps, if any."""
+    def _unit_hit(self, path: str, unit, mine, kept, fused, weight_of, kf) -> ConsolidatedHit:
+        """The hit showing ``unit``: the arms' evidence of the best of its file's groups
+        (``mine``) it overlaps, if any."""
         start, end = shown_span(unit)
-        best = None
-        for i, g in enumerate(kept):
-            overlaps = g.path == path and not (g.end_line < unit.start or g.start_line > unit.end)
-            if overlaps and (best is None or fused[i] > fused[best]):
-                best = i
+        best = _best_overlap(kept, fused, mine, unit.start, unit.end)
         if best is not None:
             hit, score = self._hit(kept[best], weight_of, kf)  # type: ignore[misc]
             hit.fused_score = score
@@ -401,6 +392,16 @@ class Groups:
             contributors,
         )
         return hit, fused
+
+
+def _best_overlap(kept: Sequence[_Group], fused: Sequence[float], among: Sequence[int], start: int, end: int):
+    """Of the groups ``among`` (indexes into ``kept``, one file's), the best fused one whose
+    lines overlap ``start``-``end``; None when none does."""
+    best = None
+    for i in among:
+        if not (kept[i].end_line < start or kept[i].start_line > end) and (best is None or fused[i] > fused[best]):
+            best = i
+    return best
 
 
 def _order(hit: ConsolidatedHit) -> tuple:

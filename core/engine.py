@@ -153,6 +153,7 @@ class Engine:
         self._arms: dict[str, Arm | ArmUnavailable] = {}
         self._groups: tuple | None = None  # (key, Groups, rankings kept alive so ids stay unique)
         self._units: OrderedDict[tuple, dict[str, FileUnits]] = OrderedDict()  # (view, query, arms) -> files
+        self._quoted: OrderedDict[tuple, dict] = OrderedDict()  # (view, query) -> Engine.quoted's answer
         self._chunks_of: OrderedDict[tuple, tuple] = OrderedDict()  # (view, path) -> its chunk rows and fields
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
@@ -506,34 +507,36 @@ class Engine:
 
     def quoted(self, query: str) -> dict[str, list[tuple[int, int, str]]]:
         """path -> the chunks (start, end, phrase) holding a passage ``query`` quotes (the
-        ranking stage's ``quote`` signal), from the fts5 arm's phrase search; {} when the query
-        quotes nothing or fts5 is unavailable. Kept per query."""
+        ranking stage's ``quote`` signal); {} when the query quotes nothing or no index is
+        open. Kept per query: a slider move looks nothing up again."""
         from .arms.fts5 import quoted_phrases
 
         phrases = quoted_phrases(query)
-        if not phrases or self._view is None or self.index_gone:
+        if not phrases or not self.ready:
             return {}
         view = self.view
-        key = (id(view), view.generation, query, "quoted")
+        key = (id(view), view.generation, query)
         with self._lock:
-            found = self._units.get(key)
-        if found is not None:
-            return found  # type: ignore[return-value]
+            found = self._quoted.get(key)
+        if found is None:
+            found = self._find_quoted(phrases)
+            with self._lock:
+                _remember(self._quoted, key, found)
+        return found
+
+    def _find_quoted(self, phrases: list[list[str]]) -> dict[str, list[tuple[int, int, str]]]:
+        """:meth:`quoted` from the index: the fts5 arm's phrase search (none without fts5)."""
         out: dict[str, list[tuple[int, int, str]]] = {}
         try:
-            arm, _ = self._arm_on_view("fts5")
+            arm, view = self._arm_on_view("fts5")
         except ArmUnavailable:
-            arm = None
-        if arm is not None and hasattr(arm, "phrase_rows"):
-            for tokens in phrases:
-                rows = arm.phrase_rows([tokens], PHRASE_CHUNKS)
-                if not len(rows):
-                    continue
+            return out
+        for tokens in phrases:
+            rows = arm.phrase_rows([tokens], PHRASE_CHUNKS)
+            if len(rows):
                 paths, starts, ends = view.chunks.columns(("paths", "starts", "ends"), rows)
                 for p, s, e in zip(paths, starts, ends):
                     out.setdefault(p, []).append((s, e, " ".join(tokens)))
-        with self._lock:
-            self._units[key] = out  # type: ignore[assignment]
         return out
 
     def units_provider(self, query: str, settings: FusionSettings) -> Provider | None:
@@ -541,7 +544,7 @@ class Engine:
         with no index open. Each file's chunks are ranked by the arms of ``settings`` that
         rank within a file (:data:`WITHIN_FILE_ARMS`), once per query and file: a slider move
         that brings a new file to the top asks only for that file."""
-        if self._view is None or self.index_gone:
+        if not self.ready:
             return None
         arms = tuple(a for a in WITHIN_FILE_ARMS if a in settings.arms)
         return lambda paths: self.file_units(query, paths, arms)
@@ -550,48 +553,51 @@ class Engine:
         self, query: str, paths: Sequence[str], arms: Sequence[str] = WITHIN_FILE_ARMS
     ) -> dict[str, FileUnits]:
         """Every chunk of each file of ``paths`` as :class:`core.chunkstep.FileUnits`, ranked
-        within its file by each of ``arms`` (each arm searched once, restricted to the chunks
-        of the files not cached yet)."""
-        import numpy as np
-
+        within its file by each of ``arms``; the files not kept for this query yet are ranked
+        together (:meth:`_rank_files`)."""
         view = self.view
         key = (id(view), view.generation, query, tuple(arms))
         with self._lock:
             cache = self._units.get(key)
             if cache is None:
-                cache = self._units[key] = {}
-                while len(self._units) > 16:
-                    self._units.popitem(last=False)
+                cache = {}
+                _remember(self._units, key, cache)
         missing = [p for p in dict.fromkeys(paths) if p not in cache]
         if missing:
-            chunks = view.chunks
-            rows_of, listed, shapes = {}, {}, {}
-            span_of: dict[int, tuple[str, tuple[int, int]]] = {}
-            for p in missing:
-                rows_of[p], listed[p], shapes[p] = self._file_chunks(view, p)
-                span_of.update((row, (p, (c[0], c[1]))) for row, c in zip(rows_of[p].tolist(), listed[p]))
-            rows = np.concatenate(list(rows_of.values())) if rows_of else np.empty(0, dtype=np.int64)
-            scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in missing}
-            if len(rows):
-                allowed = np.zeros(len(chunks), dtype=bool)
-                allowed[rows] = True
-                for name in arms:
-                    try:
-                        arm, _ = self._arm_on_view(name)
-                    except ArmUnavailable:
-                        continue
-                    if not hasattr(arm, "scores"):
-                        continue
-                    found_rows, found_scores = arm.scores(query, len(rows), allowed)
-                    for row, score in zip(found_rows.tolist(), found_scores.tolist()):
-                        where = span_of.get(row)
-                        if where is not None:
-                            scores[where[0]].setdefault(name, {})[where[1]] = score
-            for p in missing:
-                found = units_of(p, shapes[p], scores[p])
-                with self._lock:
-                    cache[p] = found
+            found = self._rank_files(query, missing, tuple(arms))
+            with self._lock:
+                cache.update(found)
         return {p: cache[p] for p in paths if p in cache}
+
+    def _rank_files(self, query: str, paths: list[str], arms: tuple[str, ...]) -> dict[str, FileUnits]:
+        """:meth:`file_units` from the index: each arm searched once, restricted to the chunks
+        of ``paths``."""
+        import numpy as np
+
+        view = self.view
+        rows_of, shapes = {}, {}
+        span_of: dict[int, tuple[str, tuple[int, int]]] = {}
+        for p in paths:
+            rows_of[p], listed, shapes[p] = self._file_chunks(view, p)
+            span_of.update((row, (p, (c[0], c[1]))) for row, c in zip(rows_of[p].tolist(), listed))
+        rows = np.concatenate(list(rows_of.values())) if rows_of else np.empty(0, dtype=np.int64)
+        scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in paths}
+        if len(rows):
+            allowed = np.zeros(len(view.chunks), dtype=bool)
+            allowed[rows] = True
+            for name in arms:
+                try:
+                    arm, _ = self._arm_on_view(name)
+                except ArmUnavailable:
+                    continue
+                if not hasattr(arm, "scores"):
+                    continue
+                found_rows, found_scores = arm.scores(query, len(rows), allowed)
+                for row, score in zip(found_rows.tolist(), found_scores.tolist()):
+                    where = span_of.get(row)
+                    if where is not None:
+                        scores[where[0]].setdefault(name, {})[where[1]] = score
+        return {p: units_of(p, shapes[p], scores[p]) for p in paths}
 
     def _file_chunks(self, view: IndexView, path: str) -> tuple:
         """A file's chunk rows, ``(start, end, piece_of, context, symbol)`` per chunk and its
@@ -606,13 +612,19 @@ class Engine:
             listed = [(s, e, (ps, pe) if ps else None, c, sym) for s, e, (ps, pe), c, sym in zip(*cols)]
             found = (rows, listed, skeleton(listed))
             with self._lock:
-                self._chunks_of[key] = found
-                while len(self._chunks_of) > 1024:
-                    self._chunks_of.popitem(last=False)
+                _remember(self._chunks_of, key, found, 1024)
         return found
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _remember(cache: OrderedDict, key, value, bound: int = 16) -> None:
+    """Put ``value`` in the bounded cache, dropping the oldest entries past ``bound`` (the
+    caller holds the engine's lock)."""
+    cache[key] = value
+    while len(cache) > bound:
+        cache.popitem(last=False)
 
 
 def fuse_groups(

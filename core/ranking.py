@@ -368,22 +368,11 @@ class Stage:
         if unit <= 0:
             return scores, applied
         self.unit = unit
-        if q.names and p.definition:
-            for i, syms in enumerate(symbols):
-                found = _matches(q.names, defined_names(syms))
-                if not found:
-                    continue
-                boost = self.definition_boost(paths[i])
-                scores[i] += boost
-                name = max(found, key=len)
-                applied[i].append(AppliedSignal("definition", REASONS["definition"].format(name=name), boost))
-        if self.quoted and spans is not None and p.quote:
+        if (q.names and p.definition) or (self.quoted and spans is not None and p.quote):
             for i, path in enumerate(paths):
-                phrase = self.quote_in(path, *spans[i]) if path in self.quoted else None
-                if phrase:
-                    boost = unit * p.quote
-                    scores[i] += boost
-                    applied[i].append(AppliedSignal("quote", REASONS["quote"].format(phrase=phrase), boost))
+                for signal in self.span_signals(path, spans[i] if spans is not None else None, symbols[i]):
+                    scores[i] += signal.boost
+                    applied[i].append(signal)
         if q.keywords and not q.lookup and p.path:
             n_kw = len(q.keywords)
             in_path: dict[str, list[str]] = {}  # per file: the keywords its path words hold
@@ -437,13 +426,10 @@ class Stage:
             words = by_file.get(path)
             if words is None:
                 words = by_file[path] = set(path_words(path))
-            for field in symbols[i]:
-                words |= label_words(field)
+            words |= chunk_words(tuple(symbols[i]), "")
             if contexts is not None:
                 for crumb in contexts[i]:
-                    _, sep, rest = crumb.partition(" > ")
-                    if sep:
-                        words |= label_words(rest)
+                    words |= chunk_words((), crumb)
         keywords = self.shape.keywords
         forms = {w for w in set().union(*by_file.values()) if self.forms(w)}  # the words that are keywords
         held = {path: self._held(words.intersection(forms)) for path, words in by_file.items()}
@@ -498,7 +484,24 @@ class Stage:
         out.sort(key=lambda t: (-t[1], paths[t[0]], t[0]))
         return out
 
-    def definition_boost(self, path: str, _found: Iterable[str] = ()) -> float:
+    def span_signals(self, path: str, span: tuple[int, int] | None, symbols: Iterable[str]) -> list[AppliedSignal]:
+        """The signals a span earns by itself (in the units of the last :meth:`score`):
+        ``definition`` when it defines a name the query names, ``quote`` when it holds a passage
+        the query quotes. The chunk step asks again for the span it places."""
+        p, q = self.params, self.shape
+        out = []
+        if q.names and p.definition:
+            found = _matches(q.names, defined_names(symbols))
+            if found:
+                reason = REASONS["definition"].format(name=max(found, key=len))
+                out.append(AppliedSignal("definition", reason, self.definition_boost(path)))
+        if span is not None and p.quote and path in self.quoted:
+            phrase = self.quote_in(path, *span)
+            if phrase:
+                out.append(AppliedSignal("quote", REASONS["quote"].format(phrase=phrase), self.unit * p.quote))
+        return out
+
+    def definition_boost(self, path: str) -> float:
         """The ``definition`` boost of a hit of ``path`` defining a name the query names (in
         the units of the last :meth:`score`)."""
         p = self.params

@@ -191,3 +191,14 @@ def test_a_hit_holding_a_quoted_passage_gets_the_quote_signal(errors_repo):
     assert not any(s.name == "quote" for h in result.hits[1:] for s in h.signals)
     plain = errors_repo.search("where is nesting limit reached raised")
     assert not any(s.name == "quote" for h in plain.hits for s in h.signals)
+
+
+def test_quoted_passages_are_looked_up_once_per_query(errors_repo, monkeypatch):
+    """A slider move re-fuses without asking the index for the passages again."""
+    calls = []
+    real = errors_repo._find_quoted
+    monkeypatch.setattr(errors_repo, "_find_quoted", lambda phrases: calls.append(phrases) or real(phrases))
+    result = errors_repo.search('where is "nesting limit reached" raised')
+    for k in (2, 5, 20):
+        errors_repo.fuse(result.results.values(), k=k)
+    assert len(calls) == 1

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..arms import ArmUnavailable
 from ..chunkstep import units_of
 from ..consolidate import check_ranking
-from ..engine import CANDIDATE_DEPTH, WITHIN_FILE_ARMS, ArmResult, Engine, _ms
+from ..engine import CANDIDATE_DEPTH, PHRASE_CHUNKS, ArmResult, Engine, _ms
 from ..types import ConsolidatedHit, Hit, make_docid
 from . import StoreError, StoreSpec
 from .milvus import MilvusStore, check_repo_name, open_store, quote
@@ -94,8 +94,7 @@ class MilvusArm:
             return ranked
         found: dict[str, tuple[dict, float]] = {}
         for name in sorted(q.names):
-            like = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            rows = self.engine.store.query(f"{expr} and symbol like {quote('%' + like + '%')}", 500)
+            rows = self.engine.store.query(f"{expr} and symbol like {quote('%' + _like_literal(name) + '%')}", 500)
             for row in rows:
                 names = row["symbol"].split()
                 if name in names or (name.islower() and name in (n.lower() for n in names)):
@@ -115,12 +114,16 @@ class MilvusArm:
         return first + [h for h in ranked if h.docid not in seen]
 
 
+def _like_literal(text: str) -> str:
+    """``text`` matched literally inside a Milvus LIKE pattern (its wildcards escaped)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def _like(glob: str) -> str | None:
     """An fnmatch glob as a Milvus LIKE pattern when it has only ``*`` and ``?`` (else None)."""
     if any(c in glob for c in "[]"):
         return None
-    out = glob.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return out.replace("*", "%").replace("?", "_")
+    return _like_literal(glob).replace("*", "%").replace("?", "_")
 
 
 class MilvusEngine(Engine):
@@ -309,11 +312,9 @@ class MilvusEngine(Engine):
         """Stored chunk rows as one arm's hits (paths ``repo/path`` across several repositories)."""
         out = []
         for row, score in rows:
-            path = row["path"]
-            if glob and not fnmatchcase(path, glob):
+            if glob and not fnmatchcase(row["path"], glob):
                 continue
-            if self.multi:
-                path = f"{row['repo']}/{path}"
+            path = self._path_of(row)
             start, end = int(row["start"]), int(row["end"])
             piece = (int(row["pstart"]), int(row["pend"])) if row["pstart"] else None
             out.append(
@@ -342,69 +343,51 @@ class MilvusEngine(Engine):
             return f"repo == {quote(repo)} and path == {quote(rel)}"
         return f"{self.repo_filter()} and path == {quote(path)}"
 
-    def units_provider(self, query, settings):
-        if self._store_view is None:
-            return None
-        arms = tuple(a for a in WITHIN_FILE_ARMS if a in settings.arms and a in FIELDS)
-        return lambda paths: self.file_units(query, paths, arms)
-
-    def file_units(self, query, paths, arms=WITHIN_FILE_ARMS):
-        """As :meth:`Engine.file_units`: every chunk of each file, read from the collection,
-        ranked within the file by each of ``arms`` searched again under the files' filter."""
-        view = self._store_view
-        key = (id(view), view.generation if view else 0, query, tuple(arms))
-        with self._lock:
-            cache = self._units.setdefault(key, {})
-            while len(self._units) > 16:
-                self._units.popitem(last=False)
-        missing = [p for p in dict.fromkeys(paths) if p not in cache]
-        if missing:
-            where = " or ".join(f"({self._where(p)})" for p in missing)
-            listed: dict[str, list] = {p: [] for p in missing}
-            for row in self.store.query(where, min(MAX_FILE_CHUNKS * len(missing), MAX_QUERY_ROWS)):
-                path = f"{row['repo']}/{row['path']}" if self.multi else row["path"]
-                if path in listed:
-                    piece = (int(row["pstart"]), int(row["pend"])) if row["pstart"] else None
-                    listed[path].append((int(row["start"]), int(row["end"]), piece, row["context"], row["symbol"]))
-            n = sum(len(v) for v in listed.values())
-            scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in missing}
-            for name in arms if n else ():
+    def _rank_files(self, query, paths, arms):
+        """:meth:`Engine.file_units` from the collection: every chunk of each file read, then
+        each of ``arms`` searched again under the files' filter."""
+        where = " or ".join(f"({self._where(p)})" for p in paths)
+        listed: dict[str, list] = {p: [] for p in paths}
+        for row in self.store.query(where, min(MAX_FILE_CHUNKS * len(paths), MAX_QUERY_ROWS)):
+            path = self._path_of(row)
+            if path in listed:
+                piece = (int(row["pstart"]), int(row["pend"])) if row["pstart"] else None
+                listed[path].append((int(row["start"]), int(row["end"]), piece, row["context"], row["symbol"]))
+        n = sum(len(v) for v in listed.values())
+        scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in paths}
+        for name in arms if n else ():
+            try:
                 arm, _view = self._arm_on_view(name)
-                data = arm._data(query)
-                if not data:
-                    continue
-                for row in self.store.search(FIELDS[name], data, n, where):
-                    e = row["entity"]
-                    path = f"{e['repo']}/{e['path']}" if self.multi else e["path"]
-                    if path in scores:
-                        span = (int(e["start"]), int(e["end"]))
-                        scores[path].setdefault(name, {})[span] = abs(float(row["distance"]))
-            for p in missing:
-                found = units_of(p, listed[p], scores[p])
-                with self._lock:
-                    cache[p] = found
-        return {p: cache[p] for p in paths if p in cache}
+            except ArmUnavailable:
+                continue
+            data = arm._data(query)
+            if not data:
+                continue
+            for row in self.store.search(FIELDS[name], data, n, where):
+                e = row["entity"]
+                path = self._path_of(e)
+                if path in scores:
+                    scores[path].setdefault(name, {})[(int(e["start"]), int(e["end"]))] = abs(float(row["distance"]))
+        return {p: units_of(p, listed[p], scores[p]) for p in paths}
 
-    def quoted(self, query: str) -> dict[str, list[tuple[int, int, str]]]:
-        """As :meth:`Engine.quoted`: the chunks whose identifiers (the ``words`` field, the
-        text's identifiers in order) hold a quoted passage's tokens in a row."""
-        from ..arms.fts5 import quoted_phrases
-        from ..engine import PHRASE_CHUNKS
-
-        phrases = quoted_phrases(query)
-        if not phrases or self._store_view is None:
-            return {}
+    def _find_quoted(self, phrases):
+        """:meth:`Engine.quoted` from the collection: the chunks whose identifiers (the
+        ``words`` field, the text's identifiers in order) hold a quoted passage's tokens in a row."""
         out: dict[str, list[tuple[int, int, str]]] = {}
         for tokens in phrases:
             phrase = " ".join(tokens)
-            like = phrase.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            rows = self.store.query(f"{self.repo_filter()} and words like {quote('%' + like + '%')}", PHRASE_CHUNKS + 1)
+            rows = self.store.query(
+                f"{self.repo_filter()} and words like {quote('%' + _like_literal(phrase) + '%')}", PHRASE_CHUNKS + 1
+            )
             if len(rows) > PHRASE_CHUNKS:
                 continue  # a passage found everywhere marks nothing
             for row in rows:
-                path = f"{row['repo']}/{row['path']}" if self.multi else row["path"]
-                out.setdefault(path, []).append((int(row["start"]), int(row["end"]), phrase))
+                out.setdefault(self._path_of(row), []).append((int(row["start"]), int(row["end"]), phrase))
         return out
+
+    def _path_of(self, row: dict) -> str:
+        """A stored chunk's path as fused hits carry it (``repo/path`` across several)."""
+        return f"{row['repo']}/{row['path']}" if self.multi else row["path"]
 
     def fuse(self, results, settings=None, **kwargs) -> list[ConsolidatedHit]:
         hits = super().fuse(results, settings, **kwargs)
