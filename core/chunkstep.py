@@ -58,7 +58,7 @@ class Unit:
 
 @dataclass
 class FileUnits:
-    """Every unit of one file, in line order, with how many chunks the arms ranked."""
+    """Every unit of one file, in line order."""
 
     path: str
     units: list[Unit]
