@@ -272,7 +272,7 @@ class Groups:
             hit.fused_score = fused[i] if chosen is None else (hit.fused_score or 0.0)
             hit.priors = list(stage.priors(path)[1])
             if above:
-                signals = [*signals, stage.diversity_signal(above)]
+                signals = [*signals, stage.diversity_signal(above, path == paths[order[0][0]])]
             hit.signals = signals
             out.append(hit)
         label(out)

@@ -33,7 +33,8 @@ Boosts are additive, in units of the best fused score of the query (so they mean
 whatever k and the weights are); then ``depth``, ``name-length`` and the path priors
 (:mod:`core.priors`: tests, examples, project docs, documentation, non-code) multiply; then
 ``diversity``: a file's second and later hits are scaled down, so ten hits show several
-files rather than one file ten times.
+files rather than one file ten times; the first file's less (``top_file_diversity``), since
+the function that answers is often its second-best chunk and a reader opens it first.
 Every step a hit went through is on the hit (``ConsolidatedHit.signals`` / ``priors``), shown
 in the terminal UI's preview and the JSON.
 """
@@ -256,6 +257,9 @@ class Params:
     file_evidence: float = 1.0
     #: A file's n-th further hit is multiplied by ``diversity ** n``.
     diversity: float = 0.3
+    #: ... and the first file's (the one the stage ranks best) by ``top_file_diversity ** n``:
+    #: the file a reader opens first may show a second function (issue #18).
+    top_file_diversity: float = 0.5
     #: A file deeper in the tree than the median candidate's is multiplied by this, a
     #: shallower one divided by it (one level at most; 1.0: off).
     depth: float = 0.85
@@ -476,13 +480,17 @@ class Stage:
         adjusted.sort(key=lambda t: (-t[0], paths[t[1]], t[1]))
         seen: dict[str, int] = {}
         out = []
-        decay = self.params.diversity
+        top = paths[adjusted[0][1]] if adjusted else None
         for s, i in adjusted:
             n = seen.get(paths[i], 0)
             seen[paths[i]] = n + 1
-            out.append((i, s * decay**n if n else s, n))
+            out.append((i, s * self.decay(paths[i] == top) ** n if n else s, n))
         out.sort(key=lambda t: (-t[1], paths[t[0]], t[0]))
         return out
+
+    def decay(self, top: bool) -> float:
+        """``diversity``'s factor per further hit of a file (of the first file: ``top``)."""
+        return self.params.top_file_diversity if top else self.params.diversity
 
     def span_signals(self, path: str, span: tuple[int, int] | None, symbols: Iterable[str]) -> list[AppliedSignal]:
         """The signals a span earns by itself (in the units of the last :meth:`score`):
@@ -521,8 +529,9 @@ class Stage:
             return []
         return self._held(chunk_words(tuple(symbols), context))
 
-    def diversity_signal(self, n: int) -> AppliedSignal:
-        return AppliedSignal("diversity", REASONS["diversity"].format(n=n), 0.0, self.params.diversity**n)
+    def diversity_signal(self, n: int, top: bool = False) -> AppliedSignal:
+        """The ``diversity`` step of a file's ``n``-th further hit (``top``: of the first file)."""
+        return AppliedSignal("diversity", REASONS["diversity"].format(n=n), 0.0, self.decay(top) ** n)
 
 
 def describe(params: Params = DEFAULT_PARAMS) -> list[dict]:
@@ -552,4 +561,9 @@ def describe(params: Params = DEFAULT_PARAMS) -> list[dict]:
             "value": params.name_length,
         },
         {"name": "diversity", "reason": "a file's further hits are scaled down", "value": params.diversity},
+        {
+            "name": "top-file-diversity",
+            "reason": "the first file's further hits are scaled down less (it may show a second function)",
+            "value": params.top_file_diversity,
+        },
     ]

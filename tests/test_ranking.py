@@ -24,7 +24,15 @@ def fuse(rankings, query, params=DEFAULT_PARAMS, k=5.0, limit=None):
 
 
 NONE = Params(
-    definition=0, path=0, name_coverage=0, file_evidence=0, coverage=0, diversity=1.0, depth=1.0, name_length=1.0
+    definition=0,
+    path=0,
+    name_coverage=0,
+    file_evidence=0,
+    coverage=0,
+    diversity=1.0,
+    top_file_diversity=1.0,
+    depth=1.0,
+    name_length=1.0,
 )
 
 
@@ -142,7 +150,7 @@ def test_file_evidence_a_file_ranked_several_times_outranks_a_single_hit():
         ],
     }
     assert fuse(rankings, "x y z", NONE)[0].path == "single.py"
-    out = fuse(rankings, "x y z", Params(definition=0, path=0, diversity=1.0))
+    out = fuse(rankings, "x y z", Params(definition=0, path=0, diversity=1.0, top_file_diversity=1.0))
     assert out[0].path == "many.py"
     assert any(s.name == "file-evidence" and "3 ranked hits" in s.reason for s in out[0].signals)
 
@@ -159,7 +167,15 @@ def test_name_coverage_the_file_whose_name_the_query_names_whole_gains_most():
         "bm25": [hit("bm25", "Headers/HTTPMediaType.swift", 1, 9, 1), hit("bm25", "Request/Request.swift", 1, 9, 2)]
     }
     only = Params(
-        definition=0, path=0, file_evidence=0, coverage=0, diversity=1.0, depth=1.0, name_length=1.0, name_coverage=0.5
+        definition=0,
+        path=0,
+        file_evidence=0,
+        coverage=0,
+        diversity=1.0,
+        top_file_diversity=1.0,
+        depth=1.0,
+        name_length=1.0,
+        name_coverage=0.5,
     )
     out = fuse(rankings, "Request type and HTTP request representation", only)
     assert out[0].path == "Request/Request.swift"
@@ -185,7 +201,15 @@ def test_coverage_the_file_whose_names_hold_most_keywords_gains_most():
         ]
     }
     only = Params(
-        definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, depth=1.0, name_length=1.0, coverage=0.5
+        definition=0,
+        path=0,
+        name_coverage=0,
+        file_evidence=0,
+        diversity=1.0,
+        top_file_diversity=1.0,
+        depth=1.0,
+        name_length=1.0,
+        coverage=0.5,
     )
     out = fuse(rankings, "how exceptions propagate in dependency solving", only)
     assert out[0].path == "src/deps/solver.py"
@@ -206,14 +230,32 @@ def test_coverage_the_file_whose_names_hold_most_keywords_gains_most():
         (
             ["pkg/_internal/core/a.py", "pkg/_internal/b.py", "pkg/c.py"],
             "x",
-            Params(definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, name_length=1.0, depth=0.8),
+            Params(
+                definition=0,
+                path=0,
+                name_coverage=0,
+                file_evidence=0,
+                diversity=1.0,
+                top_file_diversity=1.0,
+                name_length=1.0,
+                depth=0.8,
+            ),
             "pkg/c.py",
         ),
         # name-length: the file with fewer words in its name wins a tie
         (
             ["app/session_store_driver.rb", "app/session_store.rb", "app/session.rb"],
             "x",
-            Params(definition=0, path=0, name_coverage=0, file_evidence=0, diversity=1.0, depth=1.0, name_length=0.8),
+            Params(
+                definition=0,
+                path=0,
+                name_coverage=0,
+                file_evidence=0,
+                diversity=1.0,
+                top_file_diversity=1.0,
+                depth=1.0,
+                name_length=0.8,
+            ),
             "app/session.rb",
         ),
     ],
@@ -240,10 +282,31 @@ def test_diversity_scales_a_files_further_hits_down():
     rankings = {"bm25": [hit("bm25", "a.py", 1, 10, 1), hit("bm25", "a.py", 20, 30, 2), hit("bm25", "b.py", 1, 10, 3)]}
     plain = [h.path for h in fuse(rankings, "x", NONE)]
     assert plain == ["a.py", "a.py", "b.py"]
-    out = fuse(rankings, "x", Params(definition=0, path=0, file_evidence=0, diversity=0.3))
+    out = fuse(rankings, "x", Params(definition=0, path=0, file_evidence=0, diversity=0.3, top_file_diversity=0.3))
     assert [h.path for h in out] == ["a.py", "b.py", "a.py"]
     [signal] = out[2].signals
     assert signal.name == "diversity" and signal.factor == pytest.approx(0.3)
+
+
+def test_the_first_file_may_show_a_second_function():
+    """The first file's further hits are scaled by ``top_file_diversity``, every other file's
+    by ``diversity``: a.py's second hit stays above c.py, b.py's drops below it."""
+    rankings = {
+        "bm25": [
+            hit("bm25", "a.py", 1, 10, 1),
+            hit("bm25", "a.py", 20, 30, 2),
+            hit("bm25", "b.py", 1, 10, 3),
+            hit("bm25", "b.py", 20, 30, 4),
+            hit("bm25", "c.py", 1, 10, 10),
+        ]
+    }
+    params = Params(definition=0, path=0, file_evidence=0, diversity=0.3, top_file_diversity=0.5)
+    out = fuse(rankings, "x", params)
+    assert [h.path for h in out] == ["a.py", "b.py", "a.py", "c.py", "b.py"]
+    assert [s.factor for s in out[2].signals if s.name == "diversity"] == [pytest.approx(0.5)]
+    assert [s.factor for s in out[4].signals if s.name == "diversity"] == [pytest.approx(0.3)]
+    same = fuse(rankings, "x", Params(definition=0, path=0, file_evidence=0, diversity=0.3, top_file_diversity=0.3))
+    assert [h.path for h in same] == ["a.py", "b.py", "c.py", "a.py", "b.py"]
 
 
 def test_priors_multiply_after_the_boosts_and_the_score_adds_up():
