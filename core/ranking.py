@@ -222,6 +222,14 @@ def chunk_words(symbols: tuple[str, ...], context: str) -> frozenset[str]:
     return frozenset(words)
 
 
+@lru_cache(maxsize=1 << 16)
+def _prefixes(words: frozenset[str]) -> frozenset[str]:
+    """The first four letters of each of ``words``: a word and the keywords it is a form of
+    share them (:meth:`Stage.forms`), so a set of words none of whose prefixes is a keyword's
+    holds no keyword, found by one set intersection."""
+    return frozenset(w[:4] for w in words)
+
+
 def defined_names(symbols: Iterable[str]) -> set[str]:
     """Every name a chunk's ``symbol`` field defines, in the forms :func:`shape` compares."""
     out: set[str] = set()
@@ -320,7 +328,9 @@ class Stage:
         self._by_prefix: dict[str, list[str]] = {}
         for kw in self.shape.keywords:
             self._by_prefix.setdefault(kw[:4], []).append(kw)
+        self._prefixes = frozenset(self._by_prefix)
         self._forms: dict[str, tuple[str, ...]] = {}
+        self._held_of: dict[frozenset[str], frozenset[str]] = {}
         self.unit = 0.0  #: the best fused score of the last score(): the boosts' unit
 
     def forms(self, word: str) -> tuple[str, ...]:
@@ -333,14 +343,19 @@ class Stage:
             found = self._forms[word] = tuple(kw for kw in near if _alike(kw, word)) if near else ()
         return found
 
-    def _held(self, words: Iterable[str]) -> list[str]:
-        """The keywords some of ``words`` are forms of, sorted."""
-        out: set[str] = set()
-        prefixes = self._by_prefix
-        for w in words:
-            if w[:4] in prefixes:  # no keyword shares its first four letters: not a form of one
-                out.update(self.forms(w))
-        return sorted(out)
+    def _held(self, words: frozenset[str]) -> frozenset[str]:
+        """The keywords some of ``words`` are forms of, memoised for the query: the word sets
+        of paths and chunks are cached objects that recur across a query's candidates."""
+        found = self._held_of.get(words)
+        if found is None:
+            near = _prefixes(words) & self._prefixes
+            out: set[str] = set()
+            if near:
+                for w in words:
+                    if w[:4] in near:
+                        out.update(self.forms(w))
+            found = self._held_of[words] = frozenset(out)
+        return found
 
     def quote_in(self, path: str, start: int, end: int) -> str | None:
         """The quoted passage a chunk of ``path`` within ``start``-``end`` holds, if any."""
@@ -379,7 +394,7 @@ class Stage:
             for i, path in enumerate(paths):
                 found = in_path.get(path)
                 if found is None:
-                    found = in_path[path] = self._held(path_words(path))
+                    found = in_path[path] = sorted(self._held(path_words(path)))
                 if found:
                     boost = unit * p.path * len(found) / n_kw
                     scores[i] += boost
@@ -421,19 +436,18 @@ class Stage:
     def _coverage(self, paths, symbols, contexts, unit, scores, applied) -> None:
         """``coverage``: the share of the keywords each file's path words, defined names and
         breadcrumbs hold (in some form, :func:`_alike`), added to every hit of the file."""
-        by_file: dict[str, set[str]] = {}
+        by_file: dict[str, set[str]] = {}  # per file: the keywords its words hold
+        held_in = self._held
         for i, path in enumerate(paths):
-            words = by_file.get(path)
-            if words is None:
-                words = by_file[path] = set(path_words(path))
-            words |= chunk_words(tuple(symbols[i]), "")
+            found = by_file.get(path)
+            if found is None:
+                found = by_file[path] = set(held_in(path_words(path)))
+            found |= held_in(chunk_words(tuple(symbols[i]), ""))
             if contexts is not None:
                 for crumb in contexts[i]:
-                    words |= chunk_words((), crumb)
-        keywords = self.shape.keywords
-        forms = {w for w in set().union(*by_file.values()) if self.forms(w)}  # the words that are keywords
-        held = {path: self._held(words.intersection(forms)) for path, words in by_file.items()}
-        n = len(keywords)
+                    found |= held_in(chunk_words((), crumb))
+        held = {path: sorted(found) for path, found in by_file.items()}
+        n = len(self.shape.keywords)
         for i, path in enumerate(paths):
             found = held[path]
             if found:
@@ -519,7 +533,7 @@ class Stage:
         (without its path) hold: what the chunk is about, by its own names."""
         if not self.shape.keywords or self.shape.lookup:
             return []
-        return self._held(chunk_words(tuple(symbols), context))
+        return sorted(self._held(chunk_words(tuple(symbols), context)))
 
     def diversity_signal(self, n: int) -> AppliedSignal:
         return AppliedSignal("diversity", REASONS["diversity"].format(n=n), 0.0, self.params.diversity**n)
