@@ -37,7 +37,7 @@ from .types import AppliedSignal
 MAX_UNIT_LINES = 80
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     """One candidate span of a file: a chunk, or the pieces of one long definition."""
 
@@ -48,7 +48,7 @@ class Unit:
     #: Per arm: the best rank any of the unit's chunks has among the file's chunks (1-based).
     ranks: dict[str, int] = field(default_factory=dict)
     #: The chunk spans it is made of (start, end), in line order.
-    chunks: list[tuple[int, int]] = field(default_factory=list)
+    chunks: tuple[tuple[int, int], ...] = ()
     #: The chunk (start, end) of its best rank in any arm: shown when the unit is too long.
     best_chunk: tuple[int, int] | None = None
     #: (the names it defines that the query names, the query's keywords its names hold):
@@ -108,15 +108,20 @@ def units_of(
     score}}``; a chunk an arm does not score is unranked by it). A unit shown in part shows
     the chunk of its best rank."""
     shape = chunks if isinstance(chunks, Skeleton) else skeleton(chunks)
-    units = [Unit(s, e, c, syms, chunks=list(spans)) for s, e, c, syms, spans in shape.units]
+    units = [Unit(s, e, c, syms, {}, spans) for s, e, c, syms, spans in shape.units]
+    of_chunk = shape.of_chunk
     best_rank: dict[int, int] = {}
     for arm, scored in scores.items():
         best: dict[int, tuple[float, tuple[int, int]]] = {}
         for span, score in scored.items():
-            i = shape.of_chunk.get(span)
-            if i is not None and (i not in best or score > best[i][0]):
-                best[i] = (score, span)
-        for rank, i in enumerate(sorted(best, key=lambda i: (-best[i][0], units[i].start)), start=1):
+            i = of_chunk.get(span)
+            if i is not None:
+                held = best.get(i)
+                if held is None or score > held[0]:
+                    best[i] = (score, span)
+        # Best score first, then the earlier unit; a tie on both keeps the order found.
+        ranked = sorted([(-score, units[i].start, n, i) for n, (i, (score, _span)) in enumerate(best.items())])
+        for rank, (_s, _start, _n, i) in enumerate(ranked, start=1):
             units[i].ranks[arm] = rank
             if rank < best_rank.get(i, 1 << 30):
                 best_rank[i] = rank
@@ -149,12 +154,15 @@ def rank_units(
     :func:`explain` says why, for the units shown."""
     first = max(weights.values(), default=1.0) / (k + 1)  # an arm's first place
     out = []
+    weight = weights.get
+    fsum = math.fsum
     for u in fu.units:
-        score = math.fsum(weights.get(arm, 1.0) / (k + r) for arm, r in u.ranks.items())
+        score = fsum([weight(arm, 1.0) / (k + r) for arm, r in u.ranks.items()])
         score += params.chunk_fused * fused_of(u.start, u.end)
-        if u.memo is None:
-            u.memo = (names(u.symbols), keywords(u))
-        defined, held = u.memo
+        memo = u.memo
+        if memo is None:
+            memo = u.memo = (names(u.symbols), keywords(u))
+        defined, held = memo
         if defined:
             score += params.chunk_definition * first
         if held and n_keywords:

@@ -302,10 +302,15 @@ class Groups:
             if fu is None or not fu.units:
                 continue
             mine = of_file.get(path, [])
+            spans = [(kept[i].start_line, kept[i].end_line, fused[i]) for i in mine]
 
-            def fused_of(start: int, end: int, mine=mine) -> float:
-                best = _best_overlap(kept, fused, mine, start, end)
-                return 0.0 if best is None else fused[best]
+            def fused_of(start: int, end: int, spans=spans) -> float:
+                """The best fused score of the file's groups overlapping these lines (0: none)."""
+                best = 0.0
+                for s, e, f in spans:
+                    if not (e < start or s > end) and f > best:
+                        best = f
+                return best
 
             picks[path] = (
                 mine,

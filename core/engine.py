@@ -575,12 +575,11 @@ class Engine:
         import numpy as np
 
         view = self.view
-        rows_of, shapes = {}, {}
+        files = {p: self._file_chunks(view, p) for p in paths}
         span_of: dict[int, tuple[str, tuple[int, int]]] = {}
-        for p in paths:
-            rows_of[p], listed, shapes[p] = self._file_chunks(view, p)
-            span_of.update((row, (p, (c[0], c[1]))) for row, c in zip(rows_of[p].tolist(), listed))
-        rows = np.concatenate(list(rows_of.values())) if rows_of else np.empty(0, dtype=np.int64)
+        for found in files.values():
+            span_of.update(found[3])
+        rows = np.concatenate([found[0] for found in files.values()]) if files else np.empty(0, dtype=np.int64)
         scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in paths}
         if len(rows):
             allowed = np.zeros(len(view.chunks), dtype=bool)
@@ -593,15 +592,21 @@ class Engine:
                 if not hasattr(arm, "scores"):
                     continue
                 found_rows, found_scores = arm.scores(query, len(rows), allowed)
+                get = span_of.get
                 for row, score in zip(found_rows.tolist(), found_scores.tolist()):
-                    where = span_of.get(row)
+                    where = get(row)
                     if where is not None:
-                        scores[where[0]].setdefault(name, {})[where[1]] = score
-        return {p: units_of(p, shapes[p], scores[p]) for p in paths}
+                        of_file = scores[where[0]]
+                        by_arm = of_file.get(name)
+                        if by_arm is None:
+                            by_arm = of_file[name] = {}
+                        by_arm[where[1]] = score
+        return {p: units_of(p, files[p][2], scores[p]) for p in paths}
 
     def _file_chunks(self, view: IndexView, path: str) -> tuple:
-        """A file's chunk rows, ``(start, end, piece_of, context, symbol)`` per chunk and its
-        units' :class:`core.chunkstep.Skeleton`, kept per view (none depends on the query)."""
+        """A file's chunk rows, ``(start, end, piece_of, context, symbol)`` per chunk, its
+        units' :class:`core.chunkstep.Skeleton` and ``{row: (path, (start, end))}``, kept per
+        view (none depends on the query)."""
         key = (id(view), view.generation, path)
         with self._lock:
             found = self._chunks_of.get(key)
@@ -610,7 +615,7 @@ class Engine:
             rows = chunks.rows_of_path(path)
             cols = chunks.columns(("starts", "ends", "pieces", "contexts", "symbols"), rows) if len(rows) else [[]] * 5
             listed = [(s, e, (ps, pe) if ps else None, c, sym) for s, e, (ps, pe), c, sym in zip(*cols)]
-            found = (rows, listed, skeleton(listed))
+            found = (rows, listed, skeleton(listed), {r: (path, (c[0], c[1])) for r, c in zip(rows.tolist(), listed)})
             with self._lock:
                 _remember(self._chunks_of, key, found, 1024)
         return found

@@ -222,6 +222,9 @@ def chunk_words(symbols: tuple[str, ...], context: str) -> frozenset[str]:
     return frozenset(words)
 
 
+_NONE: frozenset[str] = frozenset()
+
+
 @lru_cache(maxsize=1 << 16)
 def _prefixes(words: frozenset[str]) -> frozenset[str]:
     """The first four letters of each of ``words``: a word and the keywords it is a form of
@@ -348,13 +351,9 @@ class Stage:
         of paths and chunks are cached objects that recur across a query's candidates."""
         found = self._held_of.get(words)
         if found is None:
-            near = _prefixes(words) & self._prefixes
-            out: set[str] = set()
-            if near:
-                for w in words:
-                    if w[:4] in near:
-                        out.update(self.forms(w))
-            found = self._held_of[words] = frozenset(out)
+            near = self._prefixes.intersection(_prefixes(words))
+            found = frozenset(kw for w in words if w[:4] in near for kw in self.forms(w)) if near else _NONE
+            self._held_of[words] = found
         return found
 
     def quote_in(self, path: str, start: int, end: int) -> str | None:
@@ -390,27 +389,36 @@ class Stage:
                     applied[i].append(signal)
         if q.keywords and not q.lookup and p.path:
             n_kw = len(q.keywords)
-            in_path: dict[str, list[str]] = {}  # per file: the keywords its path words hold
+            in_path: dict[str, AppliedSignal | None] = {}  # per file: its signal, if its path words hold keywords
             for i, path in enumerate(paths):
-                found = in_path.get(path)
-                if found is None:
-                    found = in_path[path] = sorted(self._held(path_words(path)))
-                if found:
-                    boost = unit * p.path * len(found) / n_kw
-                    scores[i] += boost
-                    applied[i].append(AppliedSignal("path", REASONS["path"].format(words=", ".join(found)), boost))
+                if path in in_path:
+                    signal = in_path[path]
+                else:
+                    found = sorted(self._held(path_words(path)))
+                    signal = in_path[path] = (
+                        AppliedSignal(
+                            "path", REASONS["path"].format(words=", ".join(found)), unit * p.path * len(found) / n_kw
+                        )
+                        if found
+                        else None
+                    )
+                if signal is not None:
+                    scores[i] += signal.boost
+                    applied[i].append(signal)
         if q.keywords and not q.lookup and p.name_coverage:
-            in_name: dict[str, int] = {}
+            in_name: dict[str, AppliedSignal | None] = {}  # per file: its signal, if the query names its words
             for i, path in enumerate(paths):
-                parts = name_parts(path)
-                named = in_name.get(path)
-                if named is None:
-                    named = in_name[path] = sum(1 for w in parts if self.forms(w))
-                if named:
+                if path in in_name:
+                    signal = in_name[path]
+                else:
+                    parts = name_parts(path)
+                    named = sum(1 for w in parts if self.forms(w))
+                    reason = REASONS["name-coverage"].format(n=named, m=len(parts)) if named else ""
                     boost = unit * p.name_coverage * named / len(parts)
-                    scores[i] += boost
-                    reason = REASONS["name-coverage"].format(n=named, m=len(parts))
-                    applied[i].append(AppliedSignal("name-coverage", reason, boost))
+                    signal = in_name[path] = AppliedSignal("name-coverage", reason, boost) if named else None
+                if signal is not None:
+                    scores[i] += signal.boost
+                    applied[i].append(signal)
         self._shape_factors(paths, applied)
         if p.file_evidence:
             totals: dict[str, float] = {}
@@ -446,14 +454,24 @@ class Stage:
             if contexts is not None:
                 for crumb in contexts[i]:
                     found |= held_in(chunk_words((), crumb))
-        held = {path: sorted(found) for path, found in by_file.items()}
         n = len(self.shape.keywords)
+        signals: dict[str, AppliedSignal | None] = {}  # per file: its signal, if its words hold keywords
+        for path, found in by_file.items():
+            words = sorted(found)
+            signals[path] = (
+                AppliedSignal(
+                    "coverage",
+                    REASONS["coverage"].format(words=", ".join(words)),
+                    unit * self.params.coverage * len(words) / n,
+                )
+                if words
+                else None
+            )
         for i, path in enumerate(paths):
-            found = held[path]
-            if found:
-                boost = unit * self.params.coverage * len(found) / n
-                scores[i] += boost
-                applied[i].append(AppliedSignal("coverage", REASONS["coverage"].format(words=", ".join(found)), boost))
+            signal = signals[path]
+            if signal is not None:
+                scores[i] += signal.boost
+                applied[i].append(signal)
 
     def _shape_factors(self, paths: list[str], applied: list[list[AppliedSignal]]) -> None:
         """``depth`` and ``name-length``: each hit's factor, from where its file sits among the
@@ -468,14 +486,20 @@ class Stage:
         for name, factor, values, (less, more) in steps:
             if factor == 1.0:
                 continue
+            made: dict[int, AppliedSignal | None] = {}  # per value: its signal (one median for all)
             for i, (f, v, median) in enumerate(_relative(values, factor)):
-                if f == 1.0:
-                    continue
-                if name == "depth":
-                    reason = REASONS[name].format(n=abs(v - median), way=less if v < median else more)
+                if v in made:
+                    signal = made[v]
+                elif f == 1.0:
+                    signal = made[v] = None
                 else:
-                    reason = REASONS[name].format(way=less if v < median else more, n=v, m=median)
-                applied[i].append(AppliedSignal(name, reason, 0.0, f))
+                    if name == "depth":
+                        reason = REASONS[name].format(n=abs(v - median), way=less if v < median else more)
+                    else:
+                        reason = REASONS[name].format(way=less if v < median else more, n=v, m=median)
+                    signal = made[v] = AppliedSignal(name, reason, 0.0, f)
+                if signal is not None:
+                    applied[i].append(signal)
 
     def order(
         self, paths: list[str], scores: list[float], applied: list[list[AppliedSignal]] | None = None
@@ -533,7 +557,8 @@ class Stage:
         (without its path) hold: what the chunk is about, by its own names."""
         if not self.shape.keywords or self.shape.lookup:
             return []
-        return sorted(self._held(chunk_words(tuple(symbols), context)))
+        found = self._held(chunk_words(tuple(symbols), context))
+        return sorted(found) if found else []
 
     def diversity_signal(self, n: int) -> AppliedSignal:
         return AppliedSignal("diversity", REASONS["diversity"].format(n=n), 0.0, self.params.diversity**n)
