@@ -28,6 +28,7 @@ carries a ``chunk`` signal that says why this chunk of the file.
 from __future__ import annotations
 
 import math
+from bisect import insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -146,19 +147,30 @@ def rank_units(
     n_keywords: int,
     params,
     quote: Callable[[int, int], str | None] | None = None,
+    places: int | None = None,
+    named: bool = True,
 ) -> list[tuple[Unit, float]]:
-    """The file's units, best first, each with its chunk score. ``fused_of(start, end)``: the
-    best fused score of the query's groups overlapping those lines (0: no arm had them);
-    ``names``: the named symbols a unit defines; ``keywords``: the question's keywords its
-    breadcrumb and names hold; ``quote``: the passage of the question a unit holds, if any.
-    :func:`explain` says why, for the units shown."""
+    """The file's units, best first, each with its chunk score (its first ``places`` only,
+    when given). ``fused_of(start, end)``: the best fused score of the query's groups
+    overlapping those lines (0: no arm had them); ``names``: the named symbols a unit
+    defines (``named`` False: the query names none); ``keywords``: the question's keywords
+    its breadcrumb and names hold; ``quote``: the passage of the question a unit holds, if
+    any. :func:`explain` says why, for the units shown.
+
+    A unit's score is its arms' ranks and fused score, plus what its names and a quoted
+    passage add. Those additions have a ceiling, so with ``places`` a unit whose score could
+    not reach the last place even with all of them is never looked at by name (a file of
+    500 chunks has a few worth it); the scores and the order are the same as without."""
     first = max(weights.values(), default=1.0) / (k + 1)  # an arm's first place
-    out = []
     weight = weights.get
     fsum = math.fsum
-    for u in fu.units:
+    base = []
+    for n, u in enumerate(fu.units):
         score = fsum([weight(arm, 1.0) / (k + r) for arm, r in u.ranks.items()])
         score += params.chunk_fused * fused_of(u.start, u.end)
+        base.append((score, n, u))
+
+    def full(score: float, u: Unit) -> float:
         memo = u.memo
         if memo is None:
             memo = u.memo = (names(u.symbols), keywords(u))
@@ -169,9 +181,30 @@ def rank_units(
             score += params.chunk_label * len(held) / n_keywords * first
         if quote is not None and quote(u.start, u.end):
             score += params.chunk_quote * first
-        out.append((u, score))
-    out.sort(key=lambda t: (-t[1], t[0].start))
-    return out
+        return score
+
+    if places is None or places >= len(base):
+        out = [(u, full(score, u)) for score, _n, u in base]
+        out.sort(key=lambda t: (-t[1], t[0].start))
+        return out
+
+    # The most the additions can bring, added as full() adds them (rounding is monotonic,
+    # so no unit's score exceeds its ceiling).
+    def ceiling(score: float) -> float:
+        if named:
+            score += params.chunk_definition * first
+        if n_keywords:
+            score += params.chunk_label * n_keywords / n_keywords * first
+        if quote is not None:
+            score += params.chunk_quote * first
+        return score
+
+    scored: list[tuple[float, int, int, Unit]] = []  # (-score, start, position, unit), sorted
+    for _ceil, score, n, u in sorted([(ceiling(score), score, n, u) for score, n, u in base], key=lambda t: -t[0]):
+        if len(scored) >= places and _ceil < -scored[places - 1][0]:
+            break  # neither this unit nor any after it can reach the last place
+        insort(scored, (-full(score, u), u.start, n, u))
+    return [(u, -neg) for neg, _start, _n, u in scored[:places]]
 
 
 def explain(unit: Unit, n_units: int) -> AppliedSignal:

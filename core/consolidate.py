@@ -252,8 +252,8 @@ class Groups:
             if limit and len(out) >= limit:
                 break
             path = paths[i]
-            mine, chosen = picks.get(path, (None, None))
-            if chosen is not None and above >= len(chosen):
+            mine, chosen, n_units = picks.get(path, (None, None, 0))
+            if chosen is not None and above >= n_units:
                 continue  # the file's every unit is already placed
             signals = applied[i]
             if chosen is None:
@@ -262,7 +262,7 @@ class Groups:
                 hit = built[0]
             else:
                 unit, _score = chosen[above]
-                why = explain(unit, len(chosen))
+                why = explain(unit, n_units)
                 hit = self._unit_hit(path, unit, mine, kept, fused, weight_of, kf)
                 # The group's own signals give way to the unit's: the file's stay.
                 signals = [s for s in signals if s.name not in ("definition", "quote")]
@@ -280,7 +280,8 @@ class Groups:
 
     def _chunk_step(self, order, kept, fused, weight_of, kf, stage: Stage, units: Provider) -> dict[str, tuple]:
         """The chunk step (:mod:`core.chunkstep`): per top file, its groups (indexes into
-        ``kept``) and its units best first."""
+        ``kept``), its best units first (as many as it has groups: a file has no more places
+        in the list) and how many units it has."""
         files: list[str] = []
         for i, _final, _above in order:
             path = kept[i].path
@@ -324,7 +325,10 @@ class Groups:
                     n_keywords,
                     stage.params,
                     (lambda start, end, path=path: stage.quote_in(path, start, end)) if path in stage.quoted else None,
+                    places=len(mine),
+                    named=bool(stage.shape.names),
                 ),
+                len(fu.units),
             )
         return picks
 
