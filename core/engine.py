@@ -155,6 +155,7 @@ class Engine:
         self._units: OrderedDict[tuple, dict[str, FileUnits]] = OrderedDict()  # (view, query, arms) -> files
         self._quoted: OrderedDict[tuple, dict] = OrderedDict()  # (view, query) -> Engine.quoted's answer
         self._chunks_of: OrderedDict[tuple, tuple] = OrderedDict()  # (view, path) -> its chunk rows and fields
+        self._root_settings: tuple | None = None  # (config file stamp, default arms) -> settings
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
 
@@ -389,7 +390,9 @@ class Engine:
         this root's tuned config, :meth:`FusionSettings.resolve`) with any of the others on
         top. Raises :class:`QueryError` for an unknown arm or a bad weight or k."""
         try:
-            if settings is None:
+            if settings is None and all(v is None for v in (arms, weights, k, priors, with_deep)):
+                settings = self._root_fusion()
+            elif settings is None:
                 settings = FusionSettings.resolve(
                     self.root,
                     arms=arms,
@@ -410,6 +413,28 @@ class Engine:
                 raise QueryError(f"unknown retriever {name!r} (choose from {', '.join(REGISTRY)})")
         if not settings.arms:
             raise QueryError("no retriever to run")
+        return settings
+
+    def _root_fusion(self) -> FusionSettings:
+        """This root's own settings (:meth:`FusionSettings.resolve` with nothing on top), kept
+        while its config file and the default arms stay as they are: a query stats the file
+        instead of resolving its path and reading it (~0.2 ms)."""
+        from .arms import default_arms
+        from .config import CONFIG_FILE
+
+        try:
+            st = os.stat(self.directory / CONFIG_FILE)
+            stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        except FileNotFoundError:
+            stamp = None
+        except OSError:  # unreadable: resolve says why
+            return FusionSettings.resolve(self.root, cache_dir=self.cache_dir)
+        key = (stamp, tuple(default_arms()))
+        cached = self._root_settings
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        settings = FusionSettings.resolve(self.root, cache_dir=self.cache_dir)
+        self._root_settings = (key, settings)
         return settings
 
     def search(
