@@ -155,7 +155,8 @@ class Engine:
         self._units: OrderedDict[tuple, dict[str, FileUnits]] = OrderedDict()  # (view, query, arms) -> files
         self._quoted: OrderedDict[tuple, dict] = OrderedDict()  # (view, query) -> Engine.quoted's answer
         self._chunks_of: OrderedDict[tuple, tuple] = OrderedDict()  # (view, path) -> its chunk rows and fields
-        self._root_settings: tuple | None = None  # (config file stamp, default arms) -> settings
+        self._root_settings: tuple | None = None  # (its config, default arms, settings)
+        self._configs: dict[tuple, dict] = {}  # (config file stamp, with deep) -> root_config
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
 
@@ -417,25 +418,39 @@ class Engine:
 
     def _root_fusion(self) -> FusionSettings:
         """This root's own settings (:meth:`FusionSettings.resolve` with nothing on top), kept
-        while its config file and the default arms stay as they are: a query stats the file
-        instead of resolving its path and reading it (~0.2 ms)."""
+        while its config file and the default arms stay as they are."""
         from .arms import default_arms
-        from .config import CONFIG_FILE
+
+        names = tuple(default_arms())
+        config = self.root_config("deep" in names)
+        cached = self._root_settings
+        if cached is not None and cached[0] is config and cached[1] == names:
+            return cached[2]
+        settings = FusionSettings.resolve(self.root, cache_dir=self.cache_dir, config=config)
+        self._root_settings = (config, names, settings)
+        return settings
+
+    def root_config(self, with_deep: bool) -> dict:
+        """:func:`core.config.load_config` of this root, kept while its config file's stat stays
+        the same: a query stats the file instead of resolving its path, reading and parsing it
+        (~0.2 ms). Raises :class:`core.config.ConfigError` as it does (a broken file is read
+        again at every query). Not to be modified."""
+        from .config import CONFIG_FILE, load_config
 
         try:
             st = os.stat(self.directory / CONFIG_FILE)
             stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         except FileNotFoundError:
             stamp = None
-        except OSError:  # unreadable: resolve says why
-            return FusionSettings.resolve(self.root, cache_dir=self.cache_dir)
-        key = (stamp, tuple(default_arms()))
-        cached = self._root_settings
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        settings = FusionSettings.resolve(self.root, cache_dir=self.cache_dir)
-        self._root_settings = (key, settings)
-        return settings
+        except OSError:  # unreadable: load_config says why
+            return load_config(self.root, self.cache_dir, with_deep=with_deep)
+        key = (stamp, with_deep)
+        found = self._configs.get(key)
+        if found is None:
+            found = load_config(self.root, self.cache_dir, with_deep=with_deep)
+            self._configs = {k: v for k, v in self._configs.items() if k[0] == stamp}
+            self._configs[key] = found
+        return found
 
     def search(
         self,
