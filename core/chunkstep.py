@@ -215,7 +215,7 @@ def explain(unit: Unit, n_units: int) -> AppliedSignal:
         why.append(f"{ranked} of the file's {n_units}")
     defined, held = unit.memo or (set(), [])
     if defined:
-        why.append(f"defines {max(defined, key=len)}")
+        why.append(f"defines {max(sorted(defined), key=len)}")  # as Stage.span_signals names it
     if held:
         why.append(f"its names hold {', '.join(held)}")
     return AppliedSignal("chunk", "; ".join(why) if why else f"the first of the file's {n_units} chunks", 0.0)

@@ -531,7 +531,8 @@ class Stage:
         if q.names and p.definition:
             found = _matches(q.names, defined_names(symbols))
             if found:
-                reason = REASONS["definition"].format(name=max(found, key=len))
+                # The longest; the first in order among equals (a set's order differs between processes).
+                reason = REASONS["definition"].format(name=max(sorted(found), key=len))
                 out.append(AppliedSignal("definition", reason, self.definition_boost(path)))
         if span is not None and p.quote and path in self.quoted:
             phrase = self.quote_in(path, *span)

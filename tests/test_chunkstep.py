@@ -202,3 +202,32 @@ def test_quoted_passages_are_looked_up_once_per_query(errors_repo, monkeypatch):
     for k in (2, 5, 20):
         errors_repo.fuse(result.results.values(), k=k)
     assert len(calls) == 1
+
+
+def test_a_hit_defining_two_named_names_of_one_length_is_explained_alike_in_every_process(tmp_path):
+    """Which of the names it says the hit defines does not depend on the process's string
+    hashing (it did: a set's order), so the CLI, the MCP server and the TUI explain alike."""
+    import json
+
+    from cli_helpers import run
+
+    (tmp_path / "records.py").write_text(
+        "def first_or_create(rows):\n    return rows[0] if rows else create(rows)\n\n\n"
+        "def create_or_first(rows):\n    return create(rows) or rows[0]\n"
+    )
+    (tmp_path / "other.py").write_text("def unrelated():\n    return 1\n")
+    assert run("index", str(tmp_path)).returncode == 0
+    reasons = set()
+    for seed in ("0", "1", "2", "3", "4"):
+        out = run(
+            "query",
+            "first_or_create or create_or_first",
+            "--root",
+            str(tmp_path),
+            "--json",
+            env={"PYTHONHASHSEED": seed},
+        )
+        assert out.returncode == 0, out.stderr
+        top = json.loads(out.stdout)["results"][0]
+        reasons.add(tuple(s["reason"] for s in top["signals"] if s["name"] in ("definition", "chunk")))
+    assert len(reasons) == 1 and "defines create_or_first" in next(iter(reasons))[0]
