@@ -225,12 +225,15 @@ def chunk_words(symbols: tuple[str, ...], context: str) -> frozenset[str]:
 _NONE: frozenset[str] = frozenset()
 
 
-@lru_cache(maxsize=1 << 16)
-def _prefixes(words: frozenset[str]) -> frozenset[str]:
-    """The first four letters of each of ``words``: a word and the keywords it is a form of
-    share them (:meth:`Stage.forms`), so a set of words none of whose prefixes is a keyword's
-    holds no keyword, found by one set intersection."""
-    return frozenset(w[:4] for w in words)
+@lru_cache(maxsize=1 << 14)
+def _by_prefix(words: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """``words`` by their first four letters: a word and the keywords it is a form of share
+    them (:meth:`Stage.forms`), so only the words under a keyword's prefix are compared, and
+    a set with none holds no keyword (one intersection)."""
+    out: dict[str, list[str]] = {}
+    for w in words:
+        out.setdefault(w[:4], []).append(w)
+    return {prefix: tuple(found) for prefix, found in out.items()}
 
 
 def defined_names(symbols: Iterable[str]) -> set[str]:
@@ -351,8 +354,9 @@ class Stage:
         of paths and chunks are cached objects that recur across a query's candidates."""
         found = self._held_of.get(words)
         if found is None:
-            near = self._prefixes.intersection(_prefixes(words))
-            found = frozenset(kw for w in words if w[:4] in near for kw in self.forms(w)) if near else _NONE
+            index = _by_prefix(words)
+            near = self._prefixes.intersection(index)
+            found = frozenset(kw for p in near for w in index[p] for kw in self.forms(w)) if near else _NONE
             self._held_of[words] = found
         return found
 
