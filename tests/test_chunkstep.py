@@ -231,3 +231,35 @@ def test_a_hit_defining_two_named_names_of_one_length_is_explained_alike_in_ever
         top = json.loads(out.stdout)["results"][0]
         reasons.add(tuple(s["reason"] for s in top["signals"] if s["name"] in ("definition", "chunk")))
     assert len(reasons) == 1 and "defines create_or_first" in next(iter(reasons))[0]
+
+
+def test_ranking_a_files_units_for_its_first_places_gives_the_first_of_the_whole_ranking(queue_repo):
+    """rank_units with ``places`` skips units that cannot reach them: the units it returns, and
+    their scores, are the first of the ranking of every unit."""
+    from ranklens.core.chunkstep import rank_units
+    from ranklens.core.priors import adjuster
+    from ranklens.core.ranking import Stage
+
+    for query in ("how long does a failed job wait before the next retry", "JobQueue push", "close the queue"):
+        stage = Stage(query, adjuster(query))
+        fu = queue_repo.file_units(query, ["jobqueue.py"])["jobqueue.py"]
+        assert len(fu.units) >= 4
+        for fused in ({}, {(1, 10): 0.4}):
+
+            def fused_of(start, end, fused=fused):
+                return max((f for (s, e), f in fused.items() if not (e < start or s > end)), default=0.0)
+
+            args = (
+                fu,
+                {"bm25": 1.2, "dense": 0.8},
+                5.0,
+                fused_of,
+                stage.named,
+                lambda u, stage=stage: stage.label_keywords(u.symbols, u.context),
+                len(stage.shape.keywords),
+                DEFAULT_PARAMS,
+            )
+            whole = [(u.start, score) for u, score in rank_units(*args)]
+            for places in range(1, len(fu.units)):
+                part = rank_units(*args, places=places, named=bool(stage.shape.names))
+                assert [(u.start, score) for u, score in part] == whole[:places]
