@@ -9,7 +9,9 @@ folder given for it (``--checkout DIR[=CACHE]``; default ``RANKLENS_CACHE_DIR``:
 of one index format can share it); each checkout is imported through ``PYTHONPATH`` in a
 process of its own per round (this checkout first, named ``now``). The questions are
 ``bench_engine.py``'s. Printed: per checkout the median of the rounds' medians, and each
-one's ratio to ``now``; the deep arm is off.
+one's ratio to ``now``: the query's wall time, the CPU its process spent on it (every thread:
+less moved by other jobs on the machine than the wall time) and a re-fuse's wall time; the
+deep arm is off.
 """
 
 from __future__ import annotations
@@ -37,15 +39,16 @@ e = Engine(root)
 e.open() if hasattr(e, "open") else e.ensure_index()
 for q in queries:
     e.search(q)
-search, refuse = [], []
+search, refuse, cpu = [], [], []
 for _ in range(passes):
     for q in queries:
-        t = time.perf_counter(); r = e.search(q); search.append((time.perf_counter() - t) * 1000)
+        c = time.process_time(); t = time.perf_counter(); r = e.search(q)
+        search.append((time.perf_counter() - t) * 1000); cpu.append((time.process_time() - c) * 1000)
         for i in range(3):
             w = {"bm25": 1 + i / 10, "dense": 2 - i / 10}
             t = time.perf_counter(); e.fuse(r.results.values(), weights=w, k=20 + i)
             refuse.append((time.perf_counter() - t) * 1000)
-print(json.dumps({"search": statistics.median(search), "refuse": statistics.median(refuse)}))
+print(json.dumps({"search": statistics.median(search), "refuse": statistics.median(refuse), "cpu": statistics.median(cpu)}))
 """
 
 
@@ -63,7 +66,7 @@ def main() -> None:
     for given in args.checkout:
         folder, _, cache = given.partition("=")
         checkouts[Path(folder).name] = (Path(folder).resolve(), cache or os.environ.get("RANKLENS_CACHE_DIR"))
-    got: dict[str, dict[str, list[float]]] = {name: {"search": [], "refuse": []} for name in checkouts}
+    got: dict[str, dict[str, list[float]]] = {name: {"search": [], "refuse": [], "cpu": []} for name in checkouts}
     for r in range(args.rounds):
         for name, (folder, cache) in checkouts.items() if r % 2 == 0 else reversed(list(checkouts.items())):
             env = {**os.environ, "PYTHONPATH": str(folder), "RANKLENS_DEEP": "0"}
@@ -80,12 +83,13 @@ def main() -> None:
             figures = json.loads(out.stdout.strip().splitlines()[-1])
             for key, value in figures.items():
                 got[name][key].append(value)
-    base = {key: statistics.median(got["now"][key]) for key in ("search", "refuse")}
+    base = {key: statistics.median(got["now"][key]) for key in ("search", "refuse", "cpu")}
     for name, figures in got.items():
-        s, f = statistics.median(figures["search"]), statistics.median(figures["refuse"])
+        s, f, c = (statistics.median(figures[key]) for key in ("search", "refuse", "cpu"))
         print(
-            f"{name:>16}: all-arm query p50 {s:7.2f} ms (x{s / base['search']:.2f} of now)   "
-            f"re-fuse p50 {f:6.2f} ms (x{f / base['refuse']:.2f})   rounds {len(figures['search'])}"
+            f"{name:>16}: all-arm query p50 {s:7.2f} ms (x{s / base['search']:.2f} of now), "
+            f"its CPU {c:6.2f} ms (x{c / base['cpu']:.2f})   re-fuse p50 {f:6.2f} ms (x{f / base['refuse']:.2f})   "
+            f"rounds {len(figures['search'])}"
         )
 
 

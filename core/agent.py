@@ -22,9 +22,11 @@ from __future__ import annotations
 import os
 import threading
 import time
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path, PurePosixPath
 
 from .handoff import HandoffError, span_lines, text_sha256, validate_handoff
@@ -121,7 +123,7 @@ class AgentService:
         self._job: _Job | None = None
         self._snapshot: _Snapshot | None = None
         self._next_probe = 0.0
-        self._texts: OrderedDict[tuple, str] = OrderedDict()  # (path, its stat) -> redacted text
+        self._texts: OrderedDict[tuple, _FileText] = OrderedDict()  # (path, its stat) -> redacted text
         self._texts_chars = 0
         self._texts_lock = threading.Lock()
         self.stats = None  # the last completed index pass (core.indexer.IndexStats)
@@ -275,11 +277,14 @@ class AgentService:
         return rel
 
     def _read(self, rel: str) -> str:
-        """The text of an indexed file as the index reads it (AgentError when it cannot be).
+        """The text of an indexed file as the index reads it (AgentError when it cannot be)."""
+        return self._file(rel).text
 
-        Kept while the file's stat is the same (:data:`TEXT_CACHE_CHARS` in all): reading and
-        redacting a file again for every search was most of a warm ``search`` on large files
-        (the credential scan runs over the whole file)."""
+    def _file(self, rel: str) -> _FileText:
+        """:meth:`_read`'s text with its lines' offsets, kept while the file's stat is the same
+        (:data:`TEXT_CACHE_CHARS` in all): reading and redacting a file again for every search
+        was most of a warm ``search`` on large files (the credential scan runs over the whole
+        file), and splitting it into lines for each search a tenth of the rest."""
         from .discovery import read_text
 
         try:
@@ -296,13 +301,14 @@ class AgentService:
         text, reason = read_text(self.root, rel, self.engine.settings.options.max_bytes)
         if text is None:
             raise AgentError(f"{rel} cannot be read ({reason})")
+        found = _FileText(text)
         if key is not None:
             with self._texts_lock:
-                self._texts[key] = text
+                self._texts[key] = found
                 self._texts_chars += len(text)
                 while self._texts_chars > TEXT_CACHE_CHARS and len(self._texts) > 1:
-                    self._texts_chars -= len(self._texts.popitem(last=False)[1])
-        return text
+                    self._texts_chars -= len(self._texts.popitem(last=False)[1].text)
+        return found
 
     # -- tools --------------------------------------------------------------------------
 
@@ -357,7 +363,7 @@ class AgentService:
             raise AgentError(exc.detail()) from None
         data["generation"] = self.engine.view.generation
         budget = max_chars
-        texts: dict[str, list[str] | AgentError] = {}
+        texts: dict[str, _FileText | AgentError] = {}
         notes = []
         for item in data["results"]:
             rel = item["path"]
@@ -371,7 +377,7 @@ class AgentService:
                 continue
             if rel not in texts:
                 try:
-                    texts[rel] = self._read(self.resolve(rel)).split("\n")
+                    texts[rel] = self._file(self.resolve(rel))
                 except AgentError as exc:
                     texts[rel] = exc
             found = texts[rel]
@@ -379,7 +385,7 @@ class AgentService:
                 item["text"] = item["sha256"] = None
                 notes.append(f"no text for {rel}: {found}")
                 continue
-            raw = "\n".join(found[item["start_line"] - 1 : item["end_line"]])  # core.handoff.span_lines
+            raw = found.lines(item["start_line"], item["end_line"])  # core.handoff.span_lines
             item["sha256"] = text_sha256(raw)
             shown = outgoing_text(raw, rel)
             if budget <= 0:
@@ -536,6 +542,27 @@ class AgentService:
         if self.last_error:
             out["last_error"] = self.last_error
         return out
+
+
+class _FileText:
+    """A file's text and, once asked, where each of its lines starts."""
+
+    __slots__ = ("text", "_starts")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._starts: array | None = None
+
+    def lines(self, start: int, end: int) -> str:
+        """``"\n".join(text.split("\n")[start - 1 : end])`` (:func:`core.handoff.span_lines`)
+        without splitting the whole file again."""
+        if start < 1 or end < 1:  # slices from the end: as span_lines cuts them
+            return "\n".join(self.text.split("\n")[start - 1 : end])
+        starts = self._starts
+        if starts is None:  # line j is text[starts[j] : starts[j + 1] - 1]
+            starts = self._starts = array("q", [0, *accumulate(len(line) + 1 for line in self.text.split("\n"))])
+        last = min(end, len(starts) - 1)
+        return self.text[starts[start - 1] : starts[last] - 1] if start <= last else ""
 
 
 def _find_moved(text: str, start: int, end: int, sha: str) -> dict | None:

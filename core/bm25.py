@@ -699,6 +699,7 @@ class BM25Matrix:
         np.cumsum([len(s) for s in self.segments], out=self.offsets[1:])
         self._dnorm: dict[int, np.ndarray] = {}
         self._keys: np.ndarray | None = None
+        self._last: tuple[tuple[str, ...], list] | None = None  # the last query's matched rows (_matched)
 
     # -- building -----------------------------------------------------------------------
 
@@ -799,35 +800,14 @@ class BM25Matrix:
         ``allowed`` is a boolean mask over rows (filters, and the rows no longer live). Ties
         go to the earlier row.
         """
-        cols, weights = self._query_columns(query_tokens)
         empty = np.empty(0, dtype=np.int64), np.empty(0)
-        if not cols or limit <= 0:
+        if limit <= 0:
             return empty
-        idf = self.stats.idf(cols)
         found_rows, found_scores = [], []
-        for i, seg in enumerate(self.segments):
-            posting_rows, values = self._postings(i, cols, weights, idf)
-            if posting_rows.size == 0:
-                continue
-            n = len(seg)
-            lo = int(self.offsets[i])
-            if posting_rows.size * 8 < n:
-                # Few postings (a rare term, a small segment's): sum them by row, no array of n.
-                rows, inverse = np.unique(posting_rows, return_inverse=True)
-                scores = np.bincount(inverse, weights=values)  # added in the same order as below
-                rows = rows.astype(np.int64)
-                if allowed is not None:
-                    keep = allowed[lo + rows]
-                    rows, scores = rows[keep], scores[keep]
-            else:
-                # Dense score vector plus a "contains a query term" mask: both O(postings), no sorting.
-                scores = np.bincount(posting_rows, weights=values, minlength=n)
-                matched = np.zeros(n, dtype=bool)
-                matched[posting_rows] = True
-                if allowed is not None:
-                    matched &= allowed[lo : lo + n]
-                rows = np.flatnonzero(matched)
-                scores = scores[rows]
+        for lo, rows, scores in self._matched(query_tokens):
+            if allowed is not None:
+                keep = allowed[lo + rows]
+                rows, scores = rows[keep], scores[keep]
             if rows.size == 0:
                 continue
             if rows.size > limit:
@@ -842,6 +822,40 @@ class BM25Matrix:
         rows, scores = np.concatenate(found_rows), np.concatenate(found_scores)
         order = np.lexsort((rows, -scores))[:limit]
         return rows[order], scores[order]
+
+    def _matched(self, query_tokens: Sequence[str]) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """Per segment holding a query term: its first row, the segment rows that hold one
+        and their scores. Kept for the last query (one tuple, swapped atomically): the chunk
+        step asks again for the same query within its top files (:meth:`top` with
+        ``allowed``), and masking these costs a fraction of summing the postings again."""
+        key = tuple(query_tokens)
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
+        cols, weights = self._query_columns(query_tokens)
+        out = []
+        if cols:
+            idf = self.stats.idf(cols)
+            for i, seg in enumerate(self.segments):
+                posting_rows, values = self._postings(i, cols, weights, idf)
+                if posting_rows.size == 0:
+                    continue
+                n = len(seg)
+                if posting_rows.size * 8 < n:
+                    # Few postings (a rare term, a small segment's): sum them by row, no array of n.
+                    rows, inverse = np.unique(posting_rows, return_inverse=True)
+                    scores = np.bincount(inverse, weights=values)  # added in the same order as below
+                    rows = rows.astype(np.int64)
+                else:
+                    # Dense score vector plus a "contains a query term" mask: both O(postings), no sorting.
+                    scores = np.bincount(posting_rows, weights=values, minlength=n)
+                    matched = np.zeros(n, dtype=bool)
+                    matched[posting_rows] = True
+                    rows = np.flatnonzero(matched)
+                    scores = scores[rows]
+                out.append((int(self.offsets[i]), rows, scores))
+        self._last = (key, out)
+        return out
 
     def _query_columns(self, query_tokens: Sequence[str]) -> tuple[list[int], np.ndarray]:
         width = self.stats.width

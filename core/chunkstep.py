@@ -28,6 +28,7 @@ carries a ``chunk`` signal that says why this chunk of the file.
 from __future__ import annotations
 
 import math
+from bisect import insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -37,7 +38,7 @@ from .types import AppliedSignal
 MAX_UNIT_LINES = 80
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     """One candidate span of a file: a chunk, or the pieces of one long definition."""
 
@@ -48,7 +49,7 @@ class Unit:
     #: Per arm: the best rank any of the unit's chunks has among the file's chunks (1-based).
     ranks: dict[str, int] = field(default_factory=dict)
     #: The chunk spans it is made of (start, end), in line order.
-    chunks: list[tuple[int, int]] = field(default_factory=list)
+    chunks: tuple[tuple[int, int], ...] = ()
     #: The chunk (start, end) of its best rank in any arm: shown when the unit is too long.
     best_chunk: tuple[int, int] | None = None
     #: (the names it defines that the query names, the query's keywords its names hold):
@@ -108,15 +109,20 @@ def units_of(
     score}}``; a chunk an arm does not score is unranked by it). A unit shown in part shows
     the chunk of its best rank."""
     shape = chunks if isinstance(chunks, Skeleton) else skeleton(chunks)
-    units = [Unit(s, e, c, syms, chunks=list(spans)) for s, e, c, syms, spans in shape.units]
+    units = [Unit(s, e, c, syms, {}, spans) for s, e, c, syms, spans in shape.units]
+    of_chunk = shape.of_chunk
     best_rank: dict[int, int] = {}
     for arm, scored in scores.items():
         best: dict[int, tuple[float, tuple[int, int]]] = {}
         for span, score in scored.items():
-            i = shape.of_chunk.get(span)
-            if i is not None and (i not in best or score > best[i][0]):
-                best[i] = (score, span)
-        for rank, i in enumerate(sorted(best, key=lambda i: (-best[i][0], units[i].start)), start=1):
+            i = of_chunk.get(span)
+            if i is not None:
+                held = best.get(i)
+                if held is None or score > held[0]:
+                    best[i] = (score, span)
+        # Best score first, then the earlier unit; a tie on both keeps the order found.
+        ranked = sorted([(-score, units[i].start, n, i) for n, (i, (score, _span)) in enumerate(best.items())])
+        for rank, (_s, _start, _n, i) in enumerate(ranked, start=1):
             units[i].ranks[arm] = rank
             if rank < best_rank.get(i, 1 << 30):
                 best_rank[i] = rank
@@ -141,29 +147,64 @@ def rank_units(
     n_keywords: int,
     params,
     quote: Callable[[int, int], str | None] | None = None,
+    places: int | None = None,
+    named: bool = True,
 ) -> list[tuple[Unit, float]]:
-    """The file's units, best first, each with its chunk score. ``fused_of(start, end)``: the
-    best fused score of the query's groups overlapping those lines (0: no arm had them);
-    ``names``: the named symbols a unit defines; ``keywords``: the question's keywords its
-    breadcrumb and names hold; ``quote``: the passage of the question a unit holds, if any.
-    :func:`explain` says why, for the units shown."""
+    """The file's units, best first, each with its chunk score (its first ``places`` only,
+    when given). ``fused_of(start, end)``: the best fused score of the query's groups
+    overlapping those lines (0: no arm had them); ``names``: the named symbols a unit
+    defines (``named`` False: the query names none); ``keywords``: the question's keywords
+    its breadcrumb and names hold; ``quote``: the passage of the question a unit holds, if
+    any. :func:`explain` says why, for the units shown.
+
+    A unit's score is its arms' ranks and fused score, plus what its names and a quoted
+    passage add. Those additions have a ceiling, so with ``places`` a unit whose score could
+    not reach the last place even with all of them is never looked at by name (a file of
+    500 chunks has a few worth it); the scores and the order are the same as without."""
     first = max(weights.values(), default=1.0) / (k + 1)  # an arm's first place
-    out = []
-    for u in fu.units:
-        score = math.fsum(weights.get(arm, 1.0) / (k + r) for arm, r in u.ranks.items())
+    weight = weights.get
+    fsum = math.fsum
+    base = []
+    for n, u in enumerate(fu.units):
+        score = fsum([weight(arm, 1.0) / (k + r) for arm, r in u.ranks.items()])
         score += params.chunk_fused * fused_of(u.start, u.end)
-        if u.memo is None:
-            u.memo = (names(u.symbols), keywords(u))
-        defined, held = u.memo
+        base.append((score, n, u))
+
+    def full(score: float, u: Unit) -> float:
+        memo = u.memo
+        if memo is None:
+            memo = u.memo = (names(u.symbols), keywords(u))
+        defined, held = memo
         if defined:
             score += params.chunk_definition * first
         if held and n_keywords:
             score += params.chunk_label * len(held) / n_keywords * first
         if quote is not None and quote(u.start, u.end):
             score += params.chunk_quote * first
-        out.append((u, score))
-    out.sort(key=lambda t: (-t[1], t[0].start))
-    return out
+        return score
+
+    if places is None or places >= len(base):
+        out = [(u, full(score, u)) for score, _n, u in base]
+        out.sort(key=lambda t: (-t[1], t[0].start))
+        return out
+
+    # The most the additions can bring, added as full() adds them (rounding is monotonic,
+    # so no unit's score exceeds its ceiling).
+    def ceiling(score: float) -> float:
+        if named:
+            score += params.chunk_definition * first
+        if n_keywords:
+            score += params.chunk_label * n_keywords / n_keywords * first
+        if quote is not None:
+            score += params.chunk_quote * first
+        return score
+
+    scored: list[tuple[float, int, int, Unit]] = []  # (-score, start, position, unit), sorted
+    for _ceil, score, n, u in sorted([(ceiling(score), score, n, u) for score, n, u in base], key=lambda t: -t[0]):
+        if len(scored) >= places and _ceil < -scored[places - 1][0]:
+            break  # neither this unit nor any after it can reach the last place
+        insort(scored, (-full(score, u), u.start, n, u))
+    return [(u, -neg) for neg, _start, _n, u in scored[:places]]
 
 
 def explain(unit: Unit, n_units: int) -> AppliedSignal:
@@ -174,7 +215,7 @@ def explain(unit: Unit, n_units: int) -> AppliedSignal:
         why.append(f"{ranked} of the file's {n_units}")
     defined, held = unit.memo or (set(), [])
     if defined:
-        why.append(f"defines {max(defined, key=len)}")
+        why.append(f"defines {max(sorted(defined), key=len)}")  # as Stage.span_signals names it
     if held:
         why.append(f"its names hold {', '.join(held)}")
     return AppliedSignal("chunk", "; ".join(why) if why else f"the first of the file's {n_units} chunks", 0.0)

@@ -252,8 +252,8 @@ class Groups:
             if limit and len(out) >= limit:
                 break
             path = paths[i]
-            mine, chosen = picks.get(path, (None, None))
-            if chosen is not None and above >= len(chosen):
+            mine, chosen, n_units = picks.get(path, (None, None, 0))
+            if chosen is not None and above >= n_units:
                 continue  # the file's every unit is already placed
             signals = applied[i]
             if chosen is None:
@@ -262,7 +262,7 @@ class Groups:
                 hit = built[0]
             else:
                 unit, _score = chosen[above]
-                why = explain(unit, len(chosen))
+                why = explain(unit, n_units)
                 hit = self._unit_hit(path, unit, mine, kept, fused, weight_of, kf)
                 # The group's own signals give way to the unit's: the file's stay.
                 signals = [s for s in signals if s.name not in ("definition", "quote")]
@@ -280,7 +280,8 @@ class Groups:
 
     def _chunk_step(self, order, kept, fused, weight_of, kf, stage: Stage, units: Provider) -> dict[str, tuple]:
         """The chunk step (:mod:`core.chunkstep`): per top file, its groups (indexes into
-        ``kept``) and its units best first."""
+        ``kept``), its best units first (as many as it has groups: a file has no more places
+        in the list) and how many units it has."""
         files: list[str] = []
         for i, _final, _above in order:
             path = kept[i].path
@@ -302,10 +303,15 @@ class Groups:
             if fu is None or not fu.units:
                 continue
             mine = of_file.get(path, [])
+            spans = [(kept[i].start_line, kept[i].end_line, fused[i]) for i in mine]
 
-            def fused_of(start: int, end: int, mine=mine) -> float:
-                best = _best_overlap(kept, fused, mine, start, end)
-                return 0.0 if best is None else fused[best]
+            def fused_of(start: int, end: int, spans=spans) -> float:
+                """The best fused score of the file's groups overlapping these lines (0: none)."""
+                best = 0.0
+                for s, e, f in spans:
+                    if not (e < start or s > end) and f > best:
+                        best = f
+                return best
 
             picks[path] = (
                 mine,
@@ -319,7 +325,10 @@ class Groups:
                     n_keywords,
                     stage.params,
                     (lambda start, end, path=path: stage.quote_in(path, start, end)) if path in stage.quoted else None,
+                    places=len(mine),
+                    named=bool(stage.shape.names),
                 ),
+                len(fu.units),
             )
         return picks
 

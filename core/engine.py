@@ -155,6 +155,8 @@ class Engine:
         self._units: OrderedDict[tuple, dict[str, FileUnits]] = OrderedDict()  # (view, query, arms) -> files
         self._quoted: OrderedDict[tuple, dict] = OrderedDict()  # (view, query) -> Engine.quoted's answer
         self._chunks_of: OrderedDict[tuple, tuple] = OrderedDict()  # (view, path) -> its chunk rows and fields
+        self._root_settings: tuple | None = None  # (its config, default arms, settings)
+        self._configs: dict[tuple, dict] = {}  # (config file stamp, with deep) -> root_config
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
 
@@ -389,7 +391,9 @@ class Engine:
         this root's tuned config, :meth:`FusionSettings.resolve`) with any of the others on
         top. Raises :class:`QueryError` for an unknown arm or a bad weight or k."""
         try:
-            if settings is None:
+            if settings is None and all(v is None for v in (arms, weights, k, priors, with_deep)):
+                settings = self._root_fusion()
+            elif settings is None:
                 settings = FusionSettings.resolve(
                     self.root,
                     arms=arms,
@@ -411,6 +415,42 @@ class Engine:
         if not settings.arms:
             raise QueryError("no retriever to run")
         return settings
+
+    def _root_fusion(self) -> FusionSettings:
+        """This root's own settings (:meth:`FusionSettings.resolve` with nothing on top), kept
+        while its config file and the default arms stay as they are."""
+        from .arms import default_arms
+
+        names = tuple(default_arms())
+        config = self.root_config("deep" in names)
+        cached = self._root_settings
+        if cached is not None and cached[0] is config and cached[1] == names:
+            return cached[2]
+        settings = FusionSettings.resolve(self.root, cache_dir=self.cache_dir, config=config)
+        self._root_settings = (config, names, settings)
+        return settings
+
+    def root_config(self, with_deep: bool) -> dict:
+        """:func:`core.config.load_config` of this root, kept while its config file's stat stays
+        the same: a query stats the file instead of resolving its path, reading and parsing it
+        (~0.2 ms). Raises :class:`core.config.ConfigError` as it does (a broken file is read
+        again at every query). Not to be modified."""
+        from .config import CONFIG_FILE, load_config
+
+        try:
+            st = os.stat(self.directory / CONFIG_FILE)
+            stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        except FileNotFoundError:
+            stamp = None
+        except OSError:  # unreadable: load_config says why
+            return load_config(self.root, self.cache_dir, with_deep=with_deep)
+        key = (stamp, with_deep)
+        found = self._configs.get(key)
+        if found is None:
+            found = load_config(self.root, self.cache_dir, with_deep=with_deep)
+            self._configs = {k: v for k, v in self._configs.items() if k[0] == stamp}
+            self._configs[key] = found
+        return found
 
     def search(
         self,
@@ -575,12 +615,11 @@ class Engine:
         import numpy as np
 
         view = self.view
-        rows_of, shapes = {}, {}
+        files = {p: self._file_chunks(view, p) for p in paths}
         span_of: dict[int, tuple[str, tuple[int, int]]] = {}
-        for p in paths:
-            rows_of[p], listed, shapes[p] = self._file_chunks(view, p)
-            span_of.update((row, (p, (c[0], c[1]))) for row, c in zip(rows_of[p].tolist(), listed))
-        rows = np.concatenate(list(rows_of.values())) if rows_of else np.empty(0, dtype=np.int64)
+        for found in files.values():
+            span_of.update(found[3])
+        rows = np.concatenate([found[0] for found in files.values()]) if files else np.empty(0, dtype=np.int64)
         scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in paths}
         if len(rows):
             allowed = np.zeros(len(view.chunks), dtype=bool)
@@ -593,15 +632,21 @@ class Engine:
                 if not hasattr(arm, "scores"):
                     continue
                 found_rows, found_scores = arm.scores(query, len(rows), allowed)
+                get = span_of.get
                 for row, score in zip(found_rows.tolist(), found_scores.tolist()):
-                    where = span_of.get(row)
+                    where = get(row)
                     if where is not None:
-                        scores[where[0]].setdefault(name, {})[where[1]] = score
-        return {p: units_of(p, shapes[p], scores[p]) for p in paths}
+                        of_file = scores[where[0]]
+                        by_arm = of_file.get(name)
+                        if by_arm is None:
+                            by_arm = of_file[name] = {}
+                        by_arm[where[1]] = score
+        return {p: units_of(p, files[p][2], scores[p]) for p in paths}
 
     def _file_chunks(self, view: IndexView, path: str) -> tuple:
-        """A file's chunk rows, ``(start, end, piece_of, context, symbol)`` per chunk and its
-        units' :class:`core.chunkstep.Skeleton`, kept per view (none depends on the query)."""
+        """A file's chunk rows, ``(start, end, piece_of, context, symbol)`` per chunk, its
+        units' :class:`core.chunkstep.Skeleton` and ``{row: (path, (start, end))}``, kept per
+        view (none depends on the query)."""
         key = (id(view), view.generation, path)
         with self._lock:
             found = self._chunks_of.get(key)
@@ -610,7 +655,7 @@ class Engine:
             rows = chunks.rows_of_path(path)
             cols = chunks.columns(("starts", "ends", "pieces", "contexts", "symbols"), rows) if len(rows) else [[]] * 5
             listed = [(s, e, (ps, pe) if ps else None, c, sym) for s, e, (ps, pe), c, sym in zip(*cols)]
-            found = (rows, listed, skeleton(listed))
+            found = (rows, listed, skeleton(listed), {r: (path, (c[0], c[1])) for r, c in zip(rows.tolist(), listed)})
             with self._lock:
                 _remember(self._chunks_of, key, found, 1024)
         return found

@@ -223,6 +223,20 @@ def chunk_words(symbols: tuple[str, ...], context: str) -> frozenset[str]:
     return frozenset(words)
 
 
+_NONE: frozenset[str] = frozenset()
+
+
+@lru_cache(maxsize=1 << 14)
+def _by_prefix(words: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """``words`` by their first four letters: a word and the keywords it is a form of share
+    them (:meth:`Stage.forms`), so only the words under a keyword's prefix are compared, and
+    a set with none holds no keyword (one intersection)."""
+    out: dict[str, list[str]] = {}
+    for w in words:
+        out.setdefault(w[:4], []).append(w)
+    return {prefix: tuple(found) for prefix, found in out.items()}
+
+
 def defined_names(symbols: Iterable[str]) -> set[str]:
     """Every name a chunk's ``symbol`` field defines, in the forms :func:`shape` compares."""
     out: set[str] = set()
@@ -324,7 +338,9 @@ class Stage:
         self._by_prefix: dict[str, list[str]] = {}
         for kw in self.shape.keywords:
             self._by_prefix.setdefault(kw[:4], []).append(kw)
+        self._prefixes = frozenset(self._by_prefix)
         self._forms: dict[str, tuple[str, ...]] = {}
+        self._held_of: dict[frozenset[str], frozenset[str]] = {}
         self.unit = 0.0  #: the best fused score of the last score(): the boosts' unit
 
     def forms(self, word: str) -> tuple[str, ...]:
@@ -337,14 +353,16 @@ class Stage:
             found = self._forms[word] = tuple(kw for kw in near if _alike(kw, word)) if near else ()
         return found
 
-    def _held(self, words: Iterable[str]) -> list[str]:
-        """The keywords some of ``words`` are forms of, sorted."""
-        out: set[str] = set()
-        prefixes = self._by_prefix
-        for w in words:
-            if w[:4] in prefixes:  # no keyword shares its first four letters: not a form of one
-                out.update(self.forms(w))
-        return sorted(out)
+    def _held(self, words: frozenset[str]) -> frozenset[str]:
+        """The keywords some of ``words`` are forms of, memoised for the query: the word sets
+        of paths and chunks are cached objects that recur across a query's candidates."""
+        found = self._held_of.get(words)
+        if found is None:
+            index = _by_prefix(words)
+            near = self._prefixes.intersection(index)
+            found = frozenset(kw for p in near for w in index[p] for kw in self.forms(w)) if near else _NONE
+            self._held_of[words] = found
+        return found
 
     def quote_in(self, path: str, start: int, end: int) -> str | None:
         """The quoted passage a chunk of ``path`` within ``start``-``end`` holds, if any."""
@@ -379,27 +397,36 @@ class Stage:
                     applied[i].append(signal)
         if q.keywords and not q.lookup and p.path:
             n_kw = len(q.keywords)
-            in_path: dict[str, list[str]] = {}  # per file: the keywords its path words hold
+            in_path: dict[str, AppliedSignal | None] = {}  # per file: its signal, if its path words hold keywords
             for i, path in enumerate(paths):
-                found = in_path.get(path)
-                if found is None:
-                    found = in_path[path] = self._held(path_words(path))
-                if found:
-                    boost = unit * p.path * len(found) / n_kw
-                    scores[i] += boost
-                    applied[i].append(AppliedSignal("path", REASONS["path"].format(words=", ".join(found)), boost))
+                if path in in_path:
+                    signal = in_path[path]
+                else:
+                    found = sorted(self._held(path_words(path)))
+                    signal = in_path[path] = (
+                        AppliedSignal(
+                            "path", REASONS["path"].format(words=", ".join(found)), unit * p.path * len(found) / n_kw
+                        )
+                        if found
+                        else None
+                    )
+                if signal is not None:
+                    scores[i] += signal.boost
+                    applied[i].append(signal)
         if q.keywords and not q.lookup and p.name_coverage:
-            in_name: dict[str, int] = {}
+            in_name: dict[str, AppliedSignal | None] = {}  # per file: its signal, if the query names its words
             for i, path in enumerate(paths):
-                parts = name_parts(path)
-                named = in_name.get(path)
-                if named is None:
-                    named = in_name[path] = sum(1 for w in parts if self.forms(w))
-                if named:
+                if path in in_name:
+                    signal = in_name[path]
+                else:
+                    parts = name_parts(path)
+                    named = sum(1 for w in parts if self.forms(w))
+                    reason = REASONS["name-coverage"].format(n=named, m=len(parts)) if named else ""
                     boost = unit * p.name_coverage * named / len(parts)
-                    scores[i] += boost
-                    reason = REASONS["name-coverage"].format(n=named, m=len(parts))
-                    applied[i].append(AppliedSignal("name-coverage", reason, boost))
+                    signal = in_name[path] = AppliedSignal("name-coverage", reason, boost) if named else None
+                if signal is not None:
+                    scores[i] += signal.boost
+                    applied[i].append(signal)
         self._shape_factors(paths, applied)
         if p.file_evidence:
             totals: dict[str, float] = {}
@@ -425,25 +452,34 @@ class Stage:
     def _coverage(self, paths, symbols, contexts, unit, scores, applied) -> None:
         """``coverage``: the share of the keywords each file's path words, defined names and
         breadcrumbs hold (in some form, :func:`_alike`), added to every hit of the file."""
-        by_file: dict[str, set[str]] = {}
+        by_file: dict[str, set[str]] = {}  # per file: the keywords its words hold
+        held_in = self._held
         for i, path in enumerate(paths):
-            words = by_file.get(path)
-            if words is None:
-                words = by_file[path] = set(path_words(path))
-            words |= chunk_words(tuple(symbols[i]), "")
+            found = by_file.get(path)
+            if found is None:
+                found = by_file[path] = set(held_in(path_words(path)))
+            found |= held_in(chunk_words(tuple(symbols[i]), ""))
             if contexts is not None:
                 for crumb in contexts[i]:
-                    words |= chunk_words((), crumb)
-        keywords = self.shape.keywords
-        forms = {w for w in set().union(*by_file.values()) if self.forms(w)}  # the words that are keywords
-        held = {path: self._held(words.intersection(forms)) for path, words in by_file.items()}
-        n = len(keywords)
+                    found |= held_in(chunk_words((), crumb))
+        n = len(self.shape.keywords)
+        signals: dict[str, AppliedSignal | None] = {}  # per file: its signal, if its words hold keywords
+        for path, found in by_file.items():
+            words = sorted(found)
+            signals[path] = (
+                AppliedSignal(
+                    "coverage",
+                    REASONS["coverage"].format(words=", ".join(words)),
+                    unit * self.params.coverage * len(words) / n,
+                )
+                if words
+                else None
+            )
         for i, path in enumerate(paths):
-            found = held[path]
-            if found:
-                boost = unit * self.params.coverage * len(found) / n
-                scores[i] += boost
-                applied[i].append(AppliedSignal("coverage", REASONS["coverage"].format(words=", ".join(found)), boost))
+            signal = signals[path]
+            if signal is not None:
+                scores[i] += signal.boost
+                applied[i].append(signal)
 
     def _shape_factors(self, paths: list[str], applied: list[list[AppliedSignal]]) -> None:
         """``depth`` and ``name-length``: each hit's factor, from where its file sits among the
@@ -458,14 +494,20 @@ class Stage:
         for name, factor, values, (less, more) in steps:
             if factor == 1.0:
                 continue
+            made: dict[int, AppliedSignal | None] = {}  # per value: its signal (one median for all)
             for i, (f, v, median) in enumerate(_relative(values, factor)):
-                if f == 1.0:
-                    continue
-                if name == "depth":
-                    reason = REASONS[name].format(n=abs(v - median), way=less if v < median else more)
+                if v in made:
+                    signal = made[v]
+                elif f == 1.0:
+                    signal = made[v] = None
                 else:
-                    reason = REASONS[name].format(way=less if v < median else more, n=v, m=median)
-                applied[i].append(AppliedSignal(name, reason, 0.0, f))
+                    if name == "depth":
+                        reason = REASONS[name].format(n=abs(v - median), way=less if v < median else more)
+                    else:
+                        reason = REASONS[name].format(way=less if v < median else more, n=v, m=median)
+                    signal = made[v] = AppliedSignal(name, reason, 0.0, f)
+                if signal is not None:
+                    applied[i].append(signal)
 
     def order(
         self, paths: list[str], scores: list[float], applied: list[list[AppliedSignal]] | None = None
@@ -501,7 +543,8 @@ class Stage:
         if q.names and p.definition:
             found = _matches(q.names, defined_names(symbols))
             if found:
-                reason = REASONS["definition"].format(name=max(found, key=len))
+                # The longest; the first in order among equals (a set's order differs between processes).
+                reason = REASONS["definition"].format(name=max(sorted(found), key=len))
                 out.append(AppliedSignal("definition", reason, self.definition_boost(path)))
         if span is not None and p.quote and path in self.quoted:
             phrase = self.quote_in(path, *span)
@@ -527,7 +570,8 @@ class Stage:
         (without its path) hold: what the chunk is about, by its own names."""
         if not self.shape.keywords or self.shape.lookup:
             return []
-        return self._held(chunk_words(tuple(symbols), context))
+        found = self._held(chunk_words(tuple(symbols), context))
+        return sorted(found) if found else []
 
     def diversity_signal(self, n: int, top: bool = False) -> AppliedSignal:
         """The ``diversity`` step of a file's ``n``-th further hit (``top``: of the first file)."""

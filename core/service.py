@@ -222,7 +222,12 @@ def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = N
     if served is not None and request.retriever == "all":  # a shared store: the arms it serves
         arms = [a for a in arms if a in served]
         deep = False
+    with_deep = deep if "deep" in arms else None
     try:
+        try:  # the engine keeps the root's config while its file stays the same
+            config = engine.root_config("deep" in arms if with_deep is None else with_deep)
+        except ConfigError:
+            config = None  # resolve reads it again: refused, unless the request gives weights and k
         return engine.fusion(
             FusionSettings.resolve(
                 engine.root,
@@ -230,8 +235,9 @@ def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = N
                 weights=request.weights if request.weights_text is not None else None,
                 k=request.rrf_k,
                 priors=request.priors,
-                with_deep=deep if "deep" in arms else None,
+                with_deep=with_deep,
                 cache_dir=engine.cache_dir,
+                config=config,
             )
         )
     except (ConfigError, QueryError) as exc:

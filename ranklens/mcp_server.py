@@ -54,8 +54,18 @@ def _result(data: dict) -> CallToolResult:
 async def _call(service: AgentService, ctx: Context | None, fn, *args, **kwargs) -> CallToolResult:
     """Bring the index up to date (waiting a little, reporting progress), then run ``fn`` on a
     worker thread. An AgentError becomes a tool error; the server keeps serving."""
+
+    def at_once():
+        # The usual call: nothing to wait for, so it is answered on the same worker thread
+        # (one hop from the event loop, not two).
+        job = service.prepare()
+        if job is not None:
+            return job, None, None
+        notes = service.freshness_notes(None)
+        return None, notes, fn(*args, **kwargs)
+
     try:
-        job = await anyio.to_thread.run_sync(service.prepare)
+        job, notes, data = await anyio.to_thread.run_sync(at_once)
         if job is not None:
             # A first build is waited for whatever it takes; an update only briefly, then the
             # last generation answers with a note.
@@ -72,8 +82,8 @@ async def _call(service: AgentService, ctx: Context | None, fn, *args, **kwargs)
                 if wait <= 0:
                     break
                 await anyio.to_thread.run_sync(job.done.wait, wait)
-        notes = service.freshness_notes(job)
-        data = await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+            notes = service.freshness_notes(job)
+            data = await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
     except AgentError as exc:
         raise ToolError(str(exc)) from None
     if notes:

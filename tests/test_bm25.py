@@ -91,6 +91,24 @@ def test_allowed_mask_filters_rows(corpus):
     assert rows.size and all(r % 2 == 0 for r in rows)
 
 
+def test_a_query_asked_again_within_a_mask_ranks_as_on_a_fresh_matrix(corpus):
+    # The chunk step asks the last query again within its top files: the matched rows kept
+    # from the first ask must give what a matrix that never saw the query gives, for every
+    # mask and limit, and a query asked in between must not leak into it.
+    mine = BM25Matrix.from_documents(corpus)
+    rng = np.random.default_rng(7)
+    for q in QUERIES:
+        tokens = code_tokens(q)
+        mine.top(tokens, 30)
+        mine.top(code_tokens("socket timeout"), 30)
+        mine.top(tokens, 30)
+        for share, limit in ((0.5, 40), (0.01, 1000), (1.0, 5)):
+            allowed = rng.random(len(corpus)) < share
+            got = mine.top(tokens, limit, allowed)
+            fresh = BM25Matrix.from_documents(corpus).top(tokens, limit, allowed)
+            assert np.array_equal(got[0], fresh[0]) and np.array_equal(got[1], fresh[1]), q
+
+
 def _segments(texts, bounds, vocab):
     """One Postings per ``bounds`` run of ``texts`` (keys = text positions), counted with one
     growing vocabulary, as the indexer's generations do."""

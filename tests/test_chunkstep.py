@@ -202,3 +202,64 @@ def test_quoted_passages_are_looked_up_once_per_query(errors_repo, monkeypatch):
     for k in (2, 5, 20):
         errors_repo.fuse(result.results.values(), k=k)
     assert len(calls) == 1
+
+
+def test_a_hit_defining_two_named_names_of_one_length_is_explained_alike_in_every_process(tmp_path):
+    """Which of the names it says the hit defines does not depend on the process's string
+    hashing (it did: a set's order), so the CLI, the MCP server and the TUI explain alike."""
+    import json
+
+    from cli_helpers import run
+
+    (tmp_path / "records.py").write_text(
+        "def first_or_create(rows):\n    return rows[0] if rows else create(rows)\n\n\n"
+        "def create_or_first(rows):\n    return create(rows) or rows[0]\n"
+    )
+    (tmp_path / "other.py").write_text("def unrelated():\n    return 1\n")
+    assert run("index", str(tmp_path)).returncode == 0
+    reasons = set()
+    for seed in ("0", "1", "2", "3", "4"):
+        out = run(
+            "query",
+            "first_or_create or create_or_first",
+            "--root",
+            str(tmp_path),
+            "--json",
+            env={"PYTHONHASHSEED": seed},
+        )
+        assert out.returncode == 0, out.stderr
+        top = json.loads(out.stdout)["results"][0]
+        reasons.add(tuple(s["reason"] for s in top["signals"] if s["name"] in ("definition", "chunk")))
+    assert len(reasons) == 1 and "defines create_or_first" in next(iter(reasons))[0]
+
+
+def test_ranking_a_files_units_for_its_first_places_gives_the_first_of_the_whole_ranking(queue_repo):
+    """rank_units with ``places`` skips units that cannot reach them: the units it returns, and
+    their scores, are the first of the ranking of every unit."""
+    from ranklens.core.chunkstep import rank_units
+    from ranklens.core.priors import adjuster
+    from ranklens.core.ranking import Stage
+
+    for query in ("how long does a failed job wait before the next retry", "JobQueue push", "close the queue"):
+        stage = Stage(query, adjuster(query))
+        fu = queue_repo.file_units(query, ["jobqueue.py"])["jobqueue.py"]
+        assert len(fu.units) >= 4
+        for fused in ({}, {(1, 10): 0.4}):
+
+            def fused_of(start, end, fused=fused):
+                return max((f for (s, e), f in fused.items() if not (e < start or s > end)), default=0.0)
+
+            args = (
+                fu,
+                {"bm25": 1.2, "dense": 0.8},
+                5.0,
+                fused_of,
+                stage.named,
+                lambda u, stage=stage: stage.label_keywords(u.symbols, u.context),
+                len(stage.shape.keywords),
+                DEFAULT_PARAMS,
+            )
+            whole = [(u.start, score) for u, score in rank_units(*args)]
+            for places in range(1, len(fu.units)):
+                part = rank_units(*args, places=places, named=bool(stage.shape.names))
+                assert [(u.start, score) for u, score in part] == whole[:places]

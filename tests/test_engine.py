@@ -485,3 +485,19 @@ def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on
     assert "appears twice" in result.results["bad"].error
     assert result.results["bm25"].ok and result.hits
     assert all(h.provenance == ["bm25"] for h in result.hits)
+
+
+def test_a_running_engine_ranks_with_the_config_saved_between_its_queries(engine, sample_repo):
+    from ranklens.core.config import config_path, save_config
+
+    assert engine.search("token").settings.k == engine.fusion().k
+    save_config(sample_repo, {"dense": 2.5}, 17)
+    first = engine.search("token").settings
+    assert (first.k, first.weights["dense"]) == (17.0, 2.5)
+    save_config(sample_repo, {"dense": 0.5}, 17)  # same size, written again
+    assert engine.search("token").settings.weights["dense"] == 0.5
+    config_path(sample_repo).write_text("{not json")
+    with pytest.raises(QueryError, match="not valid JSON"):
+        engine.search("token")
+    config_path(sample_repo).unlink()
+    assert engine.search("token").settings.weights == engine.fusion(weights={}).weights

@@ -266,6 +266,14 @@ def test_file_texts_are_kept_between_calls_until_the_file_changes(sample_repo):
     assert job is None or (job.done.wait(120) and job.error is None)
     again = svc.read_span("app/auth.py", 1, 3)
     assert again["text"].startswith("# rewritten header line") and again["sha256"] != first["sha256"]
+    # A search's spans, cut from the kept texts, hash as the file's lines read afresh do.
+    from ranklens.core.discovery import read_text
+    from ranklens.core.handoff import span_lines, text_sha256
+
+    for query in ("token", "login password", "rewritten header"):
+        for item in svc.search(query, top_k=20)["results"]:
+            fresh = read_text(sample_repo, item["path"], svc.engine.settings.options.max_bytes)[0]
+            assert item["sha256"] == text_sha256(span_lines(fresh, item["start_line"], item["end_line"]))
     svc.engine.close()
 
 

@@ -27,6 +27,9 @@ class MatrixArm:
         self.chunk_rows = _chunk_rows(view, self.matrix)
         mask = self.chunk_rows >= 0
         self.base = None if mask.all() else mask
+        # Matrix row i is chunk row i (every chunk in it, in order: the usual case): a mask
+        # over the chunk rows is one over the matrix rows as it is.
+        self._same_rows = self.base is None and np.array_equal(self.chunk_rows, np.arange(len(self.chunk_rows)))
 
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
         rows, scores = self.scores(query, limit, allowed)
@@ -37,7 +40,10 @@ class MatrixArm:
         step ranks every chunk of a file by them)."""
         mask = self.base
         if allowed is not None:
-            mask = (self.chunk_rows >= 0) & allowed[np.maximum(self.chunk_rows, 0)]
+            if self._same_rows and allowed.dtype == bool and len(allowed) == len(self.chunk_rows):
+                mask = allowed
+            else:
+                mask = (self.chunk_rows >= 0) & allowed[np.maximum(self.chunk_rows, 0)]
         rows, scores = self.matrix.top(code_tokens(query), limit, mask)
         return self.chunk_rows[np.asarray(rows, dtype=np.int64)], scores
 

@@ -61,6 +61,14 @@ def _by_bits(bits: SignBits | None, rows: int) -> bool:
     return bits is not None and rows >= SignBits.MIN_ROWS and SignBits.usable()
 
 
+def _as_range(rows: np.ndarray) -> tuple[int, int] | None:
+    """``(lo, hi)`` when ``rows`` is ``lo, lo + 1, ..., hi - 1``, else None."""
+    if not len(rows) or rows[0] < 0:
+        return None
+    lo = int(rows[0])
+    return (lo, lo + len(rows)) if np.array_equal(rows, np.arange(lo, lo + len(rows))) else None
+
+
 def _coarse_usable(coarse: tuple[Int8Scan | None, SignBits | None], rows: int) -> bool:
     """Whether a view's companions can pick candidates among ``rows`` rows: by sign bits, or by
     the int8 scan of every row (which needs :func:`numkong`)."""
@@ -486,6 +494,9 @@ class SegmentedVectors:
             found = (seg_ids[pos] == keys) if len(seg_ids) else np.zeros(len(keys), dtype=bool)
             self.rows.append(np.where(found, np.asarray(seg_rows)[pos] if len(seg_ids) else -1, -1))
         self._live = [None if (r >= 0).all() else r >= 0 for r in self.rows]
+        # A segment whose rows are the caller's rows lo..hi-1 in order (every chunk live, the
+        # usual case): its share of a mask over the caller's rows is a slice of it.
+        self._range = [_as_range(r) for r in self.rows]
 
     def search(self, vector: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` rows nearest ``vector`` (the caller's rows, similarities, descending) among
@@ -507,7 +518,11 @@ class SegmentedVectors:
                 continue
             mask = live
             if allowed is not None:
-                mask = (seg_rows >= 0) & allowed[np.maximum(seg_rows, 0)]
+                span = self._range[i]
+                if span is not None and allowed.dtype == bool:
+                    mask = allowed[span[0] : span[1]]
+                else:
+                    mask = (seg_rows >= 0) & allowed[np.maximum(seg_rows, 0)]
             rows, sims = part.search_rows(vector, k, mask)
             if rows.size:
                 found_rows.append(seg_rows[rows])
