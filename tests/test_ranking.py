@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -23,6 +24,7 @@ def fuse(rankings, query, params=DEFAULT_PARAMS, k=5.0, limit=None):
     return Groups(rankings, False).fuse(k, None, limit=limit, stage=stage)
 
 
+#: Every signal off: each test turns on the one it is about.
 NONE = Params(
     definition=0,
     path=0,
@@ -166,17 +168,7 @@ def test_name_coverage_the_file_whose_name_the_query_names_whole_gains_most():
     rankings = {
         "bm25": [hit("bm25", "Headers/HTTPMediaType.swift", 1, 9, 1), hit("bm25", "Request/Request.swift", 1, 9, 2)]
     }
-    only = Params(
-        definition=0,
-        path=0,
-        file_evidence=0,
-        coverage=0,
-        diversity=1.0,
-        top_file_diversity=1.0,
-        depth=1.0,
-        name_length=1.0,
-        name_coverage=0.5,
-    )
+    only = replace(NONE, name_coverage=0.5)
     out = fuse(rankings, "Request type and HTTP request representation", only)
     assert out[0].path == "Request/Request.swift"
     by_path = {h.path: h for h in out}
@@ -200,17 +192,7 @@ def test_coverage_the_file_whose_names_hold_most_keywords_gains_most():
             ),
         ]
     }
-    only = Params(
-        definition=0,
-        path=0,
-        name_coverage=0,
-        file_evidence=0,
-        diversity=1.0,
-        top_file_diversity=1.0,
-        depth=1.0,
-        name_length=1.0,
-        coverage=0.5,
-    )
+    only = replace(NONE, coverage=0.5)
     out = fuse(rankings, "how exceptions propagate in dependency solving", only)
     assert out[0].path == "src/deps/solver.py"
     [signal] = [s for s in out[0].signals if s.name == "coverage"]
@@ -230,32 +212,14 @@ def test_coverage_the_file_whose_names_hold_most_keywords_gains_most():
         (
             ["pkg/_internal/core/a.py", "pkg/_internal/b.py", "pkg/c.py"],
             "x",
-            Params(
-                definition=0,
-                path=0,
-                name_coverage=0,
-                file_evidence=0,
-                diversity=1.0,
-                top_file_diversity=1.0,
-                name_length=1.0,
-                depth=0.8,
-            ),
+            replace(NONE, depth=0.8),
             "pkg/c.py",
         ),
         # name-length: the file with fewer words in its name wins a tie
         (
             ["app/session_store_driver.rb", "app/session_store.rb", "app/session.rb"],
             "x",
-            Params(
-                definition=0,
-                path=0,
-                name_coverage=0,
-                file_evidence=0,
-                diversity=1.0,
-                top_file_diversity=1.0,
-                depth=1.0,
-                name_length=0.8,
-            ),
+            replace(NONE, name_length=0.8),
             "app/session.rb",
         ),
     ],
