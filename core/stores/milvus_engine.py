@@ -2,9 +2,10 @@
 
 :class:`MilvusEngine` is a :class:`core.engine.Engine` whose arms are requests to a Milvus
 collection (:mod:`core.stores.milvus`) instead of the local segments: ``bm25``, ``fts5`` and
-``symbols`` are BM25 searches over the collection's ``lex``, ``words`` and ``names`` fields,
-``dense`` a cosine search over the vectors, the query embedded here with the collection's
-model. Each arm is still one request on its own worker thread (:meth:`Engine.search`), so
+``symbols`` are inner-product searches of the query's BM25 weights (its terms' idf from the
+searched repositories' statistics) over the chunks' stored ones (:mod:`core.stores.sparse`:
+the score is the local arm's), ``dense`` a cosine search over the vectors, the query embedded
+here with the collection's model. Each arm is still one request on its own worker thread (:meth:`Engine.search`), so
 the terminal UI streams arms as they answer; fusion, consolidation, the ranking stage and
 the handoff are :class:`Engine`'s own code.
 
@@ -31,6 +32,7 @@ from ..engine import CANDIDATE_DEPTH, PHRASE_CHUNKS, ArmResult, Engine, _ms
 from ..types import ConsolidatedHit, Hit, make_docid
 from . import StoreError, StoreSpec
 from .milvus import MilvusStore, check_repo_name, open_store, quote
+from .sparse import SCHEMES, TermStats, query_vector
 
 #: The arms a Milvus store serves, and the field each searches.
 FIELDS = {"bm25": "lex_sparse", "fts5": "words_sparse", "dense": "dense", "symbols": "names_sparse"}
@@ -40,6 +42,8 @@ GLOB_OVERSAMPLE = 10
 #: answers at most 16,384 rows a query).
 MAX_FILE_CHUNKS = 4096
 MAX_QUERY_ROWS = 16_384
+#: Rows asked beyond the limit, so that ties at the limit are broken as locally (by order).
+TIE_MARGIN = 10
 
 
 class StoreView:
@@ -63,13 +67,8 @@ class MilvusArm:
     def _data(self, query: str):
         if self.name == "dense":
             return self.engine.model.encode([query])[0].tolist()
-        from ..tokenize import code_tokens
-
-        if self.name == "fts5":  # its distinct identifiers, the common ones left out as locally
-            from ..arms.fts5 import _kept_terms
-
-            return " ".join(_kept_terms(query, self.engine.common))
-        return " ".join(code_tokens(query))
+        stats = self.engine.term_stats.get(self.name)
+        return query_vector(self.name, query, stats) if stats is not None else {}
 
     def search(self, query: str, limit: int, expr: str, glob: str | None = None) -> list[Hit]:
         if limit <= 0:
@@ -78,8 +77,10 @@ class MilvusArm:
         if not data:
             return []
         want = limit * GLOB_OVERSAMPLE if glob and not _like(glob) else limit
-        rows = self.engine.store.search(self.field, data, want, expr)
-        hits = self.engine.hits(self.name, [(r["entity"], abs(float(r["distance"]))) for r in rows], glob)
+        rows = self.engine.store.search(self.field, data, want + TIE_MARGIN, expr)
+        # Equal scores in the order the local index breaks them: the chunk stored first.
+        rows.sort(key=lambda r: (-float(r["distance"]), r["id"]))
+        hits = self.engine.hits(self.name, [(r["entity"], abs(float(r["distance"]))) for r in rows[:want]], glob)
         if self.name == "symbols":
             hits = self._definers_first(query, hits, expr, glob)
         return [replace(h, rank=i) for i, h in enumerate(hits[:limit], start=1)]
@@ -155,8 +156,9 @@ class MilvusEngine(Engine):
         self._store: MilvusStore | None = None
         self._model = None
         self._store_view: StoreView | None = None
-        #: The fts5 arm's common terms of the searched repositories (core.arms.fts5).
-        self.common: dict | None = None
+        #: The lexical arms' BM25 statistics over the searched repositories (summed).
+        self.term_stats: dict[str, TermStats] = {}
+        self._stats_key: tuple | None = None
         self._store_lock = threading.Lock()
         #: The store's state in one line, for the TUI's status line.
         self.state = self._ok_state = f"store {store.uri}: not opened"
@@ -205,7 +207,9 @@ class MilvusEngine(Engine):
             store = self.store
             meta = store.check(self.model.name, self.model.dim)
             known = store.repos()
-            common = store.common(None if self.all_repos else self.repos)
+            searched = sorted(known) if self.all_repos else [r for r in self.repos if r in known]
+            key = tuple((r, known[r].indexed_at) for r in searched)
+            term_stats = self.term_stats if key == self._stats_key else self._load_stats(searched)
         except StoreError as exc:
             self.state = f"store {self.spec.uri}: {exc}"
             raise
@@ -222,11 +226,20 @@ class MilvusEngine(Engine):
             if self._store_view is None or self._store_view.generation != view.generation:
                 self._arms = {}
             self._store_view = view
-            self.common = common
+            self.term_stats, self._stats_key = term_stats, key
         shown = "all" if self.all_repos else ",".join(self.repos)
         chunks = sum(r.chunks for n, r in known.items() if self.all_repos or n in self.repos)
         self.state = self._ok_state = f"store {self.spec.uri}: {shown}, {chunks:,} chunks"
         return view
+
+    def _load_stats(self, repos: list[str]) -> dict[str, TermStats]:
+        """Each lexical arm's statistics over ``repos``, summed (a query over several
+        repositories weighs its terms by their document frequency in all of them)."""
+        held = self.store.stats(repos)
+        return {
+            arm: TermStats.summed([held[r][0][arm] for r in repos if r in held and arm in held[r][0]])
+            for arm in SCHEMES
+        }
 
     # -- Engine's index side ----------------------------------------------------------------
 
