@@ -281,7 +281,7 @@ def _bench_repos(names: list[str] | None) -> list[tuple[str, Path, list[str]]]:
 def arms(args) -> None:
     os.environ.setdefault("RANKLENS_DEEP", "0")
     from ranklens.core.engine import Engine
-    from ranklens.core.stores import StoreSpec, milvus, parse_store
+    from ranklens.core.stores import StoreSpec, parse_store
     from ranklens.core.stores.milvus_engine import MilvusEngine, index_into_store
 
     names = ["bm25", "fts5", "dense", "symbols"]
@@ -312,8 +312,6 @@ def arms(args) -> None:
         print(f"{repo:<20} {len(questions):3d} questions  " + " ".join(f"{n} {v}" for n, v in row.items()), flush=True)
         local.close()
         engine.close()
-        if args.per_repo:  # Milvus Lite: one client of a folder per process
-            milvus._open_stores.pop((spec.kind, spec.uri, spec.collection)).close()
     print(
         f"same top 10 as the local index, {total} questions, {'one collection per repository' if args.per_repo else 'one collection'}:"
     )

@@ -119,7 +119,8 @@ class MilvusStore:
         self._loaded = False
         pm = _pymilvus()
         self._pm = pm
-        if spec.kind == "lite":
+        # Another collection of a folder this process already holds is not another process's.
+        if spec.kind == "lite" and not any(k[:2] == ("lite", spec.uri) for k in _open_stores):
             self._check_lite_free(Path(spec.uri))
         try:
             # No keepalive pings while idle: a Milvus Lite server (grpc's defaults) answers a
@@ -263,9 +264,10 @@ class MilvusStore:
             for scheme in SCHEMES.values():
                 # Inner product of ranklens's own weights (core.stores.sparse), exact.
                 index.add_index(f"{scheme.field}_sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
-            # Exact cosine, as the local arm scans every vector; a cluster may choose HNSW
-            # (docs/scale.md).
-            index.add_index("dense", index_type="FLAT", metric_type="COSINE")
+            # Exact, as the local arm scans every vector; a cluster may choose HNSW
+            # (docs/scale.md). The vectors are unit length (core.embedding), so the inner
+            # product is their cosine, without Milvus Lite normalising every row per search.
+            index.add_index("dense", index_type="FLAT", metric_type="IP")
             self.call(self.client.create_collection, self.name, schema=schema, index_params=index)
         if self.files_name not in self._collections:
             schema = self._pm.MilvusClient.create_schema(auto_id=False)

@@ -80,7 +80,7 @@ class MilvusArm:
         rows = self.engine.store.search(self.field, data, want + TIE_MARGIN, expr)
         # Equal scores in the order the local index breaks them: the chunk stored first.
         rows.sort(key=lambda r: (-float(r["distance"]), r["id"]))
-        hits = self.engine.hits(self.name, [(r["entity"], abs(float(r["distance"]))) for r in rows[:want]], glob)
+        hits = self.engine.hits(self.name, [(r["entity"], float(r["distance"])) for r in rows[:want]], glob)
         if self.name == "symbols":
             hits = self._definers_first(query, hits, expr, glob)
         return [replace(h, rank=i) for i, h in enumerate(hits[:limit], start=1)]
@@ -88,27 +88,38 @@ class MilvusArm:
     def _definers_first(self, query: str, ranked: list[Hit], expr: str, glob: str | None) -> list[Hit]:
         """As the local ``symbols`` arm: a one-identifier query gets the chunks defining exactly
         that name first (under its qualifier, in the file named after it, shallower first)."""
-        from ..ranking import name_key, path_depth, qualifiers, shape, stem_key
+        from ..ranking import defined_names, name_key, path_depth, qualifiers, shape, stem_key
 
         q = shape(query)
         if not q.lookup:
             return ranked
         found: dict[str, tuple[dict, float]] = {}
+        stored: dict[str, int] = {}  # docid -> the chunk's id: its place in the stored order
         for name in sorted(q.names):
             rows = self.engine.store.query(f"{expr} and symbol like {quote('%' + _like_literal(name) + '%')}", 500)
             for row in rows:
-                names = row["symbol"].split()
-                if name in names or (name.islower() and name in (n.lower() for n in names)):
+                # As ChunkTable.definers: the names as written or their last part, in any case
+                # for a lowercase name.
+                forms = defined_names((row["symbol"],))
+                if name in forms or (name.islower() and name in {f.lower() for f in forms}):
                     found.setdefault(f"{row['repo']}\x00{row['path']}:{row['start']}-{row['end']}", (row, 0.0))
         if not found:
             return ranked
         first = self.engine.hits(self.name, list(found.values()), glob)
+        for row, _s in found.values():
+            stored[make_docid(self.engine._path_of(row), int(row["start"]), int(row["end"]))] = int(row["id"])
         wanted = {name_key(n) for n in q.names}
         scope = qualifiers(q.text)
 
         def order(h: Hit) -> tuple:
             where = f"{h.path} {h.context}".lower()
-            return (not all(w in where for w in scope), stem_key(h.path) not in wanted, path_depth(h.path), h.docid)
+            # Ties in the order the chunks were stored, as the local arm's rows.
+            return (
+                not all(w in where for w in scope),
+                stem_key(h.path) not in wanted,
+                path_depth(h.path),
+                stored[h.docid],
+            )
 
         first.sort(key=order)
         seen = {h.docid for h in first}
@@ -380,7 +391,7 @@ class MilvusEngine(Engine):
                 e = row["entity"]
                 path = self._path_of(e)
                 if path in scores:
-                    scores[path].setdefault(name, {})[(int(e["start"]), int(e["end"]))] = abs(float(row["distance"]))
+                    scores[path].setdefault(name, {})[(int(e["start"]), int(e["end"]))] = float(row["distance"])
         return {p: units_of(p, listed[p], scores[p]) for p in paths}
 
     def _find_quoted(self, phrases):
