@@ -94,6 +94,17 @@ def words_text(chunk) -> str:
     return " ".join(identifiers(chunk.text))
 
 
+def as_stored(vectors):
+    """Vectors as the local ``dense`` arm compares them: rounded to float16 (its stored
+    precision) and made unit length again, so the inner product is its cosine, near-equal
+    neighbours included."""
+    import numpy as np
+
+    v = np.asarray(vectors, dtype=np.float16).astype(np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", v, v))[:, None]
+    return np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(getattr(exc, "message", "") or exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
@@ -421,8 +432,10 @@ class MilvusStore:
         )
         return list(res[0]) if res else []
 
-    def query(self, expr: str, limit: int) -> list[dict]:
-        return self.call(self.client.query, self.name, filter=expr, output_fields=HIT_FIELDS, limit=limit)
+    def query(self, expr: str, limit: int, extra: Sequence[str] = ()) -> list[dict]:
+        """The chunks matching ``expr`` (at most ``limit``), in the order they were stored."""
+        rows = self.call(self.client.query, self.name, filter=expr, output_fields=[*HIT_FIELDS, *extra], limit=limit)
+        return sorted(rows, key=lambda r: r["id"])
 
     def count(self, expr: str) -> int:
         res = self.call(self.client.query, self.name, filter=expr, output_fields=["count(*)"])
@@ -683,7 +696,7 @@ def index_repo(
         for start in range(0, total, INSERT_BATCH):
             part = [c for c, _e, _s in chunks[start : start + INSERT_BATCH]]
             t3 = time.perf_counter()
-            vectors = model.encode([document_text(c) for c in part])
+            vectors = as_stored(model.encode([document_text(c) for c in part]))
             embed_s += time.perf_counter() - t3
             rows = [
                 {
@@ -703,7 +716,7 @@ def index_repo(
                         for arm, scheme in SCHEMES.items()
                     },
                     **{f"{scheme.field}_len": doc_length(cs[arm]) for arm, scheme in SCHEMES.items()},
-                    "dense": v.tolist(),
+                    "dense": v.tolist(),  # as_stored: the local arm's float16 values
                 }
                 for c, cs, v in zip(part, counts[start : start + INSERT_BATCH], vectors)
             ]

@@ -18,6 +18,7 @@ stage sees the repository as the top folder); the fused hits then carry the repo
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,12 +27,13 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from ..arms import ArmUnavailable
+from ..arms.fts5 import quoted_phrases
 from ..chunkstep import units_of
 from ..consolidate import check_ranking
 from ..engine import CANDIDATE_DEPTH, PHRASE_CHUNKS, ArmResult, Engine, _ms
 from ..types import ConsolidatedHit, Hit, make_docid
 from . import StoreError, StoreSpec
-from .milvus import MilvusStore, check_repo_name, open_store, quote
+from .milvus import MilvusStore, as_stored, check_repo_name, open_store, quote
 from .sparse import SCHEMES, TermStats, query_vector
 
 #: The arms a Milvus store serves, and the field each searches.
@@ -66,7 +68,7 @@ class MilvusArm:
 
     def _data(self, query: str):
         if self.name == "dense":
-            return self.engine.model.encode([query])[0].tolist()
+            return as_stored(self.engine.model.encode([query]))[0].tolist()
         stats = self.engine.term_stats.get(self.name)
         return query_vector(self.name, query, stats) if stats is not None else {}
 
@@ -74,16 +76,62 @@ class MilvusArm:
         if limit <= 0:
             return []
         data = self._data(query)
-        if not data:
+        # The fts5 arm ranks the chunks holding a quoted passage first, whatever its terms.
+        phrases = quoted_phrases(query) if self.name == "fts5" else []
+        if not data and not phrases:
             return []
         want = limit * GLOB_OVERSAMPLE if glob and not _like(glob) else limit
-        rows = self.engine.store.search(self.field, data, want + TIE_MARGIN, expr)
+        rows = self.engine.store.search(self.field, data, want + TIE_MARGIN, expr) if data else []
         # Equal scores in the order the local index breaks them: the chunk stored first.
         rows.sort(key=lambda r: (-float(r["distance"]), r["id"]))
-        hits = self.engine.hits(self.name, [(r["entity"], float(r["distance"])) for r in rows[:want]], glob)
+        scored = [(r["entity"], float(r["distance"])) for r in rows[:want]]
+        if phrases:
+            scored = self._phrases_first(phrases, scored, want, expr, data)
+        hits = self.engine.hits(self.name, scored, glob)
         if self.name == "symbols":
             hits = self._definers_first(query, hits, expr, glob)
         return [replace(h, rank=i) for i, h in enumerate(hits[:limit], start=1)]
+
+    def _phrases_first(self, phrases: list[list[str]], ranked: list, limit: int, expr: str, data: dict) -> list:
+        """As the local ``fts5`` arm: the chunks holding a passage the question quotes first,
+        ranked by FTS5's ``bm25()`` of the phrases (each phrase a term: its idf from the chunks
+        holding it, its frequency the times a chunk holds it), then the rest of the ranking
+        (asked again as deep as the phrase hits take), every phrase hit scored above it."""
+        from .sparse import FTS5_IDF_FLOOR, SCHEMES
+
+        stats, scheme = self.engine.term_stats.get("fts5"), SCHEMES["fts5"]
+        like = " or ".join(f"words like {quote('%' + _like_literal(' '.join(p)) + '%')}" for p in phrases)
+        rows = self.engine.store.query(f"{expr} and ({like})", MAX_QUERY_ROWS, ("words", "words_len"))
+        counts = []
+        for row in rows:
+            tokens = row["words"].split()
+            counts.append([_occurrences(tokens, p) for p in phrases])
+        hits = [sum(1 for c in counts if c[i]) for i in range(len(phrases))]
+        n = stats.n if stats is not None else 0
+        idf = [max(math.log((n - h + 0.5) / (h + 0.5)), FTS5_IDF_FLOOR) if n else FTS5_IDF_FLOOR for h in hits]
+        avgdl = stats.avgdl if stats is not None else 0.0
+        k1, b = scheme.k1, scheme.b
+        first = []
+        for row, c in zip(rows, counts):
+            if not any(c):
+                continue
+            norm = k1 * (1 - b + b * row["words_len"] / avgdl) if avgdl else 0.0
+            score = sum(w * f * (k1 + 1) / (f + norm) for w, f in zip(idf, c) if f)
+            first.append((row, score))
+        if not first:
+            return ranked
+        first.sort(key=lambda rs: (-rs[1], rs[0]["id"]))
+        first = first[:limit]
+        if data and len(ranked) >= limit:  # there may be more: the rest as deep as the local arm asks
+            more = self.engine.store.search(self.field, data, limit + len(first) + TIE_MARGIN, expr)
+            more.sort(key=lambda r: (-float(r["distance"]), r["id"]))
+            ranked = [(r["entity"], float(r["distance"])) for r in more[: limit + len(first)]]
+        seen = {_key(row) for row, _s in first}
+        rest = [(e, s) for e, s in ranked if _key(e) not in seen]
+        if rest:  # every phrase hit above the rest, in its own order
+            low, top = min(s for _r, s in first), max(s for _e, s in rest)
+            first = [(row, s - low + top + 1.0) for row, s in first]
+        return (first + rest)[:limit]
 
     def _definers_first(self, query: str, ranked: list[Hit], expr: str, glob: str | None) -> list[Hit]:
         """As the local ``symbols`` arm: a one-identifier query gets the chunks defining exactly
@@ -124,6 +172,16 @@ class MilvusArm:
         first.sort(key=order)
         seen = {h.docid for h in first}
         return first + [h for h in ranked if h.docid not in seen]
+
+
+def _key(row: dict) -> tuple:
+    return (row["repo"], row["path"], int(row["start"]), int(row["end"]))
+
+
+def _occurrences(tokens: list[str], phrase: list[str]) -> int:
+    """How many times ``phrase`` runs in ``tokens`` (FTS5's phrase instances)."""
+    n = len(phrase)
+    return sum(1 for i in range(len(tokens) - n + 1) if tokens[i : i + n] == phrase)
 
 
 def _like_literal(text: str) -> str:
