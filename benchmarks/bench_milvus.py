@@ -3,6 +3,7 @@
     python benchmarks/bench_milvus.py latency [--root DIR] [--repeat N]
     python benchmarks/bench_milvus.py concurrent [--root DIR] [--seconds S] [--clients N]
     python benchmarks/bench_milvus.py parity LOCAL.json MILVUS.json [MILVUS2.json ...]
+    python benchmarks/bench_milvus.py arms --store X.db [--per-repo]
 
 ``latency``: the ~50k-chunk corpus of ``bench_engine.py`` (the stdlib with its tests, and
 scipy) indexed into the local store and into a Milvus Lite store (``.db``, in this process;
@@ -17,6 +18,14 @@ MCP SDK's stdio client (each ``search`` call timed). Errors, p50 and p95 over ev
 
 ``parity``: two result files of the benchmark runner (``/work/shared/bench/run.py``, one per
 store): nDCG@10 of each, and the share of questions with the same top 10 (paths and lines).
+
+``arms``: the benchmark's 21 repositories (``/work/shared/bench``, unpacked by its ``run.py``
+under ``$TMPDIR/ranklens-bench/repos``) and their 420 questions, each arm's top 10 (and the
+fused top 10) of the local index against a Milvus store's, per question: the share that are
+the same (paths and lines), per arm. ``--store``: the repositories in one collection (as
+``run.py --index-cmd 'ranklens index {root} --store X.db'`` leaves them); with
+``--per-repo``, one collection per repository, named ``r_<repo>`` (``.`` and ``-`` as
+``_``). Every repository is indexed first (incrementally: a no-op when the runner did it).
 
 Needs the milvus extra (``pip install 'ranklens[milvus]'``). Figures are medians unless
 named p95; on a shared 2-core machine, compare runs taken in the same hour.
@@ -253,6 +262,66 @@ def parity(args) -> None:
         )
 
 
+def _bench_repos(names: list[str] | None) -> list[tuple[str, Path, list[str]]]:
+    bench = Path(os.environ.get("RANKLENS_BENCH", HERE.parent.parent / "shared" / "bench"))
+    if not bench.is_dir():
+        bench = Path("/work/shared/bench")
+    repos_dir = Path(os.environ.get("TMPDIR") or "/tmp") / "ranklens-bench" / "repos"
+    out = []
+    for spec in json.loads((bench / "repos.json").read_text()):
+        if names and spec["name"] not in names:
+            continue
+        checkout = repos_dir / spec["name"]
+        root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
+        questions = [q["query"] for q in json.loads((bench / "annotations" / f"{spec['name']}.json").read_text())]
+        out.append((spec["name"], root, questions))
+    return out
+
+
+def arms(args) -> None:
+    os.environ.setdefault("RANKLENS_DEEP", "0")
+    from ranklens.core.engine import Engine
+    from ranklens.core.stores import StoreSpec, parse_store
+    from ranklens.core.stores.milvus_engine import MilvusEngine, index_into_store
+
+    names = ["bm25", "fts5", "dense", "symbols"]
+    base = parse_store(args.store)
+    same = {n: 0 for n in [*names, "fused"]}
+    total = 0
+    for repo, root, questions in _bench_repos(args.repo):
+        local = Engine(root)
+        local.ensure_index()
+        spec = (
+            StoreSpec(base.kind, base.uri, "r_" + repo.replace(".", "_").replace("-", "_")) if args.per_repo else base
+        )
+        # One collection: each repository under its benchmark name (two are called ``src``),
+        # as run.py's ``--repo {repo}``; one per repository: under its folder's name.
+        engine = MilvusEngine(root, store=spec, name=None if args.per_repo else repo)
+        index_into_store(engine)
+        engine.ensure_index()
+        row = {n: 0 for n in same}
+        for q in questions:
+            want = {n: _top(local.run_arm(n, q).hits) for n in names}
+            want["fused"] = _top(local.search(q).hits)
+            got = {n: _top(engine.run_arm(n, q).hits) for n in names}
+            got["fused"] = _top(engine.search(q).hits)
+            for n in want:
+                row[n] += want[n] == got[n]
+                same[n] += want[n] == got[n]
+        total += len(questions)
+        print(f"{repo:<20} {len(questions):3d} questions  " + " ".join(f"{n} {v}" for n, v in row.items()), flush=True)
+        local.close()
+        engine.close()
+    print(
+        f"same top 10 as the local index, {total} questions, {'one collection per repository' if args.per_repo else 'one collection'}:"
+    )
+    print("  " + "  ".join(f"{n} {v / max(total, 1):.1%}" for n, v in same.items()))
+
+
+def _top(hits) -> list[tuple[str, int, int]]:
+    return [(h.path, h.start_line, h.end_line) for h in hits[:10]]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -268,8 +337,12 @@ def main() -> None:
     con.add_argument("--clients", type=int, default=8)
     par = sub.add_parser("parity")
     par.add_argument("files", nargs="+")
+    arm = sub.add_parser("arms", help="per-arm same top 10, local against Milvus, on the benchmark's 21 repositories")
+    arm.add_argument("--store", required=True, help="a Milvus store URI")
+    arm.add_argument("--per-repo", action="store_true", help="one collection per repository (r_<repo>)")
+    arm.add_argument("--repo", action="append", help="only this repository (repeatable)")
     args = ap.parse_args()
-    {"latency": latency, "concurrent": concurrent, "parity": parity}[args.command](args)
+    {"latency": latency, "concurrent": concurrent, "parity": parity, "arms": arms}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -265,9 +265,10 @@ def _set_meta(store: Store, **changes) -> None:
     )
 
 
-def test_a_collection_of_another_format_is_refused(shared, sample_repo):
+@pytest.mark.parametrize("old", [1, 999])  # 1: Milvus's own BM25 functions, before ranklens weighed terms
+def test_a_collection_of_another_format_is_refused(shared, sample_repo, old):
     index_json(shared, sample_repo)
-    _set_meta(shared, format=999)
+    _set_meta(shared, format=old)
     line = one_line_error(shared.cli("query", "password", "--root", str(sample_repo)))
     assert "built by another ranklens" in line
     line = one_line_error(shared.cli("index", str(sample_repo)))
@@ -502,3 +503,158 @@ def test_an_arm_a_shared_store_does_not_serve_is_said(shared, sample_repo):
         "ranklens: hybrid skipped: hybrid is not served by a Milvus store (it serves bm25, fts5, dense, symbols)",
         "ranklens: error: no retriever could answer",
     ]
+
+
+# -- the same scores as the local arms (core.stores.sparse) -------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Real code for the parity tests: a few of ranklens's own modules and docs.
+REAL_FILES = [
+    "core/tokenize.py",
+    "core/fusion.py",
+    "core/arms/fts5.py",
+    "core/arms/symbols.py",
+    "core/arms/bm25.py",
+    "core/stores/__init__.py",
+    "docs/architecture.md",
+]
+PARITY_QUERIES = [
+    "split an identifier into its sub words",
+    "reciprocal rank fusion with weights",
+    "common terms left out of the match expression",
+    "quoted passage phrase query",
+    "definition names signature docstring",
+    "parse the store uri milvus lite server",
+    'where is "rank fusion" computed from the weighted rankings',  # a quoted passage: fts5 puts it first
+]
+LEXICAL = ["bm25", "fts5", "symbols"]
+
+
+def _copy_real(dest: Path, files=REAL_FILES) -> Path:
+    for rel in files:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text((ROOT / rel).read_text(encoding="utf-8"), encoding="utf-8")
+    return dest
+
+
+def _engines(root: Path, db: Path, repo: str | None = None):
+    from ranklens.core.engine import Engine
+    from ranklens.core.stores import parse_store
+    from ranklens.core.stores.milvus_engine import MilvusEngine, index_into_store
+
+    local = Engine(root, cache_dir=root.parent / "cache")
+    local.ensure_index()
+    shared = MilvusEngine(root, store=parse_store(str(db)), name=repo)
+    summary = index_into_store(shared)
+    shared.ensure_index()
+    return local, shared, summary
+
+
+def _scored(engine, arm: str, query: str) -> list[tuple[str, int, float]]:
+    result = engine.run_arm(arm, query)
+    assert result.error is None and result.skipped is None, (result.error, result.skipped)
+    return [(h.path, h.start_line, h.score) for h in result.hits[:10]]
+
+
+def _assert_same_scores(local, shared, arms=LEXICAL, rel: float = 1e-5) -> None:
+    for arm in arms:
+        for query in PARITY_QUERIES:
+            want, got = _scored(local, arm, query), _scored(shared, arm, query)
+            assert want, (arm, query)
+            assert [w[:2] for w in want] == [g[:2] for g in got], (arm, query, want, got)
+            for w, g in zip(want, got):
+                assert g[2] == pytest.approx(w[2], rel=rel), (arm, query, w, g)
+
+
+@needs_milvus
+def test_arms_score_as_the_local_arms_on_real_code(tmp_path):
+    local, shared, _summary = _engines(_copy_real(tmp_path / "real"), tmp_path / "s.db")
+    # dense too: the vectors as the local arm keeps them (float16), compared by cosine.
+    _assert_same_scores(local, shared, [*LEXICAL, "dense"])
+    local.close()
+    shared.close()
+
+
+@needs_milvus
+def test_statistics_are_per_repository_in_one_collection(tmp_path):
+    """A term in every chunk of repository A keeps its weight in repository B: B's scores in
+    the shared collection are those of B's own local index."""
+    noisy = {
+        f"widgets/w{i}.py": f"def widget_{i}(reciprocal, rank, fusion):\n    return reciprocal\n" for i in range(40)
+    }
+    a = write_repo(tmp_path / "a", noisy)
+    b = _copy_real(tmp_path / "b")
+    db = tmp_path / "s.db"
+    _local_a, shared_a, _ = _engines(a, db)
+    local_b, shared_b, _ = _engines(b, db)
+    _assert_same_scores(local_b, shared_b)
+    # Over both repositories a query weighs its terms by their frequency in both: "reciprocal"
+    # is common in A, so it counts for less than in B alone.
+    from ranklens.core.stores.sparse import query_vector, term_index
+
+    both = shared_b.term_stats["bm25"].summed([s[0]["bm25"] for s in shared_b.store.stats(["a", "b"]).values()])
+    i = term_index("reciprocal")
+    assert (
+        query_vector("bm25", "reciprocal", both)[i] < query_vector("bm25", "reciprocal", shared_b.term_stats["bm25"])[i]
+    )
+    for e in (_local_a, shared_a, local_b, shared_b):
+        e.close()
+
+
+@needs_milvus
+def test_statistics_follow_updates_and_weights_are_redone_past_the_drift(tmp_path):
+    from ranklens.core.stores.milvus_engine import index_into_store
+    from ranklens.core.stores.sparse import REWEIGHT_DRIFT
+
+    root = _copy_real(tmp_path / "real")
+    local, shared, _ = _engines(root, tmp_path / "s.db")
+    # A small change: the statistics move with it (exactly), the stored weights keep their
+    # average length while it stays within the drift: scores within that bound.
+    fusion = root / "core/fusion.py"
+    fusion.write_text(fusion.read_text(encoding="utf-8").replace('"""', '"""Weighted. ', 1), encoding="utf-8")
+    local.ensure_index()
+    summary = index_into_store(shared)
+    shared.ensure_index()
+    assert summary.reweighed == 0
+    for arm in LEXICAL:
+        mine = shared.term_stats[arm]
+        theirs = local.view.matrix(arm).stats if arm != "fts5" else None
+        if theirs is not None:
+            assert (mine.n, mine.total) == (theirs.n, theirs.total)
+            assert abs(mine.avgdl / mine.base - 1) <= REWEIGHT_DRIFT
+    for arm in LEXICAL:
+        for query in PARITY_QUERIES:
+            want = {(p, s): sc for p, s, sc in _scored(local, arm, query)}
+            for p, s, sc in _scored(shared, arm, query):
+                if (p, s) in want:
+                    assert sc == pytest.approx(want[(p, s)], rel=2 * REWEIGHT_DRIFT)
+    # A large change moves the average length past the drift: every chunk is weighed again,
+    # and the scores are the local ones again.
+    (root / "core/big.py").write_text(
+        "\n".join(f"def long_name_{i}(a, b, c, d, e, f, g, h):  # {'word ' * 30}\n    return a" for i in range(300)),
+        encoding="utf-8",
+    )
+    local.ensure_index()
+    summary = index_into_store(shared)
+    shared.ensure_index()
+    assert summary.reweighed > 0
+    _assert_same_scores(local, shared)
+    local.close()
+    shared.close()
+
+
+@needs_milvus
+def test_statistics_left_dirty_by_a_killed_pass_are_counted_again(tmp_path):
+    from ranklens.core.stores.milvus_engine import index_into_store
+    from ranklens.core.stores.sparse import TermStats
+
+    root = _copy_real(tmp_path / "real")
+    local, shared, _ = _engines(root, tmp_path / "s.db")
+    # What a pass killed after marking them leaves: statistics that say nothing true.
+    held = shared.store.stats([shared.repo])[shared.repo][0]
+    shared.store.save_stats(shared.repo, {arm: TermStats(base=st.base) for arm, st in held.items()}, dirty=True)
+    index_into_store(shared)  # no file changed
+    shared.ensure_index()
+    _assert_same_scores(local, shared)
+    local.close()
+    shared.close()

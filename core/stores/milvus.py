@@ -1,23 +1,26 @@
 """A team's shared index in Milvus: one collection of chunks for many repositories.
 
-The chunks collection holds, per chunk, its repository, path, span and breadcrumb, three
-text fields that Milvus turns into BM25 sparse vectors with its own full-text function, and
-the model2vec vector ranklens embeds client-side with the model of :mod:`core.embedding`:
+The chunks collection holds, per chunk, its repository, path, span and breadcrumb, the three
+lexical arms' BM25 sparse vectors that ranklens weighs itself (:mod:`core.stores.sparse`:
+their inner product with a query's vector is the local arm's score) with each one's document
+length, and the model2vec vector ranklens embeds client-side with the model of
+:mod:`core.embedding`:
 
-- ``lex``: the code-aware tokens the local ``bm25`` arm counts (text, path, symbol names;
-  identifiers whole and split, :func:`core.tokenize.code_tokens`), space-joined, so Milvus's
-  ``standard`` tokenizer (``\\w+``, lowercased) sees exactly ranklens's terms;
-- ``words``: the text's identifiers whole, the document of the local ``fts5`` arm (SQLite FTS5
-  indexes the chunk's text alone: the breadcrumb is in ``lex`` and ``names``);
-- ``names``: a definition chunk's names (three times), signature, docstring and path tokens
-  (the ``symbols`` arm's document; empty for windows);
+- ``lex_sparse``: the ``bm25`` arm's document (text, path and symbol names in code-aware
+  tokens, :func:`core.tokenize.code_tokens`);
+- ``words_sparse``: the ``fts5`` arm's (the text's identifiers whole, as SQLite FTS5 indexes
+  it); ``words`` keeps them space-joined, in order, for quoted passages (``like``);
+- ``names_sparse``: the ``symbols`` arm's (a definition chunk's names three times,
+  signature, docstring and path tokens; none for windows);
 - ``dense``: the chunk's breadcrumb and text embedded as the local ``dense`` arm embeds it.
 
 A second collection, ``<name>_files``, holds one row per indexed file (its content hash,
 size and mtime: an update re-reads a file only when its stat changed and re-chunks it only
-when its hash did), one row per repository (its root, counts), the collection's meta row
-(store format, embedding model and dimension: a collection built otherwise is refused), and
-the indexers' lease rows (one indexer per repository at a time).
+when its hash did), one row per repository (its root, counts), each repository's BM25
+statistics per arm (:class:`core.stores.sparse.TermStats`: a header row and the document
+frequencies in compressed parts), the collection's meta row (store format, embedding model
+and dimension: a collection built otherwise is refused), and the indexers' lease rows (one
+indexer per repository at a time).
 
 pymilvus is imported when a store opens (:func:`_pymilvus`), never by the default install.
 """
@@ -37,10 +40,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import TOKEN_ENV, StoreError, StoreSpec
+from .sparse import REWEIGHT_DRIFT, SCHEMES, TermStats, doc_counts, doc_length, doc_vector, reweighed, term_index
 
 #: Bumped whenever the collection's fields or their meaning change; a collection of another
 #: format is refused, never read.
-STORE_FORMAT = 1
+STORE_FORMAT = 2
 #: Milvus's VARCHAR limit is 65,535 bytes; longer token texts are cut (a minified file's line).
 MAX_TEXT_BYTES = 65_000
 MAX_PATH_BYTES = 2_000
@@ -51,12 +55,10 @@ DELETE_BATCH = 200
 #: An indexer's lease on a repository expires when it has not renewed it for this long (a
 #: killed indexer does not block the repository forever).
 LEASE_SECONDS = 300.0
-#: The BM25 constants of the local arms: rank-bm25's k1 1.5 for ``bm25`` and ``symbols``,
-#: SQLite FTS5's 1.2 for ``fts5``; b 0.75 for all.
-BM25_PARAMS = {"lex": (1.5, 0.75), "words": (1.2, 0.75), "names": (1.5, 0.75)}
 #: The chunk fields a search returns (what a :class:`core.types.Hit` needs).
 HIT_FIELDS = ["repo", "path", "start", "end", "pstart", "pend", "context", "symbol"]
-_ANALYZER = {"tokenizer": "standard", "filter": ["lowercase"]}
+#: Statistics are stored in parts of at most this many characters (a VARCHAR's limit).
+STATS_PART = 60_000
 
 
 def _pymilvus():
@@ -65,8 +67,9 @@ def _pymilvus():
     except ImportError:
         raise StoreError("Milvus support is not installed: pip install 'ranklens[milvus]'") from None
     # Milvus Lite logs a traceback when its data folder is held by another process; the
-    # store says so in one line instead.
-    for name in ("milvus_lite", "pymilvus"):
+    # store says so in one line instead. Its in-process gRPC server logs one for each call
+    # it does not implement (AllocTimestamp, asked by pymilvus's partial upsert, which works).
+    for name in ("milvus_lite", "pymilvus", "grpc._server"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     return pymilvus
 
@@ -84,32 +87,22 @@ def quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def lex_text(chunk) -> str:
-    """The ``bm25`` arm's document: text, path and symbol as ranklens tokenizes them."""
-    from ..tokenize import code_tokens
-
-    return " ".join(code_tokens(f"{chunk.text}\n{chunk.path}\n{chunk.symbol}"))
-
-
 def words_text(chunk) -> str:
-    """The ``fts5`` arm's document: the text's identifiers, whole (as FTS5's ``unicode61``
-    tokenizer with ``_`` as a token character cuts it)."""
+    """The text's identifiers in order (the ``fts5`` arm's terms), for quoted passages."""
     from ..tokenize import identifiers
 
     return " ".join(identifiers(chunk.text))
 
 
-def names_text(chunk) -> str:
-    """The ``symbols`` arm's document (its fields weighted as the local matrix weighs them:
-    names three times), or "" for a chunk that arm does not rank."""
-    from ..arms.symbols import include
-    from ..tokenize import code_tokens
+def as_stored(vectors):
+    """Vectors as the local ``dense`` arm compares them: rounded to float16 (its stored
+    precision) and made unit length again, so the inner product is its cosine, near-equal
+    neighbours included."""
+    import numpy as np
 
-    if not include(chunk):
-        return ""
-    names = " ".join(code_tokens(chunk.symbol))
-    rest = " ".join(code_tokens(f"{chunk.signature}\n{chunk.docstring}\n{chunk.path}"))
-    return f"{names} {names} {names} {rest}"
+    v = np.asarray(vectors, dtype=np.float16).astype(np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", v, v))[:, None]
+    return np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -137,7 +130,8 @@ class MilvusStore:
         self._loaded = False
         pm = _pymilvus()
         self._pm = pm
-        if spec.kind == "lite":
+        # Another collection of a folder this process already holds is not another process's.
+        if spec.kind == "lite" and not any(k[:2] == ("lite", spec.uri) for k in _open_stores):
             self._check_lite_free(Path(spec.uri))
         try:
             # No keepalive pings while idle: a Milvus Lite server (grpc's defaults) answers a
@@ -258,8 +252,9 @@ class MilvusStore:
     def create(self, model_name: str, dim: int) -> None:
         """Create the collections (when missing) for vectors of ``model_name``; the meta row
         says which format and model they hold."""
-        pm = self._pm
-        DataType, Function, FunctionType = pm.DataType, pm.Function, pm.FunctionType
+        from .sparse import SCHEMES
+
+        DataType = self._pm.DataType
         if self.name not in self._collections:
             schema = self._pm.MilvusClient.create_schema(auto_id=True)
             schema.add_field("id", DataType.INT64, is_primary=True)
@@ -271,31 +266,19 @@ class MilvusStore:
             schema.add_field("language", DataType.VARCHAR, max_length=64)
             schema.add_field("context", DataType.VARCHAR, max_length=8192)
             schema.add_field("symbol", DataType.VARCHAR, max_length=8192)
-            for name in BM25_PARAMS:
-                schema.add_field(
-                    name, DataType.VARCHAR, max_length=65_535, enable_analyzer=True, analyzer_params=_ANALYZER
-                )
-                schema.add_field(f"{name}_sparse", DataType.SPARSE_FLOAT_VECTOR)
-                schema.add_function(
-                    Function(
-                        name=f"{name}_bm25",
-                        function_type=FunctionType.BM25,
-                        input_field_names=[name],
-                        output_field_names=[f"{name}_sparse"],
-                    )
-                )
+            schema.add_field("words", DataType.VARCHAR, max_length=65_535)
+            for scheme in SCHEMES.values():
+                schema.add_field(f"{scheme.field}_sparse", DataType.SPARSE_FLOAT_VECTOR)
+                schema.add_field(f"{scheme.field}_len", DataType.DOUBLE)
             schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
             index = self.client.prepare_index_params()
-            for name, (k1, b) in BM25_PARAMS.items():
-                index.add_index(
-                    f"{name}_sparse",
-                    index_type="SPARSE_INVERTED_INDEX",
-                    metric_type="BM25",
-                    params={"bm25_k1": k1, "bm25_b": b},
-                )
-            # Exact cosine, as the local arm scans every vector; a cluster may choose HNSW
-            # (docs/scale.md).
-            index.add_index("dense", index_type="FLAT", metric_type="COSINE")
+            for scheme in SCHEMES.values():
+                # Inner product of ranklens's own weights (core.stores.sparse), exact.
+                index.add_index(f"{scheme.field}_sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
+            # Exact, as the local arm scans every vector; a cluster may choose HNSW
+            # (docs/scale.md). The vectors are unit length (core.embedding), so the inner
+            # product is their cosine, without Milvus Lite normalising every row per search.
+            index.add_index("dense", index_type="FLAT", metric_type="IP")
             self.call(self.client.create_collection, self.name, schema=schema, index_params=index)
         if self.files_name not in self._collections:
             schema = self._pm.MilvusClient.create_schema(auto_id=False)
@@ -367,28 +350,65 @@ class MilvusStore:
             )
         return out
 
-    def common(self, repos: Sequence[str] | None) -> dict | None:
-        """The ``fts5`` arm's common terms of ``repos`` (None: every repository), summed: what
-        the local arm reads from its ``fts5-common.json`` (None when none are recorded)."""
-        if repos is None:
-            rows = self._rows(self.files_name, 'kind == "common"', ["info"])
-        else:
-            rows = self.call(
-                self.client.get, self.files_name, ids=[f"common\x00{r}" for r in repos], output_fields=["info"]
-            )
-        out: dict | None = None
+    def _stats_heads(self, repos: Sequence[str]) -> dict[str, dict]:
+        rows = self.call(
+            self.client.get, self.files_name, ids=[f"stats\x00{r}" for r in repos], output_fields=["repo", "info"]
+        )
+        out = {}
         for row in rows:
             try:
-                part = json.loads(row["info"])
+                out[row["repo"]] = json.loads(row["info"])
             except ValueError:
                 continue
-            if out is None:
-                out = {"n": 0, "floor": 0, "df": {}}
-            out["n"] += part["n"]
-            out["floor"] += part["floor"]
-            for term, df in part["df"].items():
-                out["df"][term] = out["df"].get(term, 0) + df
         return out
+
+    def stats(self, repos: Sequence[str]) -> dict[str, tuple[dict, bool]]:
+        """Each repository's BM25 statistics per arm (:class:`core.stores.sparse.TermStats`),
+        and whether an indexer was changing its chunks when they were written (``dirty``: a
+        pass killed midway; the next one counts them again). A repository with none is absent."""
+        from .sparse import TermStats
+
+        heads = self._stats_heads(repos)
+        out: dict[str, tuple[dict, bool]] = {}
+        for repo, head in heads.items():
+            arms = head.get("arms", {})
+            ids = [f"stats\x00{repo}\x00{arm}\x00{i}" for arm, h in arms.items() for i in range(h["parts"])]
+            parts = {}
+            for batch in _batches(ids, 100):
+                for row in self.call(self.client.get, self.files_name, ids=list(batch), output_fields=["info"]):
+                    parts[row["key"]] = row["info"]
+            try:
+                stats = {
+                    arm: TermStats.from_blob(
+                        h, "".join(parts[f"stats\x00{repo}\x00{arm}\x00{i}"] for i in range(h["parts"]))
+                    )
+                    for arm, h in arms.items()
+                }
+            except (KeyError, ValueError):
+                stats, head = {}, {"dirty": True}
+            out[repo] = (stats, bool(head.get("dirty")))
+        return out
+
+    def save_stats(self, repo: str, stats: dict, *, dirty: bool = False) -> None:
+        """Write ``repo``'s statistics (parts first, then the header naming them)."""
+        old = self._stats_heads([repo]).get(repo, {}).get("arms", {})
+        head: dict = {"dirty": dirty, "arms": {}}
+        rows, stale = [], []
+        for arm, st in stats.items():
+            blob = st.blob()
+            parts = [blob[i : i + STATS_PART] for i in range(0, len(blob), STATS_PART)] or [""]
+            head["arms"][arm] = {**st.header(), "parts": len(parts)}
+            rows += [self._row(f"stats\x00{repo}\x00{arm}\x00{i}", repo, "stats", info=p) for i, p in enumerate(parts)]
+            stale += [f"stats\x00{repo}\x00{arm}\x00{i}" for i in range(len(parts), old.get(arm, {}).get("parts", 0))]
+        for batch in _batches(rows, 50):
+            self.call(self.client.upsert, self.files_name, list(batch))
+        self.call(
+            self.client.upsert,
+            self.files_name,
+            [self._row(f"stats\x00{repo}", repo, "statshead", info=json.dumps(head))],
+        )
+        if stale:
+            self.call(self.client.delete, self.files_name, ids=stale)
 
     def files_of(self, repo: str) -> dict[str, dict]:
         rows = self._rows(
@@ -412,8 +432,10 @@ class MilvusStore:
         )
         return list(res[0]) if res else []
 
-    def query(self, expr: str, limit: int) -> list[dict]:
-        return self.call(self.client.query, self.name, filter=expr, output_fields=HIT_FIELDS, limit=limit)
+    def query(self, expr: str, limit: int, extra: Sequence[str] = ()) -> list[dict]:
+        """The chunks matching ``expr`` (at most ``limit``), in the order they were stored."""
+        rows = self.call(self.client.query, self.name, filter=expr, output_fields=[*HIT_FIELDS, *extra], limit=limit)
+        return sorted(rows, key=lambda r: r["id"])
 
     def count(self, expr: str) -> int:
         res = self.call(self.client.query, self.name, filter=expr, output_fields=["count(*)"])
@@ -435,31 +457,6 @@ def open_store(spec: StoreSpec) -> MilvusStore:
         return store
 
 
-def count_common(texts: Iterable[str], n: int) -> dict:
-    """The common terms of one repository's ``words`` documents, as the local ``fts5`` arm
-    records them (:func:`core.arms.fts5.common_terms`): every term in at least min(5 % of the
-    chunks, 2,000) chunks, with its document frequency."""
-    from collections import Counter
-
-    from ..arms.fts5 import _RECORD_FRACTION, _RECORD_ROWS
-
-    df: Counter = Counter()
-    for text in texts:
-        df.update(set(text.split()))
-    floor = max(1, min(int(n * _RECORD_FRACTION), _RECORD_ROWS))
-    return {"n": n, "floor": floor, "df": {t: c for t, c in df.items() if c >= floor}, "drift": 0}
-
-
-def _common_row(repo: str, common: dict) -> dict:
-    info = json.dumps(common)
-    while len(info) > 60_000:  # a row's text is bounded: the rarer recorded terms go first
-        df = common["df"]
-        cut = sorted(df.values())[len(df) // 4]
-        common = {**common, "df": {t: c for t, c in df.items() if c > cut}}
-        info = json.dumps(common)
-    return MilvusStore._row(f"common\x00{repo}", repo, "common", info=info)
-
-
 # -- indexing ---------------------------------------------------------------------------------
 
 
@@ -477,6 +474,8 @@ class RepoStats:
     removed: int = 0
     unchanged: int = 0
     embedded: int = 0
+    #: Chunks weighed again (their repository's average length drifted, core.stores.sparse).
+    reweighed: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -492,6 +491,7 @@ class RepoStats:
             "removed": self.removed,
             "unchanged": self.unchanged,
             "embedded": self.embedded,
+            "reweighed": self.reweighed,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
         }
@@ -651,20 +651,52 @@ def index_repo(
         # Rows first, then chunks: see the docstring.
         dropped = gone + [e.path for e, _s, _c, existed in todo if existed]
         t2 = time.perf_counter()
+        stale = dropped + [e.path for e, _s, _c, existed in todo if not existed]
+        chunks = [(c, e, sha) for e, sha, cs, _x in todo for c in cs]
+        # The BM25 statistics follow the chunks: marked dirty before the first change (a pass
+        # killed midway leaves them to be counted again), updated by the chunks removed (their
+        # stored vectors) and added, written clean at the end.
+        counts = [{arm: doc_counts(arm, c) for arm in SCHEMES} for c, _e, _s in chunks]
+        held, dirty = store.stats([repo]).get(repo, ({}, False))
+        changing = bool(stale or chunks or dirty or (before and set(held) != set(SCHEMES)))
+        if changing:
+            if dirty or (before and set(held) != set(SCHEMES)):
+                held = _recount(store, repo, held)
+            current = {arm: held.get(arm) or TermStats() for arm in SCHEMES}
+            store.save_stats(repo, current, dirty=True)
+            removed = _stored_vectors(store, repo, stale)
+            new = {
+                arm: current[arm].updated(
+                    ((r[f"{s.field}_sparse"].keys(), r[f"{s.field}_len"]) for r in removed),
+                    ((_indices(cs[arm]), doc_length(cs[arm])) for cs in counts),
+                )
+                for arm, s in SCHEMES.items()
+            }
+            drifted = []
+            for arm, st in new.items():
+                old_base = current[arm].base
+                if not old_base or abs(st.avgdl / old_base - 1) > REWEIGHT_DRIFT:
+                    st.base = st.avgdl
+                    if old_base:
+                        drifted.append((arm, old_base))
+                else:
+                    st.base = old_base
         for batch in _batches(dropped, DELETE_BATCH):
             store.call(store.client.delete, store.files_name, ids=[f"f\x00{repo}\x00{p}" for p in batch])
-        stale = dropped + [e.path for e, _s, _c, existed in todo if not existed]
         for batch in _batches(stale, DELETE_BATCH):
             expr = f"repo == {quote(repo)} and path in [{', '.join(quote(p) for p in batch)}]"
             store.call(store.client.delete, store.name, filter=expr)
         stats.seconds["delete"] = time.perf_counter() - t2
-        chunks = [(c, e, sha) for e, sha, cs, _x in todo for c in cs]
+        if changing and drifted:
+            t6 = time.perf_counter()
+            stats.reweighed = _reweigh(store, repo, drifted, new)
+            stats.seconds["reweigh"] = time.perf_counter() - t6
         total = len(chunks)
         embed_s = insert_s = 0.0
         for start in range(0, total, INSERT_BATCH):
             part = [c for c, _e, _s in chunks[start : start + INSERT_BATCH]]
             t3 = time.perf_counter()
-            vectors = model.encode([document_text(c) for c in part])
+            vectors = as_stored(model.encode([document_text(c) for c in part]))
             embed_s += time.perf_counter() - t3
             rows = [
                 {
@@ -678,12 +710,15 @@ def index_repo(
                     "language": c.language or "",
                     "context": clip(c.context, 8000),
                     "symbol": clip(c.symbol, 8000),
-                    "lex": clip(lex_text(c)),
                     "words": clip(words_text(c)),
-                    "names": clip(names_text(c)),
-                    "dense": v.tolist(),
+                    **{
+                        f"{scheme.field}_sparse": doc_vector(cs[arm], new[arm].base, scheme)
+                        for arm, scheme in SCHEMES.items()
+                    },
+                    **{f"{scheme.field}_len": doc_length(cs[arm]) for arm, scheme in SCHEMES.items()},
+                    "dense": v.tolist(),  # as_stored: the local arm's float16 values
                 }
-                for c, v in zip(part, vectors)
+                for c, cs, v in zip(part, counts[start : start + INSERT_BATCH], vectors)
             ]
             t4 = time.perf_counter()
             store.call(store.client.insert, store.name, rows)
@@ -705,7 +740,8 @@ def index_repo(
             store.call(store.client.flush, store.name)
             store.call(store.client.flush, store.files_name)
         stats.chunks = store.count(f"repo == {quote(repo)}")
-        _update_common(store, repo, stats, [c for c, _e, _s in chunks], cold=not stored, before=before)
+        if changing:
+            store.save_stats(repo, new)
         info = {"root": str(root), "files": stats.files, "chunks": stats.chunks, "indexed_at": time.time()}
         store.call(
             store.client.upsert,
@@ -718,24 +754,49 @@ def index_repo(
     return stats
 
 
-def _update_common(store: MilvusStore, repo: str, stats: RepoStats, added: list, *, cold: bool, before: int) -> None:
-    """Keep the repository's common terms as the local ``fts5`` arm keeps its list: counted
-    on a first build, again once its chunks changed by 1 % or more (from the store), and
-    otherwise kept."""
-    old = store.common([repo])
-    if cold:
-        common = count_common((words_text(c) for c in added), stats.chunks)
-    else:
-        removed = max(0, before + len(added) - stats.chunks)
-        drift = (old or {}).get("drift", 0) + len(added) + removed
-        if old is not None and drift < 0.01 * old["n"]:
-            if not drift:
-                return
-            common = {**old, "drift": drift}
-        else:
-            rows = store._rows(store.name, f"repo == {quote(repo)}", ["words"])
-            common = count_common((r["words"] for r in rows), stats.chunks)
-    store.call(store.client.upsert, store.files_name, [_common_row(repo, common)])
+def _indices(counts) -> list[int]:
+    return [term_index(t) for t in counts] if counts else []
+
+
+def _stats_fields() -> list[str]:
+    return [f"{s.field}_{x}" for s in SCHEMES.values() for x in ("sparse", "len")]
+
+
+def _stored_vectors(store: MilvusStore, repo: str, paths: Sequence[str]) -> list[dict]:
+    """The stored sparse vectors and lengths of ``repo``'s chunks of ``paths``."""
+    out: list[dict] = []
+    for batch in _batches(paths, DELETE_BATCH):
+        expr = f"repo == {quote(repo)} and path in [{', '.join(quote(p) for p in batch)}]"
+        out += store._rows(store.name, expr, _stats_fields())
+    return out
+
+
+def _recount(store: MilvusStore, repo: str, found: dict) -> dict:
+    """``repo``'s statistics counted again from its stored chunks (their bases kept)."""
+    rows = store._rows(store.name, f"repo == {quote(repo)}", _stats_fields())
+    out = {}
+    for arm, s in SCHEMES.items():
+        st = TermStats().updated((), ((r[f"{s.field}_sparse"].keys(), r[f"{s.field}_len"]) for r in rows))
+        st.base = found[arm].base if arm in found else 0.0
+        out[arm] = st
+    return out
+
+
+def _reweigh(store: MilvusStore, repo: str, drifted: list[tuple[str, float]], new: dict) -> int:
+    """Weigh ``repo``'s stored chunks again for each drifted arm (``(arm, old base)``) with
+    its new base average length; returns the chunks rewritten."""
+    fields = [f"{SCHEMES[arm].field}_{x}" for arm, _b in drifted for x in ("sparse", "len")]
+    rows = store._rows(store.name, f"repo == {quote(repo)}", ["id", *fields])
+    for batch in _batches(rows, INSERT_BATCH):
+        out = []
+        for r in batch:
+            row = {"id": r["id"]}
+            for arm, old in drifted:
+                s = SCHEMES[arm]
+                row[f"{s.field}_sparse"] = reweighed(r[f"{s.field}_sparse"], r[f"{s.field}_len"], old, new[arm].base, s)
+            out.append(row)
+        store.call(store.client.upsert, store.name, out, partial_update=True)
+    return len(rows)
 
 
 def _batches(items: Sequence, size: int) -> Iterable[Sequence]:

@@ -2,9 +2,10 @@
 
 :class:`MilvusEngine` is a :class:`core.engine.Engine` whose arms are requests to a Milvus
 collection (:mod:`core.stores.milvus`) instead of the local segments: ``bm25``, ``fts5`` and
-``symbols`` are BM25 searches over the collection's ``lex``, ``words`` and ``names`` fields,
-``dense`` a cosine search over the vectors, the query embedded here with the collection's
-model. Each arm is still one request on its own worker thread (:meth:`Engine.search`), so
+``symbols`` are inner-product searches of the query's BM25 weights (its terms' idf from the
+searched repositories' statistics) over the chunks' stored ones (:mod:`core.stores.sparse`:
+the score is the local arm's), ``dense`` a cosine search over the vectors, the query embedded
+here with the collection's model. Each arm is still one request on its own worker thread (:meth:`Engine.search`), so
 the terminal UI streams arms as they answer; fusion, consolidation, the ranking stage and
 the handoff are :class:`Engine`'s own code.
 
@@ -17,6 +18,7 @@ stage sees the repository as the top folder); the fused hits then carry the repo
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,12 +27,14 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from ..arms import ArmUnavailable
+from ..arms.fts5 import quoted_phrases
 from ..chunkstep import units_of
 from ..consolidate import check_ranking
 from ..engine import CANDIDATE_DEPTH, PHRASE_CHUNKS, ArmResult, Engine, _ms
 from ..types import ConsolidatedHit, Hit, make_docid
 from . import StoreError, StoreSpec
-from .milvus import MilvusStore, check_repo_name, open_store, quote
+from .milvus import MilvusStore, as_stored, check_repo_name, open_store, quote
+from .sparse import SCHEMES, TermStats, query_vector
 
 #: The arms a Milvus store serves, and the field each searches.
 FIELDS = {"bm25": "lex_sparse", "fts5": "words_sparse", "dense": "dense", "symbols": "names_sparse"}
@@ -40,6 +44,8 @@ GLOB_OVERSAMPLE = 10
 #: answers at most 16,384 rows a query).
 MAX_FILE_CHUNKS = 4096
 MAX_QUERY_ROWS = 16_384
+#: Rows asked beyond the limit, so that ties at the limit are broken as locally (by order).
+TIE_MARGIN = 10
 
 
 class StoreView:
@@ -62,56 +68,120 @@ class MilvusArm:
 
     def _data(self, query: str):
         if self.name == "dense":
-            return self.engine.model.encode([query])[0].tolist()
-        from ..tokenize import code_tokens
-
-        if self.name == "fts5":  # its distinct identifiers, the common ones left out as locally
-            from ..arms.fts5 import _kept_terms
-
-            return " ".join(_kept_terms(query, self.engine.common))
-        return " ".join(code_tokens(query))
+            return as_stored(self.engine.model.encode([query]))[0].tolist()
+        stats = self.engine.term_stats.get(self.name)
+        return query_vector(self.name, query, stats) if stats is not None else {}
 
     def search(self, query: str, limit: int, expr: str, glob: str | None = None) -> list[Hit]:
         if limit <= 0:
             return []
         data = self._data(query)
-        if not data:
+        # The fts5 arm ranks the chunks holding a quoted passage first, whatever its terms.
+        phrases = quoted_phrases(query) if self.name == "fts5" else []
+        if not data and not phrases:
             return []
         want = limit * GLOB_OVERSAMPLE if glob and not _like(glob) else limit
-        rows = self.engine.store.search(self.field, data, want, expr)
-        hits = self.engine.hits(self.name, [(r["entity"], abs(float(r["distance"]))) for r in rows], glob)
+        rows = self.engine.store.search(self.field, data, want + TIE_MARGIN, expr) if data else []
+        # Equal scores in the order the local index breaks them: the chunk stored first.
+        rows.sort(key=lambda r: (-float(r["distance"]), r["id"]))
+        scored = [(r["entity"], float(r["distance"])) for r in rows[:want]]
+        if phrases:
+            scored = self._phrases_first(phrases, scored, want, expr, data)
+        hits = self.engine.hits(self.name, scored, glob)
         if self.name == "symbols":
             hits = self._definers_first(query, hits, expr, glob)
         return [replace(h, rank=i) for i, h in enumerate(hits[:limit], start=1)]
 
+    def _phrases_first(self, phrases: list[list[str]], ranked: list, limit: int, expr: str, data: dict) -> list:
+        """As the local ``fts5`` arm: the chunks holding a passage the question quotes first,
+        ranked by FTS5's ``bm25()`` of the phrases (each phrase a term: its idf from the chunks
+        holding it, its frequency the times a chunk holds it), then the rest of the ranking
+        (asked again as deep as the phrase hits take), every phrase hit scored above it."""
+        from .sparse import FTS5_IDF_FLOOR, SCHEMES
+
+        stats, scheme = self.engine.term_stats.get("fts5"), SCHEMES["fts5"]
+        like = " or ".join(f"words like {quote('%' + _like_literal(' '.join(p)) + '%')}" for p in phrases)
+        rows = self.engine.store.query(f"{expr} and ({like})", MAX_QUERY_ROWS, ("words", "words_len"))
+        counts = []
+        for row in rows:
+            tokens = row["words"].split()
+            counts.append([_occurrences(tokens, p) for p in phrases])
+        hits = [sum(1 for c in counts if c[i]) for i in range(len(phrases))]
+        n = stats.n if stats is not None else 0
+        idf = [max(math.log((n - h + 0.5) / (h + 0.5)), FTS5_IDF_FLOOR) if n else FTS5_IDF_FLOOR for h in hits]
+        avgdl = stats.avgdl if stats is not None else 0.0
+        k1, b = scheme.k1, scheme.b
+        first = []
+        for row, c in zip(rows, counts):
+            if not any(c):
+                continue
+            norm = k1 * (1 - b + b * row["words_len"] / avgdl) if avgdl else 0.0
+            score = sum(w * f * (k1 + 1) / (f + norm) for w, f in zip(idf, c) if f)
+            first.append((row, score))
+        if not first:
+            return ranked
+        first.sort(key=lambda rs: (-rs[1], rs[0]["id"]))
+        first = first[:limit]
+        if data and len(ranked) >= limit:  # there may be more: the rest as deep as the local arm asks
+            more = self.engine.store.search(self.field, data, limit + len(first) + TIE_MARGIN, expr)
+            more.sort(key=lambda r: (-float(r["distance"]), r["id"]))
+            ranked = [(r["entity"], float(r["distance"])) for r in more[: limit + len(first)]]
+        seen = {_key(row) for row, _s in first}
+        rest = [(e, s) for e, s in ranked if _key(e) not in seen]
+        if rest:  # every phrase hit above the rest, in its own order
+            low, top = min(s for _r, s in first), max(s for _e, s in rest)
+            first = [(row, s - low + top + 1.0) for row, s in first]
+        return (first + rest)[:limit]
+
     def _definers_first(self, query: str, ranked: list[Hit], expr: str, glob: str | None) -> list[Hit]:
         """As the local ``symbols`` arm: a one-identifier query gets the chunks defining exactly
         that name first (under its qualifier, in the file named after it, shallower first)."""
-        from ..ranking import name_key, path_depth, qualifiers, shape, stem_key
+        from ..ranking import defined_names, name_key, path_depth, qualifiers, shape, stem_key
 
         q = shape(query)
         if not q.lookup:
             return ranked
         found: dict[str, tuple[dict, float]] = {}
+        stored: dict[str, int] = {}  # docid -> the chunk's id: its place in the stored order
         for name in sorted(q.names):
             rows = self.engine.store.query(f"{expr} and symbol like {quote('%' + _like_literal(name) + '%')}", 500)
             for row in rows:
-                names = row["symbol"].split()
-                if name in names or (name.islower() and name in (n.lower() for n in names)):
+                # As ChunkTable.definers: the names as written or their last part, in any case
+                # for a lowercase name.
+                forms = defined_names((row["symbol"],))
+                if name in forms or (name.islower() and name in {f.lower() for f in forms}):
                     found.setdefault(f"{row['repo']}\x00{row['path']}:{row['start']}-{row['end']}", (row, 0.0))
         if not found:
             return ranked
         first = self.engine.hits(self.name, list(found.values()), glob)
+        for row, _s in found.values():
+            stored[make_docid(self.engine._path_of(row), int(row["start"]), int(row["end"]))] = int(row["id"])
         wanted = {name_key(n) for n in q.names}
         scope = qualifiers(q.text)
 
         def order(h: Hit) -> tuple:
             where = f"{h.path} {h.context}".lower()
-            return (not all(w in where for w in scope), stem_key(h.path) not in wanted, path_depth(h.path), h.docid)
+            # Ties in the order the chunks were stored, as the local arm's rows.
+            return (
+                not all(w in where for w in scope),
+                stem_key(h.path) not in wanted,
+                path_depth(h.path),
+                stored[h.docid],
+            )
 
         first.sort(key=order)
         seen = {h.docid for h in first}
         return first + [h for h in ranked if h.docid not in seen]
+
+
+def _key(row: dict) -> tuple:
+    return (row["repo"], row["path"], int(row["start"]), int(row["end"]))
+
+
+def _occurrences(tokens: list[str], phrase: list[str]) -> int:
+    """How many times ``phrase`` runs in ``tokens`` (FTS5's phrase instances)."""
+    n = len(phrase)
+    return sum(1 for i in range(len(tokens) - n + 1) if tokens[i : i + n] == phrase)
 
 
 def _like_literal(text: str) -> str:
@@ -155,8 +225,9 @@ class MilvusEngine(Engine):
         self._store: MilvusStore | None = None
         self._model = None
         self._store_view: StoreView | None = None
-        #: The fts5 arm's common terms of the searched repositories (core.arms.fts5).
-        self.common: dict | None = None
+        #: The lexical arms' BM25 statistics over the searched repositories (summed).
+        self.term_stats: dict[str, TermStats] = {}
+        self._stats_key: tuple | None = None
         self._store_lock = threading.Lock()
         #: The store's state in one line, for the TUI's status line.
         self.state = self._ok_state = f"store {store.uri}: not opened"
@@ -205,7 +276,9 @@ class MilvusEngine(Engine):
             store = self.store
             meta = store.check(self.model.name, self.model.dim)
             known = store.repos()
-            common = store.common(None if self.all_repos else self.repos)
+            searched = sorted(known) if self.all_repos else [r for r in self.repos if r in known]
+            key = tuple((r, known[r].indexed_at) for r in searched)
+            term_stats = self.term_stats if key == self._stats_key else self._load_stats(searched)
         except StoreError as exc:
             self.state = f"store {self.spec.uri}: {exc}"
             raise
@@ -222,11 +295,20 @@ class MilvusEngine(Engine):
             if self._store_view is None or self._store_view.generation != view.generation:
                 self._arms = {}
             self._store_view = view
-            self.common = common
+            self.term_stats, self._stats_key = term_stats, key
         shown = "all" if self.all_repos else ",".join(self.repos)
         chunks = sum(r.chunks for n, r in known.items() if self.all_repos or n in self.repos)
         self.state = self._ok_state = f"store {self.spec.uri}: {shown}, {chunks:,} chunks"
         return view
+
+    def _load_stats(self, repos: list[str]) -> dict[str, TermStats]:
+        """Each lexical arm's statistics over ``repos``, summed (a query over several
+        repositories weighs its terms by their document frequency in all of them)."""
+        held = self.store.stats(repos)
+        return {
+            arm: TermStats.summed([held[r][0][arm] for r in repos if r in held and arm in held[r][0]])
+            for arm in SCHEMES
+        }
 
     # -- Engine's index side ----------------------------------------------------------------
 
@@ -367,7 +449,7 @@ class MilvusEngine(Engine):
                 e = row["entity"]
                 path = self._path_of(e)
                 if path in scores:
-                    scores[path].setdefault(name, {})[(int(e["start"]), int(e["end"]))] = abs(float(row["distance"]))
+                    scores[path].setdefault(name, {})[(int(e["start"]), int(e["end"]))] = float(row["distance"])
         return {p: units_of(p, listed[p], scores[p]) for p in paths}
 
     def _find_quoted(self, phrases):
