@@ -32,10 +32,16 @@ from bisect import insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .types import AppliedSignal
 
 #: A unit (a definition's pieces, or one chunk) up to this many lines is shown whole.
 MAX_UNIT_LINES = 80
+
+#: A file of this many units or more is ranked as arrays by :func:`rank_units` (below it,
+#: numpy's cost per call is more than the loop's).
+ARRAYS_FROM = 40
 
 
 @dataclass(slots=True)
@@ -63,6 +69,9 @@ class FileUnits:
 
     path: str
     units: list[Unit]
+    #: The units' first and last lines and each arm's rank of them (0: unranked), as arrays,
+    #: when :func:`units_ranked` made them: :func:`rank_units` then scores them at once.
+    arrays: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None
 
 
 #: ``paths -> {path: FileUnits}``: the engine's view of every chunk of the files asked for,
@@ -130,6 +139,106 @@ def units_of(
     return FileUnits(path, units)
 
 
+def units_ranked(
+    files: Sequence[tuple[str, Skeleton, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Sequence[tuple[int, int]]]],
+    found: Mapping[str, tuple[np.ndarray, np.ndarray]],
+) -> dict[str, FileUnits] | None:
+    """:func:`units_of` for several files at once, from each arm's search within them
+    (``{arm: (chunk rows, scores)}``, best first; ties in any order). ``files``: per file its path, skeleton,
+    chunk rows, each row's unit, each unit's first and last lines, and each row's span. The
+    same units, ranks and shown chunks as :func:`units_of`, worked out with arrays (a file can
+    have hundreds of units), each unit made when first asked for; None when it cannot be sure
+    of that (an arm's scores not in order), and the caller ranks with :func:`units_of`."""
+    counts = [len(f[1].units) for f in files]
+    total = sum(counts)
+    starts = np.concatenate([f[4] for f in files]) if files else np.empty(0, dtype=np.int64)
+    ends = np.concatenate([f[5] for f in files]) if files else np.empty(0, dtype=np.int64)
+    spans: list[tuple[int, int]] = []
+    units_of_rows = []
+    at = 0
+    for (_path, _shape, _rows, unit, _starts, _ends, of_file), n in zip(files, counts):
+        units_of_rows.append(unit + at)
+        spans.extend(of_file)
+        at += n
+    # Chunk row -> its place among the files' rows (and in ``spans``) and its unit, numbered
+    # across files: by a search among the rows sorted (an array over the view's every row
+    # costs more, in memory to clear, than this query's few hundred rows).
+    all_rows = np.concatenate([f[2] for f in files]) if files else np.empty(0, dtype=np.int64)
+    unit_at = np.concatenate(units_of_rows) if files else np.empty(0, dtype=np.int64)
+    sorter = np.argsort(all_rows, kind="stable")
+    in_order = all_rows[sorter]
+    file_of = np.repeat(np.arange(len(files)), counts)
+    unranked = np.iinfo(np.int64).max
+    arms: list[str] = []
+    ranks: list[np.ndarray] = []
+    best_rows: list[np.ndarray] = []
+    for arm, (rows, scores) in found.items():
+        rows = np.asarray(rows, dtype=np.int64)
+        scores = np.asarray(scores)
+        if len(scores) > 1 and not bool(np.all(scores[1:] <= scores[:-1])):
+            return None  # a unit's first chunk found must be its best
+        place = np.minimum(np.searchsorted(in_order, rows), max(len(in_order) - 1, 0))
+        known = in_order[place] == rows if len(in_order) else np.zeros(len(rows), dtype=bool)
+        at_row, scores = sorter[place[known]], scores[known]
+        units = unit_at[at_row]
+        # A unit's best chunk is its first found (ties: the first); its units ranked by that
+        # score, then the earlier unit, then the first found, within each file.
+        ids, first = np.unique(units, return_index=True)
+        order = np.lexsort((first, starts[ids], -scores[first], file_of[ids]))
+        files_in_order = file_of[ids][order]
+        rank = np.arange(len(order)) - np.searchsorted(files_in_order, files_in_order) + 1
+        of_unit = np.full(total, unranked, dtype=np.int64)
+        of_unit[ids[order]] = rank
+        best = np.full(total, -1, dtype=np.int64)
+        best[ids] = at_row[first]
+        arms.append(arm)
+        ranks.append(of_unit)
+        best_rows.append(best)
+    if arms:
+        # The shown chunk is that of the unit's best rank, the first arm's on a tie.
+        lead = np.argmin(np.vstack(ranks), axis=0)
+        shown = np.vstack(best_rows)[lead, np.arange(total)].tolist()
+    else:
+        shown = [-1] * total
+    listed = [r.tolist() for r in ranks]
+    plain = [np.where(r == unranked, 0, r) for r in ranks]
+    out: dict[str, FileUnits] = {}
+    at = 0
+    for (path, shape, *_), n in zip(files, counts):
+        arrays = (starts[at : at + n], ends[at : at + n], {arm: r[at : at + n] for arm, r in zip(arms, plain)})
+
+        def make(i: int, shape=shape, at=at) -> Unit:
+            s, e, c, syms, pieces = shape.units[i]
+            held = {arm: r[at + i] for arm, r in zip(arms, listed) if r[at + i] != unranked}
+            return Unit(s, e, c, syms, held, pieces, spans[shown[at + i]] if held else None)
+
+        out[path] = FileUnits(path, _Units(n, make), arrays)  # type: ignore[arg-type]
+        at += n
+    return out
+
+
+class _Units(Sequence[Unit]):
+    """A file's units, each made when first asked for: of a file's hundreds of units, the
+    chunk step looks at the few that can take its places (:func:`rank_units`)."""
+
+    __slots__ = ("_made", "_make")
+
+    def __init__(self, n: int, make: Callable[[int], Unit]) -> None:
+        self._made: list[Unit | None] = [None] * n
+        self._make = make
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._made)))]
+        unit = self._made[i]  # an IndexError past the end ends iteration
+        if unit is None:
+            unit = self._made[i] = self._make(i % len(self._made))
+        return unit
+
+
 def shown_span(unit: Unit) -> tuple[int, int]:
     """The lines a unit shows: all of it when it fits, else its best chunk (or first)."""
     if unit.end - unit.start + 1 <= MAX_UNIT_LINES:
@@ -149,6 +258,7 @@ def rank_units(
     quote: Callable[[int, int], str | None] | None = None,
     places: int | None = None,
     named: bool = True,
+    groups: Sequence[tuple[int, int, float]] | None = None,
 ) -> list[tuple[Unit, float]]:
     """The file's units, best first, each with its chunk score (its first ``places`` only,
     when given). ``fused_of(start, end)``: the best fused score of the query's groups
@@ -160,9 +270,24 @@ def rank_units(
     A unit's score is its arms' ranks and fused score, plus what its names and a quoted
     passage add. Those additions have a ceiling, so with ``places`` a unit whose score could
     not reach the last place even with all of them is never looked at by name (a file of
-    500 chunks has a few worth it); the scores and the order are the same as without."""
+    500 chunks has a few worth it); the scores and the order are the same as without.
+    ``groups``: the file's groups ``(start, end, fused score)`` ``fused_of`` looks at; with
+    them and the file's :attr:`FileUnits.arrays`, the units are scored as arrays."""
     first = max(weights.values(), default=1.0) / (k + 1)  # an arm's first place
     weight = weights.get
+    arrays = fu.arrays
+    # Two arms at most: a sum of two floats is their fsum.
+    if (
+        places is not None
+        and places < len(fu.units)
+        and len(fu.units) >= ARRAYS_FROM
+        and arrays is not None
+        and groups is not None
+        and len(arrays[2]) <= 2
+    ):
+        return _rank_arrays(
+            fu, arrays, weights, k, groups, params, first, places, named, n_keywords, quote, keywords, names
+        )
     fsum = math.fsum
     base = []
     for n, u in enumerate(fu.units):
@@ -171,17 +296,7 @@ def rank_units(
         base.append((score, n, u))
 
     def full(score: float, u: Unit) -> float:
-        memo = u.memo
-        if memo is None:
-            memo = u.memo = (names(u.symbols), keywords(u))
-        defined, held = memo
-        if defined:
-            score += params.chunk_definition * first
-        if held and n_keywords:
-            score += params.chunk_label * len(held) / n_keywords * first
-        if quote is not None and quote(u.start, u.end):
-            score += params.chunk_quote * first
-        return score
+        return _full_score(score, u, names, keywords, n_keywords, params, first, quote)
 
     if places is None or places >= len(base):
         out = [(u, full(score, u)) for score, _n, u in base]
@@ -204,6 +319,52 @@ def rank_units(
         if len(scored) >= places and _ceil < -scored[places - 1][0]:
             break  # neither this unit nor any after it can reach the last place
         insort(scored, (-full(score, u), u.start, n, u))
+    return [(u, -neg) for neg, _start, _n, u in scored[:places]]
+
+
+def _full_score(score: float, u: Unit, names, keywords, n_keywords: int, params, first: float, quote) -> float:
+    """A unit's score with what its names and a quoted passage add (:func:`rank_units`)."""
+    memo = u.memo
+    if memo is None:
+        memo = u.memo = (names(u.symbols), keywords(u))
+    defined, held = memo
+    if defined:
+        score += params.chunk_definition * first
+    if held and n_keywords:
+        score += params.chunk_label * len(held) / n_keywords * first
+    if quote is not None and quote(u.start, u.end):
+        score += params.chunk_quote * first
+    return score
+
+
+def _rank_arrays(fu, arrays, weights, k, groups, params, first, places, named, n_keywords, quote, keywords, names):
+    """:func:`rank_units` for the first ``places`` from the file's arrays: the same float
+    operations, in the same order, on every unit at once (the ranks' share, then the fused
+    score's, then the ceiling's additions), so the same scores and order."""
+    starts, ends, ranks = arrays
+    score = np.zeros(len(starts))
+    for arm, r in ranks.items():
+        ranked = r > 0
+        score[ranked] += weights.get(arm, 1.0) / (k + r[ranked])
+    best = np.zeros(len(starts))
+    for s, e, f in groups:
+        best = np.where(~((e < starts) | (s > ends)) & (f > best), f, best)
+    score = score + params.chunk_fused * best
+    ceiling = score
+    if named:
+        ceiling = ceiling + params.chunk_definition * first
+    if n_keywords:
+        ceiling = ceiling + params.chunk_label * n_keywords / n_keywords * first
+    if quote is not None:
+        ceiling = ceiling + params.chunk_quote * first
+    order = np.argsort(-ceiling, kind="stable").tolist()
+    ceilings, scores, units = ceiling.tolist(), score.tolist(), fu.units
+    scored: list[tuple[float, int, int, Unit]] = []  # (-score, start, position, unit), sorted
+    for n in order:
+        if len(scored) >= places and ceilings[n] < -scored[places - 1][0]:
+            break  # neither this unit nor any after it can reach the last place
+        u = units[n]
+        insort(scored, (-_full_score(scores[n], u, names, keywords, n_keywords, params, first, quote), u.start, n, u))
     return [(u, -neg) for neg, _start, _n, u in scored[:places]]
 
 

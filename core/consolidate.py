@@ -327,6 +327,7 @@ class Groups:
                     (lambda start, end, path=path: stage.quote_in(path, start, end)) if path in stage.quoted else None,
                     places=len(mine),
                     named=bool(stage.shape.names),
+                    groups=spans,
                 ),
                 len(fu.units),
             )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
-from .chunkstep import FileUnits, Provider, skeleton, units_of
+from .chunkstep import FileUnits, Provider, skeleton, units_of, units_ranked
 from .consolidate import Groups, check_ranking, single_arm
 from .priors import adjuster, apply_priors
 from .ranking import Params, Stage
@@ -616,11 +616,8 @@ class Engine:
 
         view = self.view
         files = {p: self._file_chunks(view, p) for p in paths}
-        span_of: dict[int, tuple[str, tuple[int, int]]] = {}
-        for found in files.values():
-            span_of.update(found[3])
         rows = np.concatenate([found[0] for found in files.values()]) if files else np.empty(0, dtype=np.int64)
-        scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in paths}
+        searched: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if len(rows):
             allowed = np.zeros(len(view.chunks), dtype=bool)
             allowed[rows] = True
@@ -629,24 +626,36 @@ class Engine:
                     arm, _ = self._arm_on_view(name)
                 except ArmUnavailable:
                     continue
-                if not hasattr(arm, "scores"):
-                    continue
-                found_rows, found_scores = arm.scores(query, len(rows), allowed)
-                get = span_of.get
-                for row, score in zip(found_rows.tolist(), found_scores.tolist()):
-                    where = get(row)
-                    if where is not None:
-                        of_file = scores[where[0]]
-                        by_arm = of_file.get(name)
-                        if by_arm is None:
-                            by_arm = of_file[name] = {}
-                        by_arm[where[1]] = score
+                if hasattr(arm, "scores"):
+                    searched[name] = arm.scores(query, len(rows), allowed)
+        if all(files[p][4] is not None for p in paths):
+            shapes = [(p, files[p][2], files[p][0], *files[p][4:]) for p in paths]
+            ranked = units_ranked(shapes, searched)
+            if ranked is not None:
+                return ranked
+        span_of: dict[int, tuple[str, tuple[int, int]]] = {}
+        for found in files.values():
+            span_of.update(found[3])
+        scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in paths}
+        get = span_of.get
+        for name, (found_rows, found_scores) in searched.items():
+            for row, score in zip(found_rows.tolist(), found_scores.tolist()):
+                where = get(row)
+                if where is not None:
+                    of_file = scores[where[0]]
+                    by_arm = of_file.get(name)
+                    if by_arm is None:
+                        by_arm = of_file[name] = {}
+                    by_arm[where[1]] = score
         return {p: units_of(p, files[p][2], scores[p]) for p in paths}
 
     def _file_chunks(self, view: IndexView, path: str) -> tuple:
         """A file's chunk rows, ``(start, end, piece_of, context, symbol)`` per chunk, its
-        units' :class:`core.chunkstep.Skeleton` and ``{row: (path, (start, end))}``, kept per
-        view (none depends on the query)."""
+        units' :class:`core.chunkstep.Skeleton`, ``{row: (path, (start, end))}``, each row's
+        unit (an array, or None), each unit's first and last lines (arrays) and each row's
+        span, kept per view (none depends on the query)."""
+        import numpy as np
+
         key = (id(view), view.generation, path)
         with self._lock:
             found = self._chunks_of.get(key)
@@ -655,7 +664,27 @@ class Engine:
             rows = chunks.rows_of_path(path)
             cols = chunks.columns(("starts", "ends", "pieces", "contexts", "symbols"), rows) if len(rows) else [[]] * 5
             listed = [(s, e, (ps, pe) if ps else None, c, sym) for s, e, (ps, pe), c, sym in zip(*cols)]
-            found = (rows, listed, skeleton(listed), {r: (path, (c[0], c[1])) for r, c in zip(rows.tolist(), listed)})
+            shape = skeleton(listed)
+            spans = [(c[0], c[1]) for c in listed]
+            # Each row's unit, for ranking the units with arrays; None when two chunks have
+            # the same lines (units_of's span-keyed ranking then decides).
+            unit = (
+                np.array([shape.of_chunk[span] for span in spans], dtype=np.int64)
+                if len(shape.of_chunk) == len(spans)
+                else None
+            )
+            starts = np.array([u[0] for u in shape.units], dtype=np.int64)
+            ends = np.array([u[1] for u in shape.units], dtype=np.int64)
+            found = (
+                rows,
+                listed,
+                shape,
+                {r: (path, span) for r, span in zip(rows.tolist(), spans)},
+                unit,
+                starts,
+                ends,
+                spans,
+            )
             with self._lock:
                 _remember(self._chunks_of, key, found, 1024)
         return found

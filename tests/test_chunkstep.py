@@ -263,3 +263,77 @@ def test_ranking_a_files_units_for_its_first_places_gives_the_first_of_the_whole
             for places in range(1, len(fu.units)):
                 part = rank_units(*args, places=places, named=bool(stage.shape.names))
                 assert [(u.start, score) for u, score in part] == whole[:places]
+
+
+def test_units_ranked_as_arrays_are_the_units_of_the_loop_ties_and_pieces_included():
+    """The engine's array ranking of several files' units (:func:`units_ranked`, and
+    :func:`rank_units` from the arrays for a large file) gives the units, ranks, shown chunks,
+    scores and order of :func:`units_of` and the loop, with tied scores and long definitions."""
+    import random
+
+    import numpy as np
+
+    from ranklens.core.chunkstep import ARRAYS_FROM, rank_units, skeleton, units_ranked
+
+    rng = random.Random(18)
+    for _trial in range(20):
+        files, row = [], 0
+        for f, n in enumerate((rng.randint(1, 12), ARRAYS_FROM + rng.randint(0, 60), rng.randint(5, 30))):
+            listed, line = [], 1
+            for _definition in range(n):
+                pieces = rng.choice((1, 1, 1, 2, 3))
+                first, spans = line, []
+                for _ in range(pieces):
+                    end = line + rng.randint(2, 40)
+                    spans.append((line, end))
+                    line = end - rng.randint(0, 1) + 1
+                piece_of = (first, spans[-1][1]) if pieces > 1 else None
+                for i, (s, e) in enumerate(spans):
+                    listed.append(
+                        (
+                            s,
+                            e,
+                            piece_of,
+                            f"f{f}.py > d{len(listed)}",
+                            "x_target" if i == 0 and rng.random() < 0.1 else "",
+                        )
+                    )
+            shape = skeleton(listed)
+            rows = np.arange(row, row + len(listed), dtype=np.int64)
+            row += len(listed) + rng.randint(0, 5)
+            unit = np.array([shape.of_chunk[(c[0], c[1])] for c in listed], dtype=np.int64)
+            bounds = np.array([(u[0], u[1]) for u in shape.units], dtype=np.int64)
+            files.append((f"f{f}.py", shape, rows, unit, bounds[:, 0], bounds[:, 1], [(c[0], c[1]) for c in listed]))
+        found, loop = {}, {p: {} for p, *_ in files}
+        span_of = {r: (p, span) for p, _s, rows, _u, _a, _b, spans in files for r, span in zip(rows.tolist(), spans)}
+        for arm in ("bm25", "dense"):
+            rows = [r for r in span_of if rng.random() < 0.7]
+            scored = sorted(((float(rng.choice((1, 2, 2, 3, 5))), r) for r in rows), key=lambda t: -t[0])
+            found[arm] = (np.array([r for _s, r in scored], dtype=np.int64), np.array([s for s, _r in scored]))
+            for score, r in scored:
+                path, span = span_of[r]
+                loop[path].setdefault(arm, {})[span] = score
+        arrays = units_ranked(files, found)
+        for path, shape, *_ in files:
+            want, got = units_of(path, shape, loop[path]), arrays[path]
+            assert [(u.start, u.end, u.ranks, u.chunks, u.best_chunk) for u in got.units] == [
+                (u.start, u.end, u.ranks, u.chunks, u.best_chunk) for u in want.units
+            ]
+            groups = [(s, s + rng.randint(0, 30), rng.choice((0.01, 0.02, 0.03))) for s in rng.sample(range(1, 400), 4)]
+
+            def fused_of(start, end, groups=groups):
+                return max((f for s, e, f in groups if not (e < start or s > end)), default=0.0)
+
+            for places in (1, 2, 5):
+                args = (
+                    {"bm25": 1.2, "dense": 0.8},
+                    60.0,
+                    fused_of,
+                    lambda syms: {s for s in syms if s == "x_target"},
+                    lambda u: ["d"] if u.start % 3 == 0 else [],
+                    2,
+                    DEFAULT_PARAMS,
+                )
+                loop_ranked = rank_units(want, *args, places=places)
+                array_ranked = rank_units(got, *args, places=places, groups=groups)
+                assert [(u.start, s) for u, s in array_ranked] == [(u.start, s) for u, s in loop_ranked]
