@@ -5,9 +5,9 @@ collection (:mod:`core.stores.milvus`) instead of the local segments: ``bm25``, 
 ``symbols`` are inner-product searches of the query's BM25 weights (its terms' idf from the
 searched repositories' statistics) over the chunks' stored ones (:mod:`core.stores.sparse`:
 the score is the local arm's), ``dense`` a cosine search over the vectors, the query embedded
-here with the collection's model. Each arm is still one request on its own worker thread (:meth:`Engine.search`), so
-the terminal UI streams arms as they answer; fusion, consolidation, the ranking stage and
-the handoff are :class:`Engine`'s own code.
+here with the collection's model. Each arm is still one request on its own worker thread
+(:meth:`Engine.search`), so the terminal UI streams arms as they answer; fusion,
+consolidation, the ranking stage and the handoff are :class:`Engine`'s own code.
 
 The engine searches one repository (its root's, by default), several, or every repository
 in the collection. Across several, an arm's hits carry ``repo/path`` as their path while
@@ -34,7 +34,7 @@ from ..engine import CANDIDATE_DEPTH, PHRASE_CHUNKS, ArmResult, Engine, _ms
 from ..types import ConsolidatedHit, Hit, make_docid
 from . import StoreError, StoreSpec
 from .milvus import MilvusStore, as_stored, check_repo_name, open_store, quote
-from .sparse import SCHEMES, TermStats, query_vector
+from .sparse import NOTHING, SCHEMES, TermStats, query_vector
 
 #: The arms a Milvus store serves, and the field each searches.
 FIELDS = {"bm25": "lex_sparse", "fts5": "words_sparse", "dense": "dense", "symbols": "names_sparse"}
@@ -78,10 +78,12 @@ class MilvusArm:
         data = self._data(query)
         # The fts5 arm ranks the chunks holding a quoted passage first, whatever its terms.
         phrases = quoted_phrases(query) if self.name == "fts5" else []
-        if not data and not phrases:
-            return []
+        if not data:
+            # No term the repositories hold: nothing matches, but the store is still asked
+            # (one that is down fails every arm, and the UI keeps its last answer).
+            data = {NOTHING: 1.0}
         want = limit * GLOB_OVERSAMPLE if glob and not _like(glob) else limit
-        rows = self.engine.store.search(self.field, data, want + TIE_MARGIN, expr) if data else []
+        rows = self.engine.store.search(self.field, data, want + TIE_MARGIN, expr)
         # Equal scores in the order the local index breaks them: the chunk stored first.
         rows.sort(key=lambda r: (-float(r["distance"]), r["id"]))
         scored = [(r["entity"], float(r["distance"])) for r in rows[:want]]
@@ -97,7 +99,7 @@ class MilvusArm:
         ranked by FTS5's ``bm25()`` of the phrases (each phrase a term: its idf from the chunks
         holding it, its frequency the times a chunk holds it), then the rest of the ranking
         (asked again as deep as the phrase hits take), every phrase hit scored above it."""
-        from .sparse import FTS5_IDF_FLOOR, SCHEMES
+        from .sparse import FTS5_IDF_FLOOR
 
         stats, scheme = self.engine.term_stats.get("fts5"), SCHEMES["fts5"]
         like = " or ".join(f"words like {quote('%' + _like_literal(' '.join(p)) + '%')}" for p in phrases)
@@ -122,7 +124,7 @@ class MilvusArm:
             return ranked
         first.sort(key=lambda rs: (-rs[1], rs[0]["id"]))
         first = first[:limit]
-        if data and len(ranked) >= limit:  # there may be more: the rest as deep as the local arm asks
+        if len(ranked) >= limit:  # there may be more: the rest as deep as the local arm asks
             more = self.engine.store.search(self.field, data, limit + len(first) + TIE_MARGIN, expr)
             more.sort(key=lambda r: (-float(r["distance"]), r["id"]))
             ranked = [(r["entity"], float(r["distance"])) for r in more[: limit + len(first)]]

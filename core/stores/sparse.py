@@ -39,9 +39,12 @@ from dataclasses import dataclass
 import numpy as np
 
 #: Sparse indices are uint32 (Milvus refuses 2^32 - 1); :data:`EMPTY` marks a chunk with no
-#: document for an arm (Milvus refuses an empty vector), and no term hashes to it.
+#: document for an arm (Milvus refuses an empty vector); :data:`NOTHING` is a query of no
+#: known term (no chunk holds it: the request still tells whether the store answers). No
+#: term hashes to either.
 EMPTY = 2**32 - 2
-_SPAN = 2**32 - 2
+NOTHING = 2**32 - 3
+_SPAN = 2**32 - 3
 #: A repository's chunks are weighed again once its average length moved this much.
 REWEIGHT_DRIFT = 0.02
 #: FTS5's floor for an idf at or below zero (fts5_aux.c).
