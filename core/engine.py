@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
-from .chunkstep import FileUnits, Provider, skeleton, units_of, units_ranked
+from .chunkstep import FileUnits, Provider, Skeleton, skeleton, units_of, units_ranked
 from .consolidate import Groups, check_ranking, single_arm
 from .priors import adjuster, apply_priors
 from .ranking import Params, Stage
@@ -28,6 +28,8 @@ from .tokenize import code_tokens
 from .types import ConsolidatedHit, Hit
 
 if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an index is built
+    import numpy as np
+
     from .indexer import IndexSettings, IndexStats, NotifyFn, ProgressFn
 
 MAX_QUERY_CHARS = 1000
@@ -616,7 +618,7 @@ class Engine:
 
         view = self.view
         files = {p: self._file_chunks(view, p) for p in paths}
-        rows = np.concatenate([found[0] for found in files.values()]) if files else np.empty(0, dtype=np.int64)
+        rows = np.concatenate([f.rows for f in files.values()]) if files else np.empty(0, dtype=np.int64)
         searched: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if len(rows):
             allowed = np.zeros(len(view.chunks), dtype=bool)
@@ -628,14 +630,14 @@ class Engine:
                     continue
                 if hasattr(arm, "scores"):
                     searched[name] = arm.scores(query, len(rows), allowed)
-        if all(files[p][4] is not None for p in paths):
-            shapes = [(p, files[p][2], files[p][0], *files[p][4:]) for p in paths]
+        if all(files[p].unit is not None for p in paths):
+            shapes = [(p, f.shape, f.rows, f.unit, f.starts, f.ends, f.spans) for p, f in files.items()]
             ranked = units_ranked(shapes, searched)
             if ranked is not None:
                 return ranked
         span_of: dict[int, tuple[str, tuple[int, int]]] = {}
-        for found in files.values():
-            span_of.update(found[3])
+        for f in files.values():
+            span_of.update(f.where)
         scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in paths}
         get = span_of.get
         for name, (found_rows, found_scores) in searched.items():
@@ -647,13 +649,10 @@ class Engine:
                     if by_arm is None:
                         by_arm = of_file[name] = {}
                     by_arm[where[1]] = score
-        return {p: units_of(p, files[p][2], scores[p]) for p in paths}
+        return {p: units_of(p, files[p].shape, scores[p]) for p in paths}
 
-    def _file_chunks(self, view: IndexView, path: str) -> tuple:
-        """A file's chunk rows, ``(start, end, piece_of, context, symbol)`` per chunk, its
-        units' :class:`core.chunkstep.Skeleton`, ``{row: (path, (start, end))}``, each row's
-        unit (an array, or None), each unit's first and last lines (arrays) and each row's
-        span, kept per view (none depends on the query)."""
+    def _file_chunks(self, view: IndexView, path: str) -> _FileChunks:
+        """A file's :class:`_FileChunks`, kept per view (none of it depends on the query)."""
         import numpy as np
 
         key = (id(view), view.generation, path)
@@ -675,15 +674,8 @@ class Engine:
             )
             starts = np.array([u[0] for u in shape.units], dtype=np.int64)
             ends = np.array([u[1] for u in shape.units], dtype=np.int64)
-            found = (
-                rows,
-                listed,
-                shape,
-                {r: (path, span) for r, span in zip(rows.tolist(), spans)},
-                unit,
-                starts,
-                ends,
-                spans,
+            found = _FileChunks(
+                rows, shape, dict(zip(rows.tolist(), ((path, span) for span in spans))), unit, starts, ends, spans
             )
             with self._lock:
                 _remember(self._chunks_of, key, found, 1024)
@@ -691,6 +683,18 @@ class Engine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _FileChunks(NamedTuple):
+    """What the chunk step needs of one file's chunks (:meth:`Engine._file_chunks`)."""
+
+    rows: np.ndarray  # its chunk rows
+    shape: Skeleton  # its units
+    where: dict[int, tuple[str, tuple[int, int]]]  # row -> (path, (start, end))
+    unit: np.ndarray | None  # each row's unit; None when two chunks have the same lines
+    starts: np.ndarray  # each unit's first line
+    ends: np.ndarray  # and last line
+    spans: list[tuple[int, int]]  # each row's (start, end)
 
 
 def _remember(cache: OrderedDict, key, value, bound: int = 16) -> None:
