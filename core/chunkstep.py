@@ -368,6 +368,33 @@ def _rank_arrays(fu, arrays, weights, k, groups, params, first, places, named, n
     return [(u, -neg) for neg, _start, _n, u in scored[:places]]
 
 
+def distinct_units(fu: FileUnits, *args, places: int, **kwargs) -> list[tuple[Unit, float]]:
+    """:func:`rank_units`'s first ``places`` units whose shown lines overlap no better one's.
+
+    A file's chunks can overlap (the windows of a long stretch outside any definition), and
+    two hits showing the same lines are one hit twice: a unit overlapping a better one gives
+    its place to the next that does not. Greedy in the units' order, so a longer prefix of
+    that order only adds to the end: the prefix asked for doubles until it holds ``places``
+    distinct units or the whole file."""
+    if places <= 0:
+        return []
+    want = places
+    while True:
+        ranked = rank_units(fu, *args, places=want, **kwargs)
+        shown: list[tuple[int, int]] = []
+        out = []
+        for unit, score in ranked:
+            start, end = shown_span(unit)
+            if all(end < s or start > e for s, e in shown):
+                shown.append((start, end))
+                out.append((unit, score))
+                if len(out) == places:
+                    return out
+        if want >= len(fu.units):
+            return out
+        want *= 2
+
+
 def explain(unit: Unit, n_units: int) -> AppliedSignal:
     """The ``chunk`` signal of a unit the step placed: why this chunk of the file."""
     why = []

@@ -13,7 +13,7 @@ import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
 
-from .chunkstep import Provider, explain, rank_units, shown_span
+from .chunkstep import Provider, distinct_units, explain, shown_span
 from .fusion import check_k, check_weights, fused_score, rrf_share
 from .ranking import Stage
 from .types import (
@@ -253,8 +253,8 @@ class Groups:
                 break
             path = paths[i]
             mine, chosen, n_units = picks.get(path, (None, None, 0))
-            if chosen is not None and above >= n_units:
-                continue  # the file's every unit is already placed
+            if chosen is not None and above >= len(chosen):
+                continue  # the file's every unit is already placed (or overlaps one placed)
             signals = applied[i]
             if chosen is None:
                 built = self._hit(kept[i], weight_of, kf)
@@ -281,7 +281,7 @@ class Groups:
     def _chunk_step(self, order, kept, fused, weight_of, kf, stage: Stage, units: Provider) -> dict[str, tuple]:
         """The chunk step (:mod:`core.chunkstep`): per top file, its groups (indexes into
         ``kept``), its best units first (as many as it has groups: a file has no more places
-        in the list) and how many units it has."""
+        in the list; none overlapping another's lines) and how many units it has."""
         files: list[str] = []
         for i, _final, _above in order:
             path = kept[i].path
@@ -315,7 +315,7 @@ class Groups:
 
             picks[path] = (
                 mine,
-                rank_units(
+                distinct_units(
                     fu,
                     weight_of,
                     kf,

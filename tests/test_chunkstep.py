@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 
-from ranklens.core.chunkstep import MAX_UNIT_LINES, shown_span, units_of
+from ranklens.core.chunkstep import MAX_UNIT_LINES, FileUnits, shown_span, units_of
 from ranklens.core.engine import Engine
 from ranklens.core.ranking import DEFAULT_PARAMS
 from ranklens.core.types import Hit, make_docid
@@ -337,3 +338,49 @@ def test_units_ranked_as_arrays_are_the_units_of_the_loop_ties_and_pieces_includ
                 loop_ranked = rank_units(want, *args, places=places)
                 array_ranked = rank_units(got, *args, places=places, groups=groups)
                 assert [(u.start, s) for u, s in array_ranked] == [(u.start, s) for u, s in loop_ranked]
+
+
+def test_a_files_hits_never_show_the_same_lines_twice(tmp_path):
+    """A long stretch outside any definition is chunked as overlapping windows; the units
+    the step places for the file each show lines no other of its hits shows, the place of
+    a window overlapping a better one going to the next window that does not."""
+    (tmp_path / "settings.py").write_text(
+        "".join(
+            f"config_value_{i} = compute_setting({i})  # retry budget for worker pool step {i}\n" for i in range(160)
+        )
+    )
+    (tmp_path / "other.py").write_text("def unrelated():\n    return 1\n")
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    try:
+        rows = engine.view.chunks.rows_of_path("settings.py").tolist()
+        windows = list(zip(engine.view.chunks.column("starts", rows), engine.view.chunks.column("ends", rows)))
+        assert any(a[1] >= b[0] for a, b in itertools.pairwise(windows)), (
+            "the fixture must chunk into overlapping windows"
+        )
+        hits = [h for h in engine.search("retry budget worker pool step 95", top_k=10).hits if h.path == "settings.py"]
+        assert len(hits) >= 2
+        spans = sorted((h.start_line, h.end_line) for h in hits)
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(spans)), spans
+    finally:
+        engine.close()
+
+
+def test_distinct_units_are_the_greedy_pick_of_the_whole_ranking(queue_repo):
+    """However few places are asked for, the distinct units are the first of the greedy pick
+    over the file's whole ranking (a unit kept when it overlaps no better unit kept)."""
+    from ranklens.core.chunkstep import Unit, distinct_units, rank_units
+
+    # Twelve overlapping windows of 40 lines, 10 apart, each ranked by one arm in a shuffled order.
+    units = [Unit(1 + 10 * i, 40 + 10 * i, "", ()) for i in range(12)]
+    for rank, i in enumerate([5, 6, 0, 11, 2, 9, 1, 3, 7, 10, 4, 8], start=1):
+        units[i].ranks["bm25"] = rank
+    fu = FileUnits("a.py", units)
+    args = ({"bm25": 1.0}, 60.0, lambda s, e: 0.0, lambda names: set(), lambda u: [], 0, DEFAULT_PARAMS)
+    kept: list[tuple[int, int]] = []
+    for unit, _score in rank_units(fu, *args):
+        if all(unit.end < s or unit.start > e for s, e in kept):
+            kept.append((unit.start, unit.end))
+    for places in range(6):
+        got = [(u.start, u.end) for u, _s in distinct_units(fu, *args, places=places)]
+        assert got == kept[:places]
