@@ -1,0 +1,65 @@
+"""CI's test command (README, `.ci/run`): a hang fails fast and shows every thread's stack,
+also when the suite runs on two pytest-xdist workers."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HANGING = textwrap.dedent(
+    """
+    import threading
+
+    def wait_for_a_lock_nobody_releases():
+        lock = threading.Lock()
+        lock.acquire()
+        lock.acquire()
+
+    def test_hangs():
+        threading.Thread(target=wait_for_a_lock_nobody_releases, name="stuck-helper", daemon=True).start()
+        wait_for_a_lock_nobody_releases()
+
+    def test_passes():
+        assert 1 + 1 == 2
+    """
+)
+
+
+def _ci_pytest_args() -> list[str]:
+    """The arguments `.ci/run` gives pytest (the README's test command)."""
+    line = next(ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.startswith("python3 -m pytest"))
+    assert line in (ROOT / "README.md").read_text(), "the README's test command is not CI's"
+    return line.split()[3:]
+
+
+@pytest.mark.slow
+def test_a_hung_test_under_cis_command_fails_fast_with_every_threads_stack(tmp_path):
+    (tmp_path / "test_hang.py").write_text(HANGING)
+    args = _ci_pytest_args()
+    assert "-n" in args, "CI runs the suite on two workers"
+    # A worker's pytest-timeout report dies with it: faulthandler must dump the stacks first.
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert ini["timeout_method"] == "thread"
+    assert 0 < float(ini["faulthandler_timeout"]) < float(ini["timeout"])
+    # The project's own settings, with both limits shortened in the same order.
+    cmd = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml")]
+    cmd += ["--rootdir", str(tmp_path), "-o", "timeout=6", "-o", "faulthandler_timeout=3", str(tmp_path)]
+    t0 = time.monotonic()
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    took = time.monotonic() - t0
+    out = run.stdout + run.stderr
+    assert run.returncode != 0
+    assert re.search(r"1 failed, 1 passed", out), out[-2000:]
+    # Every thread's stack: the test's own and its helper thread's, both in the function that waits.
+    assert out.count("wait_for_a_lock_nobody_releases") >= 2, out[-3000:]
+    assert "test_hangs" in out
+    assert took < 120, f"the hang took {took:.0f} s to fail"
