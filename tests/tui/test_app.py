@@ -530,15 +530,16 @@ async def test_enter_or_o_opens_the_editor_at_the_line(engine, monkeypatch) -> N
 
         monkeypatch.delenv("EDITOR", raising=False)
         await pilot.press("o")
-        await pilot.pause()
+        # The request bubbles from the table to the app: wait for what it does, not one pause
+        # (a loaded machine failed the single pause once).
+        await wait_for(pilot, lambda: any("Set $EDITOR" in n for n in shown))
         assert ran == []
-        assert any("Set $EDITOR" in n for n in shown)
 
         monkeypatch.setenv("EDITOR", "code --wait  -r")
         await pilot.press("enter")
-        await pilot.pause()
+        await wait_for(pilot, lambda: len(ran) == 1)
         await pilot.press("down", "o")
-        await pilot.pause()
+        await wait_for(pilot, lambda: len(ran) == 2)
         second = app.table.current_hit
     assert ran == [
         ["code", "--wait", "-r", f"+{hit.start_line}", str(engine.root / hit.path)],
