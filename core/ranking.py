@@ -47,6 +47,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from .tokenize import code_tokens, split_identifier
 from .types import AppliedPrior, AppliedSignal
@@ -235,6 +236,35 @@ def _by_prefix(words: frozenset[str]) -> dict[str, tuple[str, ...]]:
     for w in words:
         out.setdefault(w[:4], []).append(w)
     return {prefix: tuple(found) for prefix, found in out.items()}
+
+
+class UnitLabels(NamedTuple):
+    """A file's units by what their names hold (:func:`unit_labels`)."""
+
+    #: The first four letters of a word of a unit's names and breadcrumb -> each such word ->
+    #: the positions of the units holding it.
+    prefixes: dict[str, dict[str, list[int]]]
+    #: Each name a unit defines (:func:`defined_names`) -> its positions; and lowercased.
+    names: dict[str, list[int]]
+    lowered: dict[str, list[int]]
+
+
+def unit_labels(shape) -> UnitLabels:
+    """The :class:`UnitLabels` of a :class:`core.chunkstep.Skeleton`'s units, made once per
+    skeleton (it is kept per index view, so this is worked out once, not per query)."""
+    found = shape.memo.get("labels")
+    if found is None:
+        prefixes: dict[str, dict[str, list[int]]] = {}
+        names: dict[str, list[int]] = {}
+        lowered: dict[str, list[int]] = {}
+        for i, (_start, _end, context, symbols, _chunks) in enumerate(shape.units):
+            for word in chunk_words(tuple(symbols), context):
+                prefixes.setdefault(word[:4], {}).setdefault(word, []).append(i)
+            for name in defined_names(symbols):
+                names.setdefault(name, []).append(i)
+                lowered.setdefault(name.lower(), []).append(i)
+        found = shape.memo["labels"] = UnitLabels(prefixes, names, lowered)
+    return found
 
 
 def defined_names(symbols: Iterable[str]) -> set[str]:
@@ -572,6 +602,35 @@ class Stage:
             return []
         found = self._held(chunk_words(tuple(symbols), context))
         return sorted(found) if found else []
+
+    def labelled(self, shape) -> dict[int, tuple[set[str], list[str]]]:
+        """Per unit of a :class:`core.chunkstep.Skeleton` (its position) whose names or
+        breadcrumb hold something: what :meth:`named` finds in its names and
+        :meth:`label_keywords` in its names and breadcrumb; every other unit's are empty.
+        Worked out from the file's :func:`unit_labels`: a word is a form of a keyword only
+        under the keyword's first four letters (:meth:`forms`), and a name matches as
+        :func:`_matches` compares (exactly, or in any case when it is lowercase)."""
+        q = self.shape
+        labels = unit_labels(shape)
+        held: dict[int, set[str]] = {}
+        if q.keywords and not q.lookup:
+            for prefix in self._prefixes:
+                for word, units in labels.prefixes.get(prefix, {}).items():
+                    for kw in self.forms(word):
+                        for n in units:
+                            found = held.get(n)
+                            if found is None:
+                                held[n] = {kw}
+                            else:
+                                found.add(kw)
+        named: dict[int, set[str]] = {}
+        for name in q.names:
+            for n in labels.names.get(name, ()):
+                named.setdefault(n, set()).add(name)
+            if name.islower():
+                for n in labels.lowered.get(name, ()):
+                    named.setdefault(n, set()).add(name)
+        return {n: (named.get(n, set()), sorted(held[n]) if n in held else []) for n in {*held, *named}}
 
     def diversity_signal(self, n: int, top: bool = False) -> AppliedSignal:
         """The ``diversity`` step of a file's ``n``-th further hit (``top``: of the first file)."""
