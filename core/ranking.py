@@ -47,6 +47,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
 from typing import NamedTuple
 
 from .tokenize import code_tokens, split_identifier
@@ -235,6 +236,7 @@ def hit_words(symbols: tuple[str, ...], crumbs: tuple[str, ...]) -> frozenset[st
 
 
 _NONE: frozenset[str] = frozenset()
+_FACTOR = attrgetter("factor")
 
 
 @lru_cache(maxsize=1 << 14)
@@ -540,20 +542,25 @@ class Stage:
         """Indexes best first with their final scores (the factors of the signals :meth:`score`
         gave each hit in ``applied``, ``depth`` and ``name-length``; the priors; then
         diversity), and how many better hits of the same file each has above it."""
-        adjusted = [
-            (scores[i] * self.priors(path)[0] * (math.prod(s.factor for s in applied[i]) if applied else 1.0), i)
-            for i, path in enumerate(paths)
-        ]
-        adjusted.sort(key=lambda t: (-t[0], paths[t[1]], t[1]))
+        prior = self.priors
+        factor = _FACTOR
+        # Sorted as tuples (-score, path, index, score): the index is unique, so the order is
+        # by score, then path, then index.
+        adjusted = []
+        for i, path in enumerate(paths):
+            s = scores[i] * prior(path)[0] * (math.prod(map(factor, applied[i])) if applied else 1.0)
+            adjusted.append((-s, path, i, s))
+        adjusted.sort()
         seen: dict[str, int] = {}
         out = []
-        top = paths[adjusted[0][1]] if adjusted else None
-        for s, i in adjusted:
-            n = seen.get(paths[i], 0)
-            seen[paths[i]] = n + 1
-            out.append((i, s * self.decay(paths[i] == top) ** n if n else s, n))
-        out.sort(key=lambda t: (-t[1], paths[t[0]], t[0]))
-        return out
+        top = adjusted[0][1] if adjusted else None
+        for _neg, path, i, s in adjusted:
+            n = seen.get(path, 0)
+            seen[path] = n + 1
+            final = s * self.decay(path == top) ** n if n else s
+            out.append((-final, path, i, n, final))
+        out.sort()
+        return [(i, final, n) for _neg, _path, i, n, final in out]
 
     def decay(self, top: bool) -> float:
         """``diversity``'s factor per further hit of a file (of the first file: ``top``)."""
