@@ -510,6 +510,7 @@ class Stage:
             return [((), ())] * len(paths)
         n_kw = len(q.keywords)
         per_file: dict[str, tuple[tuple[float, ...], tuple[AppliedSignal, ...]]] = {}
+        made: dict = {}
         for path in dict.fromkeys(paths):
             signals: list[AppliedSignal] = []
             if with_path:
@@ -526,13 +527,20 @@ class Stage:
             boosts = tuple(s.boost for s in signals)
             for name, factor, at, (less, more), median in steps:
                 v = of_file[path][at]
-                f = factor ** max(-1, min(1, v - median))
-                if f != 1.0:
-                    if name == "depth":
+                signal = made.get((at, v), made)
+                if signal is made:  # per value: its signal (one median for all)
+                    f = factor ** max(-1, min(1, v - median))
+                    if f == 1.0:
+                        signal = None
+                    elif name == "depth":
                         reason = REASONS[name].format(n=abs(v - median), way=less if v < median else more)
+                        signal = AppliedSignal(name, reason, 0.0, f)
                     else:
                         reason = REASONS[name].format(way=less if v < median else more, n=v, m=median)
-                    signals.append(AppliedSignal(name, reason, 0.0, f))
+                        signal = AppliedSignal(name, reason, 0.0, f)
+                    made[(at, v)] = signal
+                if signal is not None:
+                    signals.append(signal)
             per_file[path] = (boosts, tuple(signals))
         return [per_file[path] for path in paths]
 
