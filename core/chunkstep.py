@@ -380,9 +380,16 @@ def _base_scores(arrays, weights, k: float, groups, params) -> np.ndarray:
     for arm, r in ranks.items():
         ranked = r > 0
         score[ranked] += weights.get(arm, 1.0) / (k + r[ranked])
-    best = np.zeros(len(starts))
-    for s, e, f in groups:
-        best = np.where(~((e < starts) | (s > ends)) & (f > best), f, best)
+    # Each unit's best fused score among the groups overlapping it (0: none): a maximum, so
+    # the float ``fused_of`` picks. Three groups or more: all at once (units x groups).
+    if len(groups) >= 3:
+        s, e, f = (np.array(column) for column in zip(*groups))
+        overlap = ~((e[None, :] < starts[:, None]) | (s[None, :] > ends[:, None]))
+        best = np.where(overlap, f[None, :], 0.0).max(axis=1, initial=0.0)
+    else:
+        best = np.zeros(len(starts))
+        for s, e, f in groups:
+            best = np.where(~((e < starts) | (s > ends)) & (f > best), f, best)
     return score + params.chunk_fused * best
 
 

@@ -319,7 +319,10 @@ def test_units_ranked_as_arrays_are_the_units_of_the_loop_ties_and_pieces_includ
             assert [(u.start, u.end, u.ranks, u.chunks, u.best_chunk) for u in got.units] == [
                 (u.start, u.end, u.ranks, u.chunks, u.best_chunk) for u in want.units
             ]
-            groups = [(s, s + rng.randint(0, 30), rng.choice((0.01, 0.02, 0.03))) for s in rng.sample(range(1, 400), 4)]
+            groups = [
+                (s, s + rng.randint(0, 30), rng.choice((0.01, 0.02, 0.03)))
+                for s in rng.sample(range(1, 400), rng.randint(1, 6))
+            ]
 
             def fused_of(start, end, groups=groups):
                 return max((f for s, e, f in groups if not (e < start or s > end)), default=0.0)
