@@ -39,6 +39,9 @@ from .types import AppliedSignal
 #: A unit (a definition's pieces, or one chunk) up to this many lines is shown whole.
 MAX_UNIT_LINES = 80
 
+#: A unit no arm ranked, in :func:`units_ranked`'s arrays (np.iinfo costs a few µs a call).
+_UNRANKED = int(np.iinfo(np.int64).max)
+
 #: A file of this many units or more is ranked as arrays by :func:`rank_units` (below it,
 #: numpy's cost per call is more than the loop's).
 ARRAYS_FROM = 40
@@ -173,7 +176,7 @@ def units_ranked(
     sorter = np.argsort(all_rows, kind="stable")
     in_order = all_rows[sorter]
     file_of = np.repeat(np.arange(len(files)), counts)
-    unranked = np.iinfo(np.int64).max
+    unranked = _UNRANKED
     arms: list[str] = []
     ranks: list[np.ndarray] = []
     best_rows: list[np.ndarray] = []
