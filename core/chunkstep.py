@@ -39,6 +39,9 @@ from .types import AppliedSignal
 #: A unit (a definition's pieces, or one chunk) up to this many lines is shown whole.
 MAX_UNIT_LINES = 80
 
+#: A unit no arm ranked, in :func:`units_ranked`'s arrays (np.iinfo costs a few µs a call).
+_UNRANKED = int(np.iinfo(np.int64).max)
+
 #: A file of this many units or more is ranked as arrays by :func:`rank_units` (below it,
 #: numpy's cost per call is more than the loop's).
 ARRAYS_FROM = 40
@@ -72,6 +75,8 @@ class FileUnits:
     #: The units' first and last lines and each arm's rank of them (0: unranked), as arrays,
     #: when :func:`units_ranked` made them: :func:`rank_units` then scores them at once.
     arrays: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None
+    #: The file's :class:`Skeleton` (kept per index view): what its units' names hold.
+    shape: Skeleton | None = None
 
 
 #: ``paths -> {path: FileUnits}``: the engine's view of every chunk of the files asked for,
@@ -86,6 +91,9 @@ class Skeleton:
 
     units: tuple[tuple[int, int, str, tuple[str, ...], tuple[tuple[int, int], ...]], ...]
     of_chunk: Mapping[tuple[int, int], int]
+    #: What is worked out of the units once per view, whatever the query (the ranking
+    #: stage's index of their names: :func:`core.ranking.unit_labels`).
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def skeleton(chunks: Iterable[tuple[int, int, tuple[int, int] | None, str, str]]) -> Skeleton:
@@ -136,7 +144,7 @@ def units_of(
             if rank < best_rank.get(i, 1 << 30):
                 best_rank[i] = rank
                 units[i].best_chunk = best[i][1]
-    return FileUnits(path, units)
+    return FileUnits(path, units, shape=shape)
 
 
 def units_ranked(
@@ -168,7 +176,7 @@ def units_ranked(
     sorter = np.argsort(all_rows, kind="stable")
     in_order = all_rows[sorter]
     file_of = np.repeat(np.arange(len(files)), counts)
-    unranked = np.iinfo(np.int64).max
+    unranked = _UNRANKED
     arms: list[str] = []
     ranks: list[np.ndarray] = []
     best_rows: list[np.ndarray] = []
@@ -212,7 +220,7 @@ def units_ranked(
             held = {arm: r[at + i] for arm, r in zip(arms, listed) if r[at + i] != unranked}
             return Unit(s, e, c, syms, held, pieces, spans[shown[at + i]] if held else None)
 
-        out[path] = FileUnits(path, _Units(n, make), arrays)  # type: ignore[arg-type]
+        out[path] = FileUnits(path, _Units(n, make), arrays, shape)  # type: ignore[arg-type]
         at += n
     return out
 
@@ -259,6 +267,7 @@ def rank_units(
     places: int | None = None,
     named: bool = True,
     groups: Sequence[tuple[int, int, float]] | None = None,
+    labelled: Mapping[int, tuple[set[str], list[str]]] | None = None,
 ) -> list[tuple[Unit, float]]:
     """The file's units, best first, each with its chunk score (its first ``places`` only,
     when given). ``fused_of(start, end)``: the best fused score of the query's groups
@@ -272,11 +281,17 @@ def rank_units(
     not reach the last place even with all of them is never looked at by name (a file of
     500 chunks has a few worth it); the scores and the order are the same as without.
     ``groups``: the file's groups ``(start, end, fused score)`` ``fused_of`` looks at; with
-    them and the file's :attr:`FileUnits.arrays`, the units are scored as arrays."""
+    them and the file's :attr:`FileUnits.arrays`, the units are scored as arrays.
+    ``labelled``: per unit (its position) whose names hold something, what ``names`` and
+    ``keywords`` give it, every other unit's being empty (:meth:`core.ranking.Stage.labelled`);
+    with it, the arrays and no ``quote``, no unit is looked at by name."""
     first = max(weights.values(), default=1.0) / (k + 1)  # an arm's first place
     weight = weights.get
     arrays = fu.arrays
     # Two arms at most: a sum of two floats is their fsum.
+    ready = arrays is not None and groups is not None and len(arrays[2]) <= 2
+    if ready and places is not None and labelled is not None and quote is None:
+        return _rank_labelled(fu, arrays, weights, k, groups, params, first, places, n_keywords, labelled)
     if (
         places is not None
         and places < len(fu.units)
@@ -341,15 +356,7 @@ def _rank_arrays(fu, arrays, weights, k, groups, params, first, places, named, n
     """:func:`rank_units` for the first ``places`` from the file's arrays: the same float
     operations, in the same order, on every unit at once (the ranks' share, then the fused
     score's, then the ceiling's additions), so the same scores and order."""
-    starts, ends, ranks = arrays
-    score = np.zeros(len(starts))
-    for arm, r in ranks.items():
-        ranked = r > 0
-        score[ranked] += weights.get(arm, 1.0) / (k + r[ranked])
-    best = np.zeros(len(starts))
-    for s, e, f in groups:
-        best = np.where(~((e < starts) | (s > ends)) & (f > best), f, best)
-    score = score + params.chunk_fused * best
+    score = _base_scores(arrays, weights, k, groups, params)
     ceiling = score
     if named:
         ceiling = ceiling + params.chunk_definition * first
@@ -393,6 +400,55 @@ def distinct_units(fu: FileUnits, *args, places: int, **kwargs) -> list[tuple[Un
         if want >= len(fu.units):
             return out
         want *= 2
+
+
+def _base_scores(arrays, weights, k: float, groups, params) -> np.ndarray:
+    """Every unit's score before what its names and a quoted passage add: its arms' ranks'
+    share, then its fused score's (the loop's float operations, in its order)."""
+    starts, ends, ranks = arrays
+    score = np.zeros(len(starts))
+    for arm, r in ranks.items():
+        ranked = r > 0
+        score[ranked] += weights.get(arm, 1.0) / (k + r[ranked])
+    # Each unit's best fused score among the groups overlapping it (0: none): a maximum, so
+    # the float ``fused_of`` picks. Three groups or more: all at once (units x groups).
+    if len(groups) >= 3:
+        s, e, f = (np.array(column) for column in zip(*groups))
+        overlap = ~((e[None, :] < starts[:, None]) | (s[None, :] > ends[:, None]))
+        best = np.where(overlap, f[None, :], 0.0).max(axis=1, initial=0.0)
+    else:
+        best = np.zeros(len(starts))
+        for s, e, f in groups:
+            best = np.where(~((e < starts) | (s > ends)) & (f > best), f, best)
+    return score + params.chunk_fused * best
+
+
+def _rank_labelled(fu, arrays, weights, k, groups, params, first, places, n_keywords, labelled):
+    """:func:`rank_units` for the first ``places`` when what each unit's names add is known
+    (``labelled``): every unit's score as arrays, the additions made as :func:`_full_score`
+    makes them to the units that have some, then the first ``places`` by score, then the
+    earlier unit, then position (the loop's order). The units placed keep their names' memo."""
+    scores = _base_scores(arrays, weights, k, groups, params).tolist()
+    for n, (defined, held) in labelled.items():
+        score = scores[n]
+        if defined:
+            score += params.chunk_definition * first
+        if held and n_keywords:
+            score += params.chunk_label * len(held) / n_keywords * first
+        scores[n] = score
+    if len(scores) < ARRAYS_FROM:  # below it, numpy's cost per call is more than the sort's
+        starts = arrays[0].tolist()
+        order = sorted(range(len(scores)), key=lambda n: (-scores[n], starts[n]))[:places]
+    else:
+        order = np.lexsort((arrays[0], -np.array(scores)))[:places].tolist()
+    units = fu.units
+    out = []
+    for n in order:
+        u = units[n]
+        if u.memo is None:
+            u.memo = labelled.get(n) or (set(), [])
+        out.append((u, scores[n]))
+    return out
 
 
 def explain(unit: Unit, n_units: int) -> AppliedSignal:

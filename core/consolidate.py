@@ -328,6 +328,7 @@ class Groups:
                     places=len(mine),
                     named=bool(stage.shape.names),
                     groups=spans,
+                    labelled=stage.labelled(fu.shape) if fu.shape is not None else None,
                 ),
                 len(fu.units),
             )

@@ -623,13 +623,14 @@ class Engine:
         if len(rows):
             allowed = np.zeros(len(view.chunks), dtype=bool)
             allowed[rows] = True
+            among = np.unique(rows)  # ascending, as the arms take them
             for name in arms:
                 try:
                     arm, _ = self._arm_on_view(name)
                 except ArmUnavailable:
                     continue
                 if hasattr(arm, "scores"):
-                    searched[name] = arm.scores(query, len(rows), allowed)
+                    searched[name] = arm.scores(query, len(rows), allowed, among)
         if all(files[p].unit is not None for p in paths):
             shapes = [(p, f.shape, f.rows, f.unit, f.starts, f.ends, f.spans) for p, f in files.items()]
             ranked = units_ranked(shapes, searched)

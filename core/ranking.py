@@ -47,6 +47,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
+from typing import NamedTuple
 
 from .tokenize import code_tokens, split_identifier
 from .types import AppliedPrior, AppliedSignal
@@ -223,7 +225,18 @@ def chunk_words(symbols: tuple[str, ...], context: str) -> frozenset[str]:
     return frozenset(words)
 
 
+@lru_cache(maxsize=1 << 16)
+def hit_words(symbols: tuple[str, ...], crumbs: tuple[str, ...]) -> frozenset[str]:
+    """The words of a hit's defined names and of each of its breadcrumbs without its path
+    (:func:`chunk_words` of the names, and of each breadcrumb)."""
+    words = chunk_words(symbols, "")
+    for crumb in crumbs:
+        words = words | chunk_words((), crumb)
+    return words
+
+
 _NONE: frozenset[str] = frozenset()
+_FACTOR = attrgetter("factor")
 
 
 @lru_cache(maxsize=1 << 14)
@@ -235,6 +248,35 @@ def _by_prefix(words: frozenset[str]) -> dict[str, tuple[str, ...]]:
     for w in words:
         out.setdefault(w[:4], []).append(w)
     return {prefix: tuple(found) for prefix, found in out.items()}
+
+
+class UnitLabels(NamedTuple):
+    """A file's units by what their names hold (:func:`unit_labels`)."""
+
+    #: The first four letters of a word of a unit's names and breadcrumb -> each such word ->
+    #: the positions of the units holding it.
+    prefixes: dict[str, dict[str, list[int]]]
+    #: Each name a unit defines (:func:`defined_names`) -> its positions; and lowercased.
+    names: dict[str, list[int]]
+    lowered: dict[str, list[int]]
+
+
+def unit_labels(shape) -> UnitLabels:
+    """The :class:`UnitLabels` of a :class:`core.chunkstep.Skeleton`'s units, made once per
+    skeleton (it is kept per index view, so this is worked out once, not per query)."""
+    found = shape.memo.get("labels")
+    if found is None:
+        prefixes: dict[str, dict[str, list[int]]] = {}
+        names: dict[str, list[int]] = {}
+        lowered: dict[str, list[int]] = {}
+        for i, (_start, _end, context, symbols, _chunks) in enumerate(shape.units):
+            for word in chunk_words(tuple(symbols), context):
+                prefixes.setdefault(word[:4], {}).setdefault(word, []).append(i)
+            for name in defined_names(symbols):
+                names.setdefault(name, []).append(i)
+                lowered.setdefault(name.lower(), []).append(i)
+        found = shape.memo["labels"] = UnitLabels(prefixes, names, lowered)
+    return found
 
 
 def defined_names(symbols: Iterable[str]) -> set[str]:
@@ -308,13 +350,6 @@ REASONS = {
     "name-length": "the file's name has {way} words than the median candidate's ({n} against {m})",
     "diversity": "the file already has {n} better hit(s) above",
 }
-
-
-def _relative(values: list[int], factor: float) -> list[tuple[float, int, int]]:
-    """Per value: ``factor ** clip(value - median, -1, 1)``, the value and the median (the
-    upper median of ``values``)."""
-    median = sorted(values)[len(values) // 2]
-    return [(factor ** max(-1, min(1, v - median)), v, median) for v in values]
 
 
 class Stage:
@@ -395,39 +430,13 @@ class Stage:
                 for signal in self.span_signals(path, spans[i] if spans is not None else None, symbols[i]):
                     scores[i] += signal.boost
                     applied[i].append(signal)
-        if q.keywords and not q.lookup and p.path:
-            n_kw = len(q.keywords)
-            in_path: dict[str, AppliedSignal | None] = {}  # per file: its signal, if its path words hold keywords
-            for i, path in enumerate(paths):
-                if path in in_path:
-                    signal = in_path[path]
-                else:
-                    found = sorted(self._held(path_words(path)))
-                    signal = in_path[path] = (
-                        AppliedSignal(
-                            "path", REASONS["path"].format(words=", ".join(found)), unit * p.path * len(found) / n_kw
-                        )
-                        if found
-                        else None
-                    )
-                if signal is not None:
-                    scores[i] += signal.boost
-                    applied[i].append(signal)
-        if q.keywords and not q.lookup and p.name_coverage:
-            in_name: dict[str, AppliedSignal | None] = {}  # per file: its signal, if the query names its words
-            for i, path in enumerate(paths):
-                if path in in_name:
-                    signal = in_name[path]
-                else:
-                    parts = name_parts(path)
-                    named = sum(1 for w in parts if self.forms(w))
-                    reason = REASONS["name-coverage"].format(n=named, m=len(parts)) if named else ""
-                    boost = unit * p.name_coverage * named / len(parts)
-                    signal = in_name[path] = AppliedSignal("name-coverage", reason, boost) if named else None
-                if signal is not None:
-                    scores[i] += signal.boost
-                    applied[i].append(signal)
-        self._shape_factors(paths, applied)
+        # path, name-coverage, depth and name-length: each file's once (a query's ~75
+        # candidates come from ~35 files), then added to (and listed on) each of its hits.
+        for i, (boosts, signals) in enumerate(self._file_signals(paths, unit)):
+            for boost in boosts:
+                scores[i] += boost
+            if signals:
+                applied[i].extend(signals)
         if p.file_evidence:
             totals: dict[str, float] = {}
             counts: dict[str, int] = {}
@@ -458,10 +467,8 @@ class Stage:
             found = by_file.get(path)
             if found is None:
                 found = by_file[path] = set(held_in(path_words(path)))
-            found |= held_in(chunk_words(tuple(symbols[i]), ""))
-            if contexts is not None:
-                for crumb in contexts[i]:
-                    found |= held_in(chunk_words((), crumb))
+            # The keywords a set of words holds are those each word holds: one set per hit.
+            found |= held_in(hit_words(tuple(symbols[i]), tuple(contexts[i]) if contexts is not None else ()))
         n = len(self.shape.keywords)
         signals: dict[str, AppliedSignal | None] = {}  # per file: its signal, if its words hold keywords
         for path, found in by_file.items():
@@ -481,33 +488,61 @@ class Stage:
                 scores[i] += signal.boost
                 applied[i].append(signal)
 
-    def _shape_factors(self, paths: list[str], applied: list[list[AppliedSignal]]) -> None:
-        """``depth`` and ``name-length``: each hit's factor, from where its file sits among the
-        candidates, recorded on it as a signal (:meth:`order` multiplies them in)."""
-        p = self.params
-        if len(paths) < 2 or (p.depth == 1.0 and p.name_length == 1.0):
-            return
-        steps = (
-            ("depth", p.depth, [path_depth(x) for x in paths], ("higher", "deeper")),
-            ("name-length", p.name_length, [len(name_parts(x)) for x in paths], ("fewer", "more")),
-        )
-        for name, factor, values, (less, more) in steps:
-            if factor == 1.0:
-                continue
-            made: dict[int, AppliedSignal | None] = {}  # per value: its signal (one median for all)
-            for i, (f, v, median) in enumerate(_relative(values, factor)):
-                if v in made:
-                    signal = made[v]
-                elif f == 1.0:
-                    signal = made[v] = None
-                else:
-                    if name == "depth":
+    def _file_signals(self, paths: list[str], unit: float) -> list[tuple[tuple[float, ...], tuple[AppliedSignal, ...]]]:
+        """Per hit of ``paths``: the boosts its file's ``path`` and ``name-coverage`` signals
+        add (in that order) and the signals, those two then ``depth`` and ``name-length`` (a
+        factor from where the file sits among the candidates, which :meth:`order` multiplies
+        in); worked out once per file."""
+        p, q = self.params, self.shape
+        keyed = bool(q.keywords) and not q.lookup
+        with_path, with_name = keyed and bool(p.path), keyed and bool(p.name_coverage)
+        steps = []
+        if len(paths) >= 2 and not (p.depth == 1.0 and p.name_length == 1.0):
+            of_file = {x: (path_depth(x), len(name_parts(x))) for x in dict.fromkeys(paths)}
+            for name, factor, at, ways in (
+                ("depth", p.depth, 0, ("higher", "deeper")),
+                ("name-length", p.name_length, 1, ("fewer", "more")),
+            ):
+                if factor != 1.0:
+                    values = sorted(of_file[x][at] for x in paths)
+                    steps.append((name, factor, at, ways, values[len(values) // 2]))  # the upper median
+        if not (with_path or with_name or steps):
+            return [((), ())] * len(paths)
+        n_kw = len(q.keywords)
+        per_file: dict[str, tuple[tuple[float, ...], tuple[AppliedSignal, ...]]] = {}
+        made: dict = {}
+        for path in dict.fromkeys(paths):
+            signals: list[AppliedSignal] = []
+            if with_path:
+                found = sorted(self._held(path_words(path)))
+                if found:
+                    reason = REASONS["path"].format(words=", ".join(found))
+                    signals.append(AppliedSignal("path", reason, unit * p.path * len(found) / n_kw))
+            if with_name:
+                parts = name_parts(path)
+                named = sum(1 for w in parts if self.forms(w))
+                if named:
+                    reason = REASONS["name-coverage"].format(n=named, m=len(parts))
+                    signals.append(AppliedSignal("name-coverage", reason, unit * p.name_coverage * named / len(parts)))
+            boosts = tuple(s.boost for s in signals)
+            for name, factor, at, (less, more), median in steps:
+                v = of_file[path][at]
+                signal = made.get((at, v), made)
+                if signal is made:  # per value: its signal (one median for all)
+                    f = factor ** max(-1, min(1, v - median))
+                    if f == 1.0:
+                        signal = None
+                    elif name == "depth":
                         reason = REASONS[name].format(n=abs(v - median), way=less if v < median else more)
+                        signal = AppliedSignal(name, reason, 0.0, f)
                     else:
                         reason = REASONS[name].format(way=less if v < median else more, n=v, m=median)
-                    signal = made[v] = AppliedSignal(name, reason, 0.0, f)
+                        signal = AppliedSignal(name, reason, 0.0, f)
+                    made[(at, v)] = signal
                 if signal is not None:
-                    applied[i].append(signal)
+                    signals.append(signal)
+            per_file[path] = (boosts, tuple(signals))
+        return [per_file[path] for path in paths]
 
     def order(
         self, paths: list[str], scores: list[float], applied: list[list[AppliedSignal]] | None = None
@@ -515,20 +550,25 @@ class Stage:
         """Indexes best first with their final scores (the factors of the signals :meth:`score`
         gave each hit in ``applied``, ``depth`` and ``name-length``; the priors; then
         diversity), and how many better hits of the same file each has above it."""
-        adjusted = [
-            (scores[i] * self.priors(path)[0] * (math.prod(s.factor for s in applied[i]) if applied else 1.0), i)
-            for i, path in enumerate(paths)
-        ]
-        adjusted.sort(key=lambda t: (-t[0], paths[t[1]], t[1]))
+        prior = self.priors
+        factor = _FACTOR
+        # Sorted as tuples (-score, path, index, score): the index is unique, so the order is
+        # by score, then path, then index.
+        adjusted = []
+        for i, path in enumerate(paths):
+            s = scores[i] * prior(path)[0] * (math.prod(map(factor, applied[i])) if applied else 1.0)
+            adjusted.append((-s, path, i, s))
+        adjusted.sort()
         seen: dict[str, int] = {}
         out = []
-        top = paths[adjusted[0][1]] if adjusted else None
-        for s, i in adjusted:
-            n = seen.get(paths[i], 0)
-            seen[paths[i]] = n + 1
-            out.append((i, s * self.decay(paths[i] == top) ** n if n else s, n))
-        out.sort(key=lambda t: (-t[1], paths[t[0]], t[0]))
-        return out
+        top = adjusted[0][1] if adjusted else None
+        for _neg, path, i, s in adjusted:
+            n = seen.get(path, 0)
+            seen[path] = n + 1
+            final = s * self.decay(path == top) ** n if n else s
+            out.append((-final, path, i, n, final))
+        out.sort()
+        return [(i, final, n) for _neg, _path, i, n, final in out]
 
     def decay(self, top: bool) -> float:
         """``diversity``'s factor per further hit of a file (of the first file: ``top``)."""
@@ -572,6 +612,35 @@ class Stage:
             return []
         found = self._held(chunk_words(tuple(symbols), context))
         return sorted(found) if found else []
+
+    def labelled(self, shape) -> dict[int, tuple[set[str], list[str]]]:
+        """Per unit of a :class:`core.chunkstep.Skeleton` (its position) whose names or
+        breadcrumb hold something: what :meth:`named` finds in its names and
+        :meth:`label_keywords` in its names and breadcrumb; every other unit's are empty.
+        Worked out from the file's :func:`unit_labels`: a word is a form of a keyword only
+        under the keyword's first four letters (:meth:`forms`), and a name matches as
+        :func:`_matches` compares (exactly, or in any case when it is lowercase)."""
+        q = self.shape
+        labels = unit_labels(shape)
+        held: dict[int, set[str]] = {}
+        if q.keywords and not q.lookup:
+            for prefix in self._prefixes:
+                for word, units in labels.prefixes.get(prefix, {}).items():
+                    for kw in self.forms(word):
+                        for n in units:
+                            found = held.get(n)
+                            if found is None:
+                                held[n] = {kw}
+                            else:
+                                found.add(kw)
+        named: dict[int, set[str]] = {}
+        for name in q.names:
+            for n in labels.names.get(name, ()):
+                named.setdefault(n, set()).add(name)
+            if name.islower():
+                for n in labels.lowered.get(name, ()):
+                    named.setdefault(n, set()).add(name)
+        return {n: (named.get(n, set()), sorted(held[n]) if n in held else []) for n in {*held, *named}}
 
     def diversity_signal(self, n: int, top: bool = False) -> AppliedSignal:
         """The ``diversity`` step of a file's ``n``-th further hit (``top``: of the first file)."""

@@ -320,7 +320,10 @@ def test_units_ranked_as_arrays_are_the_units_of_the_loop_ties_and_pieces_includ
             assert [(u.start, u.end, u.ranks, u.chunks, u.best_chunk) for u in got.units] == [
                 (u.start, u.end, u.ranks, u.chunks, u.best_chunk) for u in want.units
             ]
-            groups = [(s, s + rng.randint(0, 30), rng.choice((0.01, 0.02, 0.03))) for s in rng.sample(range(1, 400), 4)]
+            groups = [
+                (s, s + rng.randint(0, 30), rng.choice((0.01, 0.02, 0.03)))
+                for s in rng.sample(range(1, 400), rng.randint(1, 6))
+            ]
 
             def fused_of(start, end, groups=groups):
                 return max((f for s, e, f in groups if not (e < start or s > end)), default=0.0)
@@ -338,6 +341,56 @@ def test_units_ranked_as_arrays_are_the_units_of_the_loop_ties_and_pieces_includ
                 loop_ranked = rank_units(want, *args, places=places)
                 array_ranked = rank_units(got, *args, places=places, groups=groups)
                 assert [(u.start, s) for u, s in array_ranked] == [(u.start, s) for u, s in loop_ranked]
+                # What each unit's names add, given for the units that have some (the others none).
+                labelled = {
+                    n: (args[3](u.symbols), args[4](u))
+                    for n, u in enumerate(want.units)
+                    if args[3](u.symbols) or args[4](u)
+                }
+                fresh = units_ranked(files, found)[path]
+                for wanted in (places, len(want.units)):
+                    loop_ranked = rank_units(want, *args, places=wanted)
+                    given = rank_units(fresh, *args, places=wanted, groups=groups, labelled=labelled)
+                    assert [(u.start, s, u.memo) for u, s in given] == [(u.start, s, u.memo) for u, s in loop_ranked]
+
+
+def test_what_a_files_units_names_hold_is_what_the_stage_finds_in_each():
+    """Stage.labelled (worked out from a file's index of its units' names, kept per view)
+    gives each unit what Stage.named and Stage.label_keywords give it, and no other unit
+    anything: forms of a keyword, names in other cases, qualified names, lookups."""
+    import random
+
+    from ranklens.core.chunkstep import skeleton
+    from ranklens.core.priors import adjuster
+    from ranklens.core.ranking import Stage
+
+    rng = random.Random(7)
+    words = [
+        "retry", "retries", "retrying", "Retry", "RetryPolicy", "retry_after", "ret", "re", "policy",
+        "parse", "parser", "parsed", "parseArgs", "ParseError", "args", "arg", "csv", "csvs", "CSV",
+        "reader", "read", "readLines", "lock", "Lock", "locked", "thread", "threads", "Thread.lock",
+        "json", "JSONDecoder", "decode", "decoder", "decoding", "x", "Queue::push", "push",
+    ]  # fmt: skip
+    queries = [
+        "how are retries delayed by the policy", "parseArgs", "ParseError", "Thread.lock", "read a csv",
+        "where does JSONDecoder decode", "retry_after header parsing", "Queue::push", "lock", "csv",
+    ]  # fmt: skip
+    for _trial in range(30):
+        listed, line = [], 1
+        for _unit in range(rng.randint(1, 60)):
+            end = line + rng.randint(1, 30)
+            crumb = " > ".join(rng.sample(words, rng.randint(0, 3)))
+            symbol = " ".join(rng.sample(words, rng.randint(0, 2)))
+            listed.append((line, end, None, f"f.py > {crumb}" if crumb else "f.py", symbol))
+            line = end + 1
+        shape = skeleton(listed)
+        for query in queries:
+            stage = Stage(query, adjuster(query))
+            got = stage.labelled(shape)
+            for n, (_s, _e, context, symbols, _c) in enumerate(shape.units):
+                want = (stage.named(symbols), stage.label_keywords(symbols, context))
+                assert got.get(n, (set(), [])) == want, (query, symbols, context)
+                assert n not in got or want != (set(), [])
 
 
 def test_a_files_hits_never_show_the_same_lines_twice(tmp_path):

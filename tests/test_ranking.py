@@ -370,3 +370,24 @@ def test_the_symbols_arm_puts_the_exact_definition_of_a_bare_identifier_first(tm
         assert engine.search("Visitor").hits[0].path == "de/mod.rs"
     finally:
         engine.close()
+
+
+def test_a_hits_words_are_those_of_its_names_and_of_each_breadcrumb():
+    """``coverage`` asks one set of words per hit: its names' and each of its breadcrumbs'
+    (without their paths), the same words as asking each apart."""
+    import random
+
+    from ranklens.core.ranking import chunk_words, hit_words
+
+    rng = random.Random(3)
+    names = ["parse_args", "ArgumentParser", "add_argument", "Thread.lock", "x", "HTTPHeaders", "read csv"]
+    for _ in range(300):
+        symbols = tuple(rng.sample(names, rng.randint(0, 2)))
+        crumbs = tuple(
+            " > ".join([f"pkg/mod{rng.randint(0, 3)}.py", *rng.sample(names, rng.randint(0, 2))])
+            for _ in range(rng.randint(0, 3))
+        )
+        want = set(chunk_words(symbols, ""))
+        for crumb in crumbs:
+            want |= chunk_words((), crumb)
+        assert hit_words(symbols, crumbs) == want

@@ -691,3 +691,45 @@ def test_sign_bits_need_no_numkong(tmp_path: Path):
         "assert len(set(got[0].tolist()) & set(want[0].tolist())) >= 9\n"
         "print('ok')\n"
     )
+
+
+def test_a_search_among_given_rows_is_the_masked_search_bit_for_bit(tmp_path: Path, monkeypatch):
+    """``among`` (the rows of a mask, ascending) gives the rows and similarities of the masked
+    search exactly, with runs of rows converted once and kept: on segments whose rows are the
+    caller's in order, with tombstones (a mask then), with all or none of a segment, with more
+    rows than a few, and after the kept copies are dropped for their size or a modification."""
+    monkeypatch.setattr(vectors_mod, "_RUNS32_MAX_BYTES", 64 * 40 * 4)
+    monkeypatch.setattr(vectors_mod, "_FEW_ROWS", 300)
+    keys, vecs = _clustered(2000, 64, seed=11)
+    rng = np.random.default_rng(5)
+    for every in (10**9, 7):  # no tombstone (each segment a range of rows), then some
+        segmented, all_live, live_vecs = _segmented(tmp_path, keys, vecs, [0, 900, 1700, 2000], every)
+        n = len(all_live)
+        for trial in range(60):
+            allowed = np.zeros(n, dtype=bool)
+            for lo in rng.integers(0, n, rng.integers(1, 12)):  # runs of rows, as a file's chunks are
+                allowed[lo : lo + rng.integers(1, 80)] = True
+            if trial == 0:
+                allowed[900:1700] = True  # a whole segment
+            if trial == 1:
+                allowed[:] = True
+            rows = np.flatnonzero(allowed)
+            q = live_vecs[rng.integers(0, n)] + rng.normal(size=64)
+            for k in (len(rows), 5):
+                want = segmented.search(q, k, allowed)
+                for _again in range(2):  # converted, then kept
+                    got = segmented.search(q, k, allowed, rows)
+                    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    index = VectorIndex(DIM)
+    keys, vecs = _data(300, seed=4)
+    index.add(keys, vecs)
+    rows = np.arange(10, 60)
+    mask = np.zeros(300, dtype=bool)
+    mask[rows] = True
+    q = vecs[3]
+    assert all(
+        np.array_equal(a, b) for a, b in zip(index.search_rows(q, 50, among=rows), index.search_rows(q, 50, mask))
+    )
+    index.add(keys[10:11], -vecs[10:11])  # the kept copy of rows 10-59 is stale now
+    want = index.search_rows(q, 50, mask)
+    assert all(np.array_equal(a, b) for a, b in zip(index.search_rows(q, 50, among=rows), want))

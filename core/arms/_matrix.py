@@ -35,9 +35,12 @@ class MatrixArm:
         rows, scores = self.scores(query, limit, allowed)
         return self.view.chunks.hits(self.name, rows, scores)
 
-    def scores(self, query: str, limit: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def scores(
+        self, query: str, limit: int, allowed: np.ndarray | None = None, among: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The best ``limit`` chunk rows and their scores, without building hits (the chunk
-        step ranks every chunk of a file by them)."""
+        step ranks every chunk of a file by them), among ``allowed`` (``among``, its rows
+        when the caller has them, is not needed: the mask is read where a term matched)."""
         mask = self.base
         if allowed is not None:
             if self._same_rows and allowed.dtype == bool and len(allowed) == len(self.chunk_rows):

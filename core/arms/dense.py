@@ -74,8 +74,12 @@ class DenseArm:
         rows, sims = self.scores(query, limit, allowed)
         return self.view.chunks.hits(self.name, rows, sims)
 
-    def scores(self, query: str, limit: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """The nearest ``limit`` chunk rows and their cosines, without building hits. The
+    def scores(
+        self, query: str, limit: int, allowed: np.ndarray | None = None, among: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The nearest ``limit`` chunk rows and their cosines, without building hits, among
+        ``allowed`` (a mask over the chunk rows) whose rows, when given, are ``among``
+        (ascending: a segment then takes its few rows without a mask of its own). The
         query's vector is kept for the next call (the chunk step asks again, within files)."""
         last = self._last
         if last is not None and last[0] == query:
@@ -83,7 +87,7 @@ class DenseArm:
         else:
             vec = self.model.encode([query])[0]
             self._last = (query, vec)
-        rows, sims = self.vectors.search(vec, limit, allowed)
+        rows, sims = self.vectors.search(vec, limit, allowed, among)
         return np.asarray(rows, dtype=np.int64), np.asarray(sims, dtype=np.float64)
 
 

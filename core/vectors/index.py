@@ -8,6 +8,7 @@ big for the float32 copy). :mod:`core.vectors` says which runs when, with the me
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,8 @@ _STORE = np.float16
 _DENSE_FILTER = 0.35
 #: Indexes whose float32 copy would take more than this are scanned by usearch in float16.
 _F32_MAX_BYTES = 512 << 20
+#: The float32 copies of runs of rows a search among a few rows keeps (:meth:`VectorIndex._runs32`).
+_RUNS32_MAX_BYTES = 16 << 20
 #: A filter allowing at most this many rows is answered from those rows' vectors alone.
 _FEW_ROWS = 4096
 
@@ -115,6 +118,8 @@ class VectorIndex:
         self._f32: Float32Scan | None = None  # float32 copy of rows [:_n] (see _float32)
         self._f32_lock = threading.Lock()
         self._version = 0  # bumped by every modification: a copy made before one is stale
+        # (version, {(first row, end row): their float32 vectors}, bytes): see _runs32.
+        self._runs: tuple[int, OrderedDict[tuple[int, int], np.ndarray], list[int]] = (0, OrderedDict(), [0])
         # int8 candidate scan (see Int8Scan): mirrors rows [:_n] exactly, or is None. A view's is
         # read-only, searched, and dropped on the first modification (see _leave_view); the
         # next save builds a new one. A mutable index keeps its own in step, for saving.
@@ -312,9 +317,12 @@ class VectorIndex:
         order = np.lexsort((out_keys, -sims))[:k]
         return np.ascontiguousarray(out_keys[order]), np.ascontiguousarray(sims[order])
 
-    def search_rows(self, vector: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search_rows(
+        self, vector: np.ndarray, k: int, mask: np.ndarray | None = None, among: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (storage rows, cosine similarities, descending) among the rows ``mask`` allows
-        (a boolean array over the rows; None: all). Ties go to the earlier row.
+        (a boolean array over the rows; None: all), or the rows ``among`` (ascending, no row
+        twice: the rows such a mask allows, without making it). Ties go to the earlier row.
 
         Scans as :meth:`search` does: a view's int8 companion picks candidates (among the
         allowed rows only; from its sign bits' nearest when there are :attr:`SignBits.MIN_ROWS`
@@ -329,6 +337,20 @@ class VectorIndex:
         if n == 0 or k <= 0 or q16 is None:
             return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
         allowed = n
+        if among is not None and len(among) <= _FEW_ROWS and len(among) < n:
+            rows = among  # the few rows' branch below, as a mask of them would take it
+            if not len(rows):
+                return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
+            sub_rows, dist = Float32Scan(self._runs32(vecs, rows, version)).nearest(q16, k)
+            if sub_rows.size == 0:
+                return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
+            rows = rows[sub_rows]
+            sims = np.clip(1.0 - dist, -1.0, 1.0).astype(np.float32)
+            order = np.lexsort((rows, -sims))[:k]
+            return np.ascontiguousarray(rows[order]), np.ascontiguousarray(sims[order])
+        if among is not None:
+            mask = np.zeros(n, dtype=bool)
+            mask[among] = True
         if mask is not None:
             mask = np.asarray(mask, dtype=bool)
             allowed = int(np.count_nonzero(mask))
@@ -359,6 +381,34 @@ class VectorIndex:
         sims = np.clip(1.0 - dist, -1.0, 1.0).astype(np.float32)
         order = np.lexsort((rows, -sims))[:k]
         return np.ascontiguousarray(rows[order]), np.ascontiguousarray(sims[order])
+
+    def _runs32(self, vecs: np.ndarray, rows: np.ndarray, version: int) -> np.ndarray:
+        """``vecs[rows]`` in float32 (``rows`` ascending): the same values as converting them,
+        made of the float32 copies of their runs of consecutive rows, each converted once and
+        kept (up to :data:`_RUNS32_MAX_BYTES`, the oldest used dropped first). The chunk step
+        asks for the chunks of the same top files again and again (a file's chunks are a run),
+        and converting float16 is most of such a search."""
+        with self._lock:
+            if self._runs[0] != version:
+                self._runs = (version, OrderedDict(), [0])
+            _, runs, size = self._runs
+        cut = (np.flatnonzero(np.diff(rows) != 1) + 1).tolist()
+        parts = []
+        for lo, hi in zip([0, *cut], [*cut, len(rows)]):
+            key = (int(rows[lo]), int(rows[hi - 1]) + 1)
+            with self._lock:
+                found = runs.get(key)
+                if found is not None:
+                    runs.move_to_end(key)
+            if found is None:
+                found = np.asarray(vecs[key[0] : key[1]], dtype=np.float32)
+                with self._lock:
+                    runs[key] = found
+                    size[0] += found.nbytes
+                    while size[0] > _RUNS32_MAX_BYTES and len(runs) > 1:
+                        size[0] -= runs.popitem(last=False)[1].nbytes
+            parts.append(found)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def companions(self) -> tuple[Int8Scan | None, SignBits | None]:
         """A view's int8 codes and sign bits (None for what it does not have, and for bits
@@ -498,9 +548,12 @@ class SegmentedVectors:
         # usual case): its share of a mask over the caller's rows is a slice of it.
         self._range = [_as_range(r) for r in self.rows]
 
-    def search(self, vector: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, vector: np.ndarray, k: int, allowed: np.ndarray | None = None, among: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` rows nearest ``vector`` (the caller's rows, similarities, descending) among
-        ``allowed`` (a boolean mask over the caller's rows; None: all).
+        ``allowed`` (a boolean mask over the caller's rows; None: all), or among the rows
+        ``among`` (the caller's, ascending, no row twice; with ``allowed`` their mask).
 
         Unfiltered, the segments with an int8 companion share one candidate pool, as one index
         would: the ``max(128, 4k)`` best rows by int8 score across all of them, re-scored
@@ -511,19 +564,25 @@ class SegmentedVectors:
         """
         found_rows, found_sims = [], []
         pooled: set[int] = set()
-        if allowed is None and k > 0 and self.parts:
+        if allowed is None and among is None and k > 0 and self.parts:
             pooled = self._pooled(vector, k, found_rows, found_sims)
         for i, (part, seg_rows, live) in enumerate(zip(self.parts, self.rows, self._live)):
             if i in pooled:
                 continue
             mask = live
-            if allowed is not None:
-                span = self._range[i]
+            span = self._range[i]
+            if among is not None and span is not None:
+                # The segment's share of the rows: its rows lo..hi-1 are the caller's in order.
+                lo, hi = np.searchsorted(among, span)
+                rows, sims = part.search_rows(vector, k, among=among[lo:hi] - span[0])
+            elif allowed is not None:
                 if span is not None and allowed.dtype == bool:
                     mask = allowed[span[0] : span[1]]
                 else:
                     mask = (seg_rows >= 0) & allowed[np.maximum(seg_rows, 0)]
-            rows, sims = part.search_rows(vector, k, mask)
+                rows, sims = part.search_rows(vector, k, mask)
+            else:
+                rows, sims = part.search_rows(vector, k, mask)
             if rows.size:
                 found_rows.append(seg_rows[rows])
                 found_sims.append(sims)
