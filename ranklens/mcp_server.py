@@ -275,15 +275,19 @@ def _claim_pipes() -> tuple[int, int] | None:
     try:
         if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode) for fd in (0, 1)):
             return None
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
         wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
         wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
     except (OSError, ValueError):
         return None
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
+    for fd, divert in ((0, lambda: os.open(os.devnull, os.O_RDONLY)), (1, lambda: os.dup(2))):
+        try:
+            other = divert()
+        except OSError:  # no stderr: the null device
+            other = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(other, fd)
+        os.close(other)
     return wire_in, wire_out
 
 

@@ -3,6 +3,7 @@ stdin or stdout (a file) goes through the SDK's own transport. The bytes are the
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -61,3 +62,45 @@ async def test_a_request_longer_than_a_pipe_buffer_is_read_whole(sample_repo):
         doc["results"] = doc["results"] * 2000
         checked = await call(session, "check_handoff", {"handoff": doc})
         assert checked["summary"] == {"unchanged": 2000}
+
+
+def test_a_stray_print_while_serving_goes_to_stderr_not_the_wire(sample_repo, tmp_path):
+    """While serving over pipes, fd 1 is stderr (as the SDK's transport leaves it): a print or a
+    child process's output cannot corrupt the JSON-RPC stream."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(
+        "import subprocess, ranklens.core.agent as agent\n"
+        "_status = agent.AgentService.index_status\n"
+        "def index_status(self):\n"
+        "    print('STRAY-PRINT', flush=True)\n"
+        "    subprocess.run(['echo', 'STRAY-CHILD'])\n"
+        "    return _status(self)\n"
+        "agent.AgentService.index_status = index_status\n"
+    )
+    env = {
+        **os.environ,
+        "RANKLENS_DEEP": "0",
+        "PYTHONPATH": os.pathsep.join([str(shim), os.environ.get("PYTHONPATH", "")]),
+    }
+    call = '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"index_status","arguments":{}}}\n'
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ranklens", "mcp", str(sample_repo)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        proc.stdin.write(REQUESTS + call)
+        proc.stdin.flush()
+        lines = [proc.stdout.readline() for _ in range(3)]
+        proc.stdin.close()
+        assert proc.wait(120) == 0
+        stderr = proc.stderr.read()
+    finally:
+        proc.kill()
+    assert sorted(json.loads(line)["id"] for line in lines) == [1, 2, 3]
+    assert "STRAY" not in "".join(lines) and proc.stdout.read() == ""
+    assert "STRAY-PRINT" in stderr and "STRAY-CHILD" in stderr
