@@ -33,6 +33,14 @@ _EMPTY_KEYS = np.empty(0, dtype=np.int64)
 _EMPTY_SIMS = np.empty(0, dtype=np.float32)
 
 
+def _best_first(ids: np.ndarray, dist: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``k`` of ``ids`` by cosine similarity (``1 - dist``, clipped), ties to the
+    smaller id, as contiguous (ids, similarities)."""
+    sims = np.clip(1.0 - dist, -1.0, 1.0).astype(np.float32)
+    order = np.lexsort((ids, -sims))[:k]
+    return np.ascontiguousarray(ids[order]), np.ascontiguousarray(sims[order])
+
+
 def _as_keys(keys: np.ndarray) -> np.ndarray:
     arr = np.asarray(keys)
     if arr.ndim == 0:
@@ -313,9 +321,7 @@ class VectorIndex:
         if rows.size == 0:
             return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
         out_keys = keys[rows]
-        sims = np.clip(1.0 - dist, -1.0, 1.0).astype(np.float32)
-        order = np.lexsort((out_keys, -sims))[:k]
-        return np.ascontiguousarray(out_keys[order]), np.ascontiguousarray(sims[order])
+        return _best_first(out_keys, dist, k)
 
     def search_rows(
         self, vector: np.ndarray, k: int, mask: np.ndarray | None = None, among: np.ndarray | None = None
@@ -345,9 +351,7 @@ class VectorIndex:
             if sub_rows.size == 0:
                 return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
             rows = rows[sub_rows]
-            sims = np.clip(1.0 - dist, -1.0, 1.0).astype(np.float32)
-            order = np.lexsort((rows, -sims))[:k]
-            return np.ascontiguousarray(rows[order]), np.ascontiguousarray(sims[order])
+            return _best_first(rows, dist, k)
         if among is not None:
             mask = np.zeros(n, dtype=bool)
             mask[among] = True
@@ -378,9 +382,7 @@ class VectorIndex:
                 rows = rows[sub_rows]
         if rows.size == 0:
             return _EMPTY_KEYS.copy(), _EMPTY_SIMS.copy()
-        sims = np.clip(1.0 - dist, -1.0, 1.0).astype(np.float32)
-        order = np.lexsort((rows, -sims))[:k]
-        return np.ascontiguousarray(rows[order]), np.ascontiguousarray(sims[order])
+        return _best_first(rows, dist, k)
 
     def _runs32(self, vecs: np.ndarray, rows: np.ndarray, version: int) -> np.ndarray:
         """``vecs[rows]`` in float32 (``rows`` ascending): the same values as converting them,
