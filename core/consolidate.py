@@ -348,6 +348,7 @@ class Groups:
         hit.start_line, hit.end_line = start, end
         hit.docid = make_docid(path, start, end)
         hit.context = unit.context or path
+        hit.within = {arm: r for arm, r in unit.ranks.items() if weight_of.get(arm, 1.0) > 0}  # as rank_units weighs
         return hit
 
     @staticmethod

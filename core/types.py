@@ -143,6 +143,11 @@ class ConsolidatedHit:
     #: The repository the hit is in, when the index is a shared store holding several
     #: (:mod:`core.stores`); "" for a local index (``path`` is then the root's).
     repo: str = ""
+    #: Per arm, its rank of this chunk among its file's chunks, when the chunk step
+    #: (:mod:`core.chunkstep`) placed it: the arms' evidence inside the file, where
+    #: ``provenance`` is theirs over the whole index (a chunk no arm ranked there can still be
+    #: the file's best). In the JSON it is the ``chunk`` signal's reason.
+    within: dict[str, int] = field(default_factory=dict)
 
     @property
     def prior_factor(self) -> float:

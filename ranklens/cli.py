@@ -519,11 +519,19 @@ def query(
         where = f"{hit.repo}:{hit.path}" if hit.repo and getattr(engine, "multi", False) else hit.path
         click.echo(
             f"{where}:{hit.start_line}-{hit.end_line}  [score={hit.score:.4f} agree={hit.agreement}/{m} "
-            f"conf={hit.confidence}  via {','.join(hit.provenance)}]  {label}".rstrip()
+            f"conf={hit.confidence}  via {_via(hit)}]  {label}".rstrip()
             + (f"  ({applied})" if applied else "")
         )
     if not hits:
         _note("no results")
+
+
+def _via(hit) -> str:
+    """The arms that ranked a hit over the whole index; else, for a chunk the chunk step chose,
+    those that ranked it within its file."""
+    if hit.provenance or not hit.within:
+        return ",".join(hit.provenance)
+    return ",".join(sorted(hit.within, key=lambda arm: (hit.within[arm], arm))) + " (in its file)"
 
 
 #: Fields a --batch line may carry, and the option each stands for.

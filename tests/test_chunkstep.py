@@ -90,6 +90,9 @@ def test_every_chunk_of_a_top_file_competes_not_only_the_arms_candidates(queue_r
     assert (first.start_line, first.end_line) == (b_start, b_end)
     chunk = [s for s in first.signals if s.name == "chunk"]
     assert chunk and "of the file's" in chunk[0].reason
+    # No arm ranked it over the whole index; the arms that ranked it within its file say so.
+    assert first.provenance == [] and first.within and set(first.within) <= {"bm25", "dense"}
+    assert first.to_dict().keys() >= {"provenance", "signals"} and "within" not in first.to_dict()
 
 
 def test_a_files_boost_never_lifts_an_unrelated_chunk_over_the_one_that_answers(queue_repo):

@@ -268,3 +268,15 @@ def test_help_lists_why_and_the_discovery_flags():
     for command in ("index", "query", "tui", "eval", "tune", "why"):
         text = run(command, "--help").stdout
         assert "--hidden / --no-hidden" in text and "--no-ignore / --ignore" in text, command
+
+
+def test_via_of_a_chunk_ranked_only_within_its_file_says_so():
+    from ranklens.cli import _via
+    from ranklens.core.types import ConsolidatedHit
+
+    hit = ConsolidatedHit("a.py", 1, 9, "a.py:1-9", "a.py", 1.0, 1, [], 0, "low")
+    assert _via(hit) == ""
+    hit.within = {"dense": 2, "bm25": 1}
+    assert _via(hit) == "bm25,dense (in its file)"
+    hit.provenance = ["fts5"]
+    assert _via(hit) == "fts5"

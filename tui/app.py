@@ -213,7 +213,9 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         table = self.table
         table.border_title = "results"
         letters = arm_letters(self.arms)
-        table.border_subtitle = "via: " + " ".join(f"{letters[a]}={a}" for a in self.arms)
+        table.border_subtitle = (
+            "via: " + " ".join(f"{letters[a]}={a}" for a in self.arms) + ", lowercase: within its file"
+        )
         self.preview.border_title = "preview"
         self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
         self.query_input.focus()

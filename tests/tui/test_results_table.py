@@ -136,3 +136,18 @@ async def test_the_cursor_and_hover_rows_are_styled_from_the_component_classes()
         await pilot.pause()
         assert background(2) == cursor.bgcolor and background(3) != hover.bgcolor
         assert "pkg/mod2.py:1-9" in table.render_line(2).text
+
+
+async def test_via_names_in_capitals_the_arms_over_the_index_and_in_lowercase_those_within_the_file() -> None:
+    """A chunk the chunk step chose can be one no arm ranked over the whole index: ``via``
+    then shows, in lowercase, the arms that ranked it among its file's chunks."""
+    made = hits(3)
+    made[0].provenance, made[0].within = ["bm25"], {"bm25": 1, "dense": 2}
+    made[1].provenance, made[1].within = [], {"dense": 1}
+    made[2].provenance, made[2].within = [], {}
+    app = TableApp(0)
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(ResultsTable)
+        table.set_hits(made, answered=2, arms=["bm25", "dense"])
+        await pilot.pause()
+        assert [table.cell_text(row, "via") for row in range(3)] == ["Bd", "·d", "··"]

@@ -34,7 +34,8 @@ Every query runs on several retrievers ("arms") at once; their rankings are fuse
   On a public code-search benchmark, 62 % of high hits answered the question, 16 % of
   medium and 5 % of low.
 - **via**: the arms that ranked the span, at any depth: `bm25` and `fts5` match words,
-  `dense` and `deep` meaning, `symbols` definitions.
+  `dense` and `deep` meaning, `symbols` definitions. A lowercase letter: the arm ranked
+  it only among its file's chunks (the chunk step chose it within a top file).
 - **move** `↑3 / ↓1`: after you change a weight or k, the hit moved up 3 / down 1 places
   compared with the ranking shown before (`new`: it was not ranked before); the marks
   stay until the next change.

@@ -762,6 +762,7 @@ class ResultsTable(ScrollView, can_focus=True):
             hit.context,
             hit.confidence,
             tuple(hit.provenance),
+            tuple(hit.within),
             hit.agreement,
             self.answered,
             self.location_width,
@@ -778,6 +779,8 @@ class ResultsTable(ScrollView, can_focus=True):
             tag = self._letters[arm]
             if arm in hit.provenance:
                 via.append(tag, style=style)
+            elif arm in hit.within:  # ranked it only among its file's chunks (the chunk step)
+                via.append(tag.lower(), style=style)
             else:
                 via.append("·" * len(tag), style="dim")
         cells = [
