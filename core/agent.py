@@ -270,9 +270,10 @@ class AgentService:
                 "may not be indexed yet"
             )
         real = _realpath(os.path.join(self.root, rel))
-        if real == self._root_real.rstrip(os.sep) + os.sep + rel:  # no link on the way: itself
+        inside = self._root_real.rstrip(os.sep) + os.sep
+        if real == inside + rel:  # no link on the way: itself
             return rel
-        if not (real == self._root_real or real.startswith(self._root_real.rstrip(os.sep) + os.sep)):
+        if not (real == self._root_real or real.startswith(inside)):
             raise AgentError(f"{rel} resolves outside the repository through a symlink")
         target = os.path.relpath(real, self._root_real).replace(os.sep, "/")
         if target != rel and target not in snap.files:

@@ -289,17 +289,10 @@ def rank_units(
     weight = weights.get
     arrays = fu.arrays
     # Two arms at most: a sum of two floats is their fsum.
-    ready = arrays is not None and groups is not None and len(arrays[2]) <= 2
-    if ready and places is not None and labelled is not None and quote is None:
+    ready = places is not None and arrays is not None and groups is not None and len(arrays[2]) <= 2
+    if ready and labelled is not None and quote is None:
         return _rank_labelled(fu, arrays, weights, k, groups, params, first, places, n_keywords, labelled)
-    if (
-        places is not None
-        and places < len(fu.units)
-        and len(fu.units) >= ARRAYS_FROM
-        and arrays is not None
-        and groups is not None
-        and len(arrays[2]) <= 2
-    ):
+    if ready and places < len(fu.units) and len(fu.units) >= ARRAYS_FROM:
         return _rank_arrays(
             fu, arrays, weights, k, groups, params, first, places, named, n_keywords, quote, keywords, names
         )
@@ -318,19 +311,10 @@ def rank_units(
         out.sort(key=lambda t: (-t[1], t[0].start))
         return out
 
-    # The most the additions can bring, added as full() adds them (rounding is monotonic,
-    # so no unit's score exceeds its ceiling).
-    def ceiling(score: float) -> float:
-        if named:
-            score += params.chunk_definition * first
-        if n_keywords:
-            score += params.chunk_label * n_keywords / n_keywords * first
-        if quote is not None:
-            score += params.chunk_quote * first
-        return score
-
+    quoted = quote is not None
+    ceilings = [(_ceiling(score, named, n_keywords, quoted, params, first), score, n, u) for score, n, u in base]
     scored: list[tuple[float, int, int, Unit]] = []  # (-score, start, position, unit), sorted
-    for _ceil, score, n, u in sorted([(ceiling(score), score, n, u) for score, n, u in base], key=lambda t: -t[0]):
+    for _ceil, score, n, u in sorted(ceilings, key=lambda t: -t[0]):
         if len(scored) >= places and _ceil < -scored[places - 1][0]:
             break  # neither this unit nor any after it can reach the last place
         insort(scored, (-full(score, u), u.start, n, u))
@@ -342,13 +326,32 @@ def _full_score(score: float, u: Unit, names, keywords, n_keywords: int, params,
     memo = u.memo
     if memo is None:
         memo = u.memo = (names(u.symbols), keywords(u))
-    defined, held = memo
+    score = _with_names(score, *memo, n_keywords, params, first)
+    if quote is not None and quote(u.start, u.end):
+        score += params.chunk_quote * first
+    return score
+
+
+def _ceiling(score, named: bool, n_keywords: int, quoted: bool, params, first: float):
+    """The most what its names and a quoted passage can add brings ``score`` to (a float, or
+    every unit's as an array), added in :func:`_full_score`'s order (rounding is monotonic,
+    so no unit's score exceeds its ceiling)."""
+    if named:
+        score = score + params.chunk_definition * first
+    if n_keywords:
+        score = score + params.chunk_label * n_keywords / n_keywords * first
+    if quoted:
+        score = score + params.chunk_quote * first
+    return score
+
+
+def _with_names(score: float, defined, held, n_keywords: int, params, first: float) -> float:
+    """``score`` plus what a unit's names add: the named names it defines, the question's
+    keywords its names and breadcrumb hold."""
     if defined:
         score += params.chunk_definition * first
     if held and n_keywords:
         score += params.chunk_label * len(held) / n_keywords * first
-    if quote is not None and quote(u.start, u.end):
-        score += params.chunk_quote * first
     return score
 
 
@@ -357,13 +360,7 @@ def _rank_arrays(fu, arrays, weights, k, groups, params, first, places, named, n
     operations, in the same order, on every unit at once (the ranks' share, then the fused
     score's, then the ceiling's additions), so the same scores and order."""
     score = _base_scores(arrays, weights, k, groups, params)
-    ceiling = score
-    if named:
-        ceiling = ceiling + params.chunk_definition * first
-    if n_keywords:
-        ceiling = ceiling + params.chunk_label * n_keywords / n_keywords * first
-    if quote is not None:
-        ceiling = ceiling + params.chunk_quote * first
+    ceiling = _ceiling(score, named, n_keywords, quote is not None, params, first)
     order = np.argsort(-ceiling, kind="stable").tolist()
     ceilings, scores, units = ceiling.tolist(), score.tolist(), fu.units
     scored: list[tuple[float, int, int, Unit]] = []  # (-score, start, position, unit), sorted
@@ -430,12 +427,7 @@ def _rank_labelled(fu, arrays, weights, k, groups, params, first, places, n_keyw
     earlier unit, then position (the loop's order). The units placed keep their names' memo."""
     scores = _base_scores(arrays, weights, k, groups, params).tolist()
     for n, (defined, held) in labelled.items():
-        score = scores[n]
-        if defined:
-            score += params.chunk_definition * first
-        if held and n_keywords:
-            score += params.chunk_label * len(held) / n_keywords * first
-        scores[n] = score
+        scores[n] = _with_names(scores[n], defined, held, n_keywords, params, first)
     if len(scores) < ARRAYS_FROM:  # below it, numpy's cost per call is more than the sort's
         starts = arrays[0].tolist()
         order = sorted(range(len(scores)), key=lambda n: (-scores[n], starts[n]))[:places]

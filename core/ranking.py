@@ -532,12 +532,10 @@ class Stage:
                     f = factor ** max(-1, min(1, v - median))
                     if f == 1.0:
                         signal = None
-                    elif name == "depth":
-                        reason = REASONS[name].format(n=abs(v - median), way=less if v < median else more)
-                        signal = AppliedSignal(name, reason, 0.0, f)
                     else:
-                        reason = REASONS[name].format(way=less if v < median else more, n=v, m=median)
-                        signal = AppliedSignal(name, reason, 0.0, f)
+                        way = less if v < median else more
+                        n = abs(v - median) if name == "depth" else v
+                        signal = AppliedSignal(name, REASONS[name].format(n=n, way=way, m=median), 0.0, f)
                     made[(at, v)] = signal
                 if signal is not None:
                     signals.append(signal)
