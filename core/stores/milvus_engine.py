@@ -83,10 +83,7 @@ class MilvusArm:
             # (one that is down fails every arm, and the UI keeps its last answer).
             data = {NOTHING: 1.0}
         want = limit * GLOB_OVERSAMPLE if glob and not _like(glob) else limit
-        rows = self.engine.store.search(self.field, data, want + TIE_MARGIN, expr)
-        # Equal scores in the order the local index breaks them: the chunk stored first.
-        rows.sort(key=lambda r: (-float(r["distance"]), r["id"]))
-        scored = [(r["entity"], float(r["distance"])) for r in rows[:want]]
+        scored = _best_first(self.engine.store.search(self.field, data, want + TIE_MARGIN, expr), want)
         if phrases:
             scored = self._phrases_first(phrases, scored, want, expr, data)
         hits = self.engine.hits(self.name, scored, glob)
@@ -125,9 +122,8 @@ class MilvusArm:
         first.sort(key=lambda rs: (-rs[1], rs[0]["id"]))
         first = first[:limit]
         if len(ranked) >= limit:  # there may be more: the rest as deep as the local arm asks
-            more = self.engine.store.search(self.field, data, limit + len(first) + TIE_MARGIN, expr)
-            more.sort(key=lambda r: (-float(r["distance"]), r["id"]))
-            ranked = [(r["entity"], float(r["distance"])) for r in more[: limit + len(first)]]
+            deeper = limit + len(first)
+            ranked = _best_first(self.engine.store.search(self.field, data, deeper + TIE_MARGIN, expr), deeper)
         seen = {_key(row) for row, _s in first}
         rest = [(e, s) for e, s in ranked if _key(e) not in seen]
         if rest:  # every phrase hit above the rest, in its own order
@@ -174,6 +170,13 @@ class MilvusArm:
         first.sort(key=order)
         seen = {h.docid for h in first}
         return first + [h for h in ranked if h.docid not in seen]
+
+
+def _best_first(rows: list[dict], n: int) -> list[tuple[dict, float]]:
+    """The first ``n`` of a search's rows as ``(entity, score)``, equal scores in the order the
+    local index breaks them: the chunk stored first (asked ``TIE_MARGIN`` deeper for that)."""
+    rows.sort(key=lambda r: (-float(r["distance"]), r["id"]))
+    return [(r["entity"], float(r["distance"])) for r in rows[:n]]
 
 
 def _key(row: dict) -> tuple:
