@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import textwrap
 import threading
 from pathlib import Path
@@ -13,6 +14,11 @@ import pytest
 # Data, not tests: fixtures/ranklens_snapshot is a frozen copy of ranklens's own sources
 # (tests included) that the labeled set evals/ranklens.jsonl is asked of.
 collect_ignore = ["fixtures"]
+
+# Subprocesses (`python -m ranklens` in a temp dir) import this checkout, not whichever one an
+# editable install points at: a git worktree's tests test the worktree's code.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p)
 
 FILES = {
     "app/auth.py": '''
