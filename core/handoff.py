@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -151,3 +153,37 @@ def validate_handoff(document: object) -> dict:
         where = "/".join(str(part) for part in error.absolute_path) or "the document"
         raise HandoffError(f"not a ranklens handoff: {where}: {error.message}"[:300])
     return document
+
+
+#: Keys every envelope holds, looked for in a file's text before it is parsed (a cheap sniff).
+_SNIFF = ('"results"', '"retrievers"', '"query"')
+
+
+def is_handoff_text(text: str) -> bool:
+    """Whether ``text`` is a handoff document by its content (whatever the file's name): a
+    JSON object the published schema accepts. The index never holds one (:func:`core.discovery.
+    load_text`): an export left in the repository would otherwise answer the next question with
+    the last one's hits."""
+    if not text.lstrip().startswith("{") or not all(key in text for key in _SNIFF):
+        return False
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(document, dict):
+        return False
+    try:
+        validate_handoff(document)
+    except HandoffError:
+        return False
+    return True
+
+
+def default_handoff_path(root: Path | str) -> Path:
+    """Where the terminal UI's export writes by default: ``handoffs/<root's name>.json`` in the
+    user cache folder (beside the indexes, ``RANKLENS_CACHE_DIR`` moves it), outside every
+    repository, so an export is never indexed, nor left in a work tree."""
+    from .store import cache_root
+
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(os.path.realpath(root)).name or "root")[:40]
+    return cache_root() / "handoffs" / f"{name}.json"

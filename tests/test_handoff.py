@@ -39,6 +39,31 @@ def test_query_json_and_output_are_valid_handoffs(sample_repo, tmp_path):
         assert hit["sha256"] == text_sha256(text)
 
 
+def test_an_export_in_the_repository_is_never_indexed(sample_repo):
+    # An export left in the work tree, by its usual name and copied under another one.
+    export = sample_repo / "ranklens-handoff.json"
+    out = run("query", "rate limiter", "--root", str(sample_repo), "--output", str(export))
+    assert out.returncode == 0, out.stderr
+    renamed = sample_repo / "notes" / "last-search.txt"
+    renamed.parent.mkdir()
+    renamed.write_text(export.read_text(encoding="utf-8"), encoding="utf-8")
+    # A JSON file that only looks like one (same keys, not the format) is still indexed.
+    lookalike = sample_repo / "fixtures.json"
+    lookalike.write_text(json.dumps({"query": "rate limiter", "retrievers": "none", "results": "limiter"}))
+
+    index = run("index", str(sample_repo), "--json")
+    assert index.returncode == 0, index.stderr
+    skipped = {s["path"]: s["reason"] for s in json.loads(index.stdout)["skipped"]}
+    assert skipped["ranklens-handoff.json"] == skipped["notes/last-search.txt"] == "ranklens handoff"
+    assert "fixtures.json" not in skipped
+    again = run("query", "rate limiter", "--root", str(sample_repo), "--json", "--top-k", "50")
+    paths = {r["path"] for r in json.loads(again.stdout)["results"]}
+    assert "ranklens-handoff.json" not in paths and "notes/last-search.txt" not in paths
+    assert "fixtures.json" in paths
+    why = run("why", str(renamed), "--root", str(sample_repo))
+    assert why.stdout.strip() == "notes/last-search.txt: listed, but not indexed: ranklens handoff"
+
+
 def test_a_bad_document_names_the_first_problem():
     with pytest.raises(HandoffError, match=r"results/0: 'start_line' is a required property"):
         validate_handoff(

@@ -2,7 +2,9 @@
 in the user's editor.
 
 The export writes what the table shows when ``e`` is pressed (the selected hits, else all of
-them) as ``ranklens query --json`` would, with each span's hash, atomically. The editor gets
+them) as ``ranklens query --json`` would, with each span's hash, atomically; by default to
+the root's file in ranklens's cache folder (:func:`core.handoff.default_handoff_path`),
+outside the repository, and the index never reads a handoff wherever it is. The editor gets
 the terminal (the app suspends) and the index is refreshed when it hands it back: the file
 may have changed, and the query runs again if it did.
 """
@@ -18,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from textual.app import SuspendNotSupported
 
-from ranklens.core.handoff import write_json_atomic
-from ranklens.tui.screens.export import DEFAULT_PATH, ExportScreen
+from ranklens.core.handoff import default_handoff_path, write_json_atomic
+from ranklens.tui.screens.export import ExportScreen, shown_path
 
 if TYPE_CHECKING:
     from ranklens.core.types import ConsolidatedHit
@@ -62,13 +64,23 @@ class HandoffActions:
                 noun = "hit" if len(hits) == 1 else "hits"
                 self.notify(f"Exported {len(hits)} {noun} to {path}", title="Export")
 
-        self.push_screen(
-            ExportScreen(writer, count=len(hits), selected=bool(selected), default_path=DEFAULT_PATH), done
+        root = Path(self.engine.root)
+        screen = ExportScreen(
+            writer,
+            count=len(hits),
+            selected=bool(selected),
+            default_path=shown_path(default_handoff_path(root)),
+            root=root,
         )
+        self.push_screen(screen, done)
 
     def write_handoff(self, path: Path, *, data: dict) -> None:
         """Write a handoff envelope (as ``ranklens query --json``, with span hashes) atomically."""
+        path = Path(path).expanduser()
         try:
+            if path == default_handoff_path(self.engine.root):
+                # ranklens's own folder for exports (in its cache folder): made on first use.
+                path.parent.mkdir(parents=True, exist_ok=True)
             write_json_atomic(path, data)
         except OSError as error:
             # The raw error names the temporary file beside the target; say what to fix.

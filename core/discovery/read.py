@@ -8,8 +8,17 @@ import stat as stat_mod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..handoff import is_handoff_text
 from ..secrets import is_secret_name, redact
-from .results import REASON_BINARY, REASON_CREDENTIALS, REASON_PRIVATE_KEY, REASON_SECRET, REASON_TOO_LARGE, FileEntry
+from .results import (
+    REASON_BINARY,
+    REASON_CREDENTIALS,
+    REASON_HANDOFF,
+    REASON_PRIVATE_KEY,
+    REASON_SECRET,
+    REASON_TOO_LARGE,
+    FileEntry,
+)
 
 _SNIFF_BYTES = 8192
 
@@ -61,6 +70,10 @@ def load_text(root: Path | str, entry_or_path: FileEntry | str, max_bytes: int =
         text = text[1:]
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if is_handoff_text(text):
+        # ranklens's own export (under any name): indexed, it would answer the next question
+        # with the last one's hits.
+        return Loaded(None, REASON_HANDOFF)
     clean = redact(text, rel)
     if clean is text:
         return Loaded(text)
@@ -103,7 +116,8 @@ def read_text(root: Path | str, entry_or_path: FileEntry | str, max_bytes: int =
         :data:`core.secrets.MARKER` (:func:`core.secrets.redact`). Otherwise
         ``(None, reason)`` with reason ``"binary"`` (NUL byte in the first 8 KiB),
         ``"private key"`` (nothing but private-key blocks: PEM/OpenSSH/PGP/PuTTY),
-        ``"credentials only"`` (nothing but lines holding tokens), ``"secret"`` (a secret
+        ``"credentials only"`` (nothing but lines holding tokens), ``"ranklens handoff"`` (a
+        handoff document ranklens wrote, recognised by its content), ``"secret"`` (a secret
         file by name), ``"too large"``, ``"vanished"`` or ``"unreadable"``.
     """
     loaded = load_text(root, entry_or_path, max_bytes)

@@ -23,11 +23,11 @@ from textual.widgets import Input
 from ranklens.core.arms import DEFAULT_ARMS
 from ranklens.core.config import default_config
 from ranklens.core.engine import ArmResult, Engine
-from ranklens.core.handoff import span_text, validate_handoff
+from ranklens.core.handoff import default_handoff_path, span_text, validate_handoff
 from ranklens.core.indexer import STAGES, IndexSettings
 from ranklens.tui.app import HELP_KEYS, ROW_LIMIT, RanklensApp
 from ranklens.tui.messages import ArmFinished, IndexProgress
-from ranklens.tui.screens.export import ExportScreen
+from ranklens.tui.screens.export import ExportScreen, shown_path
 from ranklens.tui.screens.help import HelpScreen
 from ranklens.tui.widgets.tuning import TuningPanel
 
@@ -244,7 +244,7 @@ async def test_export_writes_the_selected_hits_with_hashes(engine, tmp_path) -> 
         screen = app.screen
         assert isinstance(screen, ExportScreen)
         path_input = screen.query_one("#export-path", Input)
-        assert path_input.value == "./ranklens-handoff.json"
+        assert path_input.value == shown_path(default_handoff_path(engine.root))
         assert screen.count == 2 and screen.selected
         path_input.value = str(target)
         await pilot.press("enter")
@@ -292,6 +292,31 @@ async def test_export_takes_every_shown_hit_when_none_is_selected(engine, tmp_pa
     assert [item["docid"] for item in data["results"]] == shown
     assert data["weights"]["bm25"] == 2.5
     assert all(len(item["sha256"]) == 64 for item in data["results"])
+
+
+async def test_the_default_export_goes_outside_the_repository_and_the_dialog_says_where(engine) -> None:
+    app = RanklensApp(engine)
+    default = default_handoff_path(engine.root)
+    assert not default.parent.exists()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "parse configuration")
+        app.table.focus()
+        await pilot.press("e")
+        await pilot.pause()
+        screen = app.screen
+        assert screen.where == f"Writes {default}: outside the repository."
+        # A path typed into the repository is said to be there, and that it stays out of the index.
+        inside = engine.root / "ranklens-handoff.json"
+        screen.query_one("#export-path", Input).value = str(inside)
+        await pilot.pause()
+        assert screen.where == f"Writes {inside}: inside the repository (ranklens never indexes its own exports)."
+        screen.query_one("#export-path", Input).value = shown_path(default)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ExportScreen)
+    validate_handoff(json.loads(default.read_text(encoding="utf-8")))  # its folder made on first use
+    assert not default.is_relative_to(engine.root)
 
 
 async def test_an_unwritable_export_path_shows_the_error(engine, tmp_path) -> None:

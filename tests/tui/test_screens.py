@@ -97,6 +97,7 @@ async def test_export_cancel_returns_none_and_writes_nothing() -> None:
         screen = app.screen
         assert isinstance(screen, ExportScreen)
         assert screen.query_one("#export-path", Input).value == "./ranklens-handoff.json"
+        assert screen.where == f"Writes {Path.cwd() / 'ranklens-handoff.json'}"
         assert "All 12 hits" in str(screen.query_one("#export-count", Static).content)
         await pilot.press("escape")
         await pilot.pause()

@@ -11,6 +11,8 @@ Update with ``pytest tests/tui/test_snapshots.py --snapshot-update`` and review 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pilot_helpers import ready, run_query
 
@@ -96,7 +98,12 @@ def test_tuning_after_a_slider_move(snap_compare, app) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_export_modal(snap_compare, app) -> None:
+def test_export_modal(snap_compare, app, monkeypatch) -> None:
+    # The default lies in the user cache folder (a temporary one here): a fixed path on screen.
+    monkeypatch.setattr(
+        "ranklens.tui.handoff.default_handoff_path", lambda root: Path("/home/user/.cache/ranklens/handoffs/repo.json")
+    )
+
     async def run_before(pilot) -> None:
         await settle(pilot)
         await pilot.press("space", "down", "space", "e")

@@ -8,6 +8,7 @@ Styles live in ``tui/app.tcss`` (``#export-*`` ids).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
@@ -19,7 +20,32 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+#: The fallback default when no root is given (the app passes the root's own,
+#: :func:`core.handoff.default_handoff_path`: outside the repository).
 DEFAULT_PATH = "./ranklens-handoff.json"
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as the input shows it: under the home folder as ``~/…`` (the export expands it)."""
+    try:
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def describe_target(raw: str, root: Path | None) -> str:
+    """The line saying where the typed path writes: the absolute path (a relative one is taken
+    from the working folder), and whether that is inside the repository."""
+    if not raw.strip():
+        return ""
+    target = Path(os.path.abspath(Path(raw.strip()).expanduser()))
+    where = f"Writes {target}"
+    if root is None:
+        return where
+    real = Path(os.path.realpath(root))
+    if Path(os.path.realpath(target)).is_relative_to(real):
+        return f"{where}: inside the repository (ranklens never indexes its own exports)."
+    return f"{where}: outside the repository."
 
 
 def describe_count(count: int, selected: bool) -> str:
@@ -47,6 +73,8 @@ class ExportScreen(ModalScreen[Path | None]):
         Whether those hits are a selection (otherwise: all results).
     default_path:
         Initial content of the path input.
+    root:
+        The repository's folder: the line under the input says whether the path lies in it.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -60,6 +88,7 @@ class ExportScreen(ModalScreen[Path | None]):
         count: int,
         selected: bool = False,
         default_path: str = DEFAULT_PATH,
+        root: Path | None = None,
         name: str | None = None,
         id: str | None = None,  # noqa: A002
         classes: str | None = None,
@@ -69,6 +98,7 @@ class ExportScreen(ModalScreen[Path | None]):
         self.count = count
         self.selected = selected
         self.default_path = default_path
+        self.root = root
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export-outer") as outer:
@@ -82,6 +112,7 @@ class ExportScreen(ModalScreen[Path | None]):
                 # is the common edit, and backspace should not wipe the whole path.
                 select_on_focus=False,
             )
+            yield Static(describe_target(self.default_path, self.root), id="export-where", markup=False)
             yield Static("", id="export-error", markup=False)
             with Horizontal(id="export-buttons"):
                 yield Button("Cancel", id="export-cancel")
@@ -90,6 +121,11 @@ class ExportScreen(ModalScreen[Path | None]):
     def on_mount(self) -> None:
         self.query_one("#export-error", Static).display = False
         self.query_one("#export-path", Input).focus()
+
+    @property
+    def where(self) -> str:
+        """The line saying where the file goes."""
+        return str(self.query_one("#export-where", Static).content)
 
     @property
     def error(self) -> str:
@@ -112,6 +148,7 @@ class ExportScreen(ModalScreen[Path | None]):
         # The old error is about the old path.
         event.stop()
         self._show_error("")
+        self.query_one("#export-where", Static).update(describe_target(event.value, self.root))
 
     @on(Button.Pressed, "#export-ok")
     def _export_pressed(self, event: Button.Pressed) -> None:
