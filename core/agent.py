@@ -39,6 +39,10 @@ PROBE_EVERY_S = 1.0
 PROBE_SHARE = 0.05
 #: How long a call waits for an index update before answering from the last generation.
 REFRESH_WAIT_S = 2.0
+#: ``check_handoff``'s span statuses, in the order ``summary`` counts them.
+SPAN_STATUSES = ("unchanged", "changed", "gone", "refused", "unknown", "not_ready")
+#: Why a span is ``not_ready``.
+NOT_READY = "the index is still being built (index_status says when it is done): check again shortly"
 DEFAULT_TEXT_BUDGET = 12_000
 MAX_TEXT_BUDGET = 200_000
 DEFAULT_SPAN_CHARS = 40_000
@@ -81,14 +85,17 @@ class _Job:
         self.stages[p.stage] = (p.done, p.total)
 
     def fraction(self) -> tuple[float, float, str]:
-        """``(progress, total, message)`` for a progress notification: each stage counts one,
-        and a stage's share only grows (the embedder reports while chunking still does)."""
+        """``(progress, total, message)`` for a progress notification: each stage but deep
+        counts one (deep embeds a few chunks at most here), and a stage's share only grows (the
+        embedder reports while chunking still does). The last unit is the update's end
+        (:meth:`AgentService.final_progress`): progress reaches the total only when it is done."""
         from .indexer import STAGES
 
-        done = sum(min(d / t, 1.0) if t else 0.0 for d, t in self.stages.values())
+        counted = [s for s in STAGES if s != "deep"]
+        done = sum(min(d / t, 1.0) if t else 0.0 for s, (d, t) in self.stages.items() if s in counted)
         current = next((s for s in reversed(STAGES) if s in self.stages), "discover")
         d, t = self.stages.get(current, (0, 0))
-        return done, float(len(STAGES) - 1), f"indexing: {current} {d}/{t}"  # deep is not run here
+        return done, float(len(counted) + 1), f"indexing: {current} {d}/{t}"
 
 
 class AgentService:
@@ -223,6 +230,19 @@ class AgentService:
         # edited in place, counts too; nothing inside an ignored folder does).
         return not self.engine.check().unchanged
 
+    def final_progress(self, job: _Job, last: float) -> tuple[float, float, str]:
+        """The last progress notification of a call that waited on ``job`` (``last``: the
+        progress it sent last): done (progress = total), failed, or going on in the background
+        while the call is answered from the last generation."""
+        done, total, _message = job.fraction()
+        if job.done.is_set() and job.error is None:
+            gen = self.engine.view.generation if self.engine.ready else 0
+            return total, total, f"indexing: done (generation {gen})"
+        if job.done.is_set():
+            return max(done, last), total, f"indexing: failed ({job.error})"
+        gen = self.engine.view.generation if self.engine.ready else 0
+        return max(done, last), total, f"indexing: continues in the background; answering from generation {gen}"
+
     def freshness_notes(self, job: _Job | None) -> list[str]:
         """What the agent should know about how current this answer is (after waiting)."""
         if self.shared and not self.engine.ready:
@@ -330,13 +350,19 @@ class AgentService:
         max_chars: int = DEFAULT_TEXT_BUDGET,
     ) -> dict:
         """The handoff envelope of a query, each hit with its text until ``max_chars`` is spent."""
+        from .arms import REGISTRY
+        from .fusion import check_weight
         from .service import NoAnswer, RequestError, answer_query, check_request, deep_ready
 
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 0 <= max_chars <= MAX_TEXT_BUDGET:
             raise AgentError(f"max_chars must be from 0 to {MAX_TEXT_BUDGET}, got {max_chars!r}")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_SEARCH_TOP_K:
             raise AgentError(f"top_k must be from 1 to {MAX_SEARCH_TOP_K}, got {top_k!r}")
-        if retrievers is not None and (not isinstance(retrievers, list) or not retrievers):
+        if retrievers is not None and (
+            not isinstance(retrievers, list)
+            or not retrievers
+            or not all(isinstance(r, str) and r.strip() and "," not in r for r in retrievers)
+        ):
             raise AgentError('retrievers must be a non-empty list of names, e.g. ["bm25", "dense"]')
         weights_text = None
         if weights is not None:
@@ -344,6 +370,14 @@ class AgentService:
                 isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights.values()
             ):
                 raise AgentError('weights must map retriever names to numbers, e.g. {"dense": 1.5}')
+            # Checked here, so the message names this tool's argument (the CLI's says --weights).
+            for arm, w in weights.items():
+                if arm not in REGISTRY:
+                    raise AgentError(f"weights names an unknown retriever {arm!r} (choose from {', '.join(REGISTRY)})")
+                try:
+                    check_weight(arm, float(w))
+                except ValueError as exc:
+                    raise AgentError(f"bad weight in weights: {exc}") from None
             weights_text = ",".join(f"{arm}:{w!r}" for arm, w in weights.items())
         try:
             request = check_request(
@@ -446,7 +480,8 @@ class AgentService:
 
     def check_handoff(self, document: object) -> dict:
         """For each span of a handoff: unchanged, changed (and where its text is now, if it
-        moved), gone (the file is), or refused (a path this server does not serve)."""
+        moved), gone (the file is), refused (a path this server does not serve), unknown (no
+        sha256 recorded) or not_ready (the index is still being built: ask again shortly)."""
         try:
             doc = validate_handoff(document)
         except HandoffError as exc:
@@ -458,14 +493,15 @@ class AgentService:
         spans = []
         for item in doc["results"]:
             spans.append(self._check_span(item, texts))
-        counts = {
-            s: sum(1 for x in spans if x["status"] == s) for s in ("unchanged", "changed", "gone", "refused", "unknown")
-        }
+        counts = {s: sum(1 for x in spans if x["status"] == s) for s in SPAN_STATUSES}
         return {"spans": spans, "summary": {k: v for k, v in counts.items() if v}, "notes": notes}
 
     def _check_span(self, item: dict, texts: dict) -> dict:
         path, start, end, then = item["path"], item["start_line"], item["end_line"], item.get("sha256")
         out = {"path": path, "start_line": start, "end_line": end, "sha256": then}
+        if self._snapshot is None:
+            # Which files are served is known once the index has listed them: not yet.
+            return {**out, "status": "not_ready", "reason": NOT_READY}
         if path not in texts:
             try:
                 texts[path] = self._read(self.resolve(path))

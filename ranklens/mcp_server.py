@@ -18,10 +18,10 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from . import __version__
 from .core.agent import (
@@ -46,6 +46,80 @@ INSTRUCTIONS = (
 )
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def _expected(prop: dict | None) -> str | None:
+    """What an argument's JSON Schema accepts, in words ("an integer from 1 to 100"); None when
+    it says nothing simple."""
+    if not prop:
+        return None
+    choices = [p for p in prop.get("anyOf", [prop]) if p.get("type") != "null"]
+    if len(choices) != 1:
+        return None
+    kind = choices[0]
+    low, high = kind.get("minimum"), kind.get("maximum")
+    words = {
+        "integer": "an integer",
+        "number": "a number",
+        "string": "a string",
+        "boolean": "true or false",
+        "object": "a JSON object",
+    }.get(kind.get("type"))
+    if kind.get("type") == "array":
+        items = kind.get("items", {}).get("type")
+        words = f"a list of {items}s" if items in ("string", "integer", "number") else "a list"
+    if kind.get("type") == "object" and kind.get("additionalProperties", {}) == {"type": "number"}:
+        words = 'an object of numbers, e.g. {"dense": 1.5}'
+    if words is None:
+        return None
+    if low is not None and high is not None:
+        return f"{words} from {low:g} to {high:g}"
+    if low is not None:
+        return f"{words} >= {low:g}"
+    return words
+
+
+def _shown(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def argument_errors(error: ValidationError, schema: dict) -> str:
+    """The arguments a tool refused, on one line and by their MCP names ("top_k must be an
+    integer from 1 to 100, got 0; query is required"), instead of pydantic's multi-line text
+    with a documentation link."""
+    properties = schema.get("properties", {})
+    parts = []
+    for err in error.errors(include_url=False):
+        loc = [str(part) for part in err.get("loc", ())]
+        name = ".".join(loc) or "the arguments"
+        if err.get("type") == "missing":
+            parts.append(f"{name} is required")
+            continue
+        expected = _expected(properties.get(loc[0])) if len(loc) == 1 else None
+        if expected is None:
+            message = str(err.get("msg", "is not valid"))
+            expected = message.removeprefix("Input should be ").removeprefix("input should be ")
+            if expected == message:
+                parts.append(f"{name}: {message}, got {_shown(err.get('input'))}")
+                continue
+        parts.append(f"{name} must be {expected}, got {_shown(err.get('input'))}")
+    return "; ".join(dict.fromkeys(parts))
+
+
+class _Server(MCPServer):
+    """The SDK's server, with argument errors said on one line (:func:`argument_errors`)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            tool = self._tool_manager.get_tool(name)
+            schema = tool.parameters if tool is not None else {}
+            raise ToolError(f"Error executing tool {name}: {argument_errors(cause, schema)}") from cause
 
 
 def _result(data: dict) -> CallToolResult:
@@ -87,6 +161,10 @@ async def _call(service: AgentService, ctx: Context | None, fn, *args, **kwargs)
                 if wait <= 0:
                     break
                 await anyio.to_thread.run_sync(job.done.wait, wait)
+            if ctx is not None and sent is not None:
+                # The last notification says how the wait ended: the update is done (progress
+                # reaches the total), or it goes on in the background while this call answers.
+                await ctx.report_progress(*service.final_progress(job, sent[0]))
             notes = service.freshness_notes(job)
             data = await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
     except AgentError as exc:
@@ -98,7 +176,7 @@ async def _call(service: AgentService, ctx: Context | None, fn, *args, **kwargs)
 
 def build_server(service: AgentService) -> MCPServer:
     """The MCP server of one :class:`AgentService` (its four tools)."""
-    server = MCPServer("ranklens", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server = _Server("ranklens", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def search(
@@ -212,7 +290,8 @@ def build_server(service: AgentService) -> MCPServer:
         Returns `spans`, one per result in order, each with `status`: `unchanged`; `changed`
         (with `moved_to` {start_line, end_line} when the same text is now elsewhere in the
         file, else null); `gone` (the file no longer exists); `refused` (a path this server
-        does not serve); `unknown` (the handoff has no sha256 for it). Plus `summary` counts.
+        does not serve); `unknown` (the handoff has no sha256 for it); `not_ready` (the index
+        is still being built: call again shortly). Plus `summary` counts.
         """
         return await _call(service, ctx, service.check_handoff, handoff)
 

@@ -21,20 +21,33 @@ TOOLS = {"search", "read_span", "check_handoff", "index_status"}
 
 
 @contextlib.asynccontextmanager
-async def server(root: Path, probe_every_s: float | None = None):
+async def server(root: Path, probe_every_s: float | None = None, gate: Path | None = None):
     """An initialized client session with ``ranklens mcp ROOT`` (its own index cache, deep off).
 
     ``probe_every_s`` replaces the server's once-a-second limit on looking for changes (a
     sitecustomize in the child sets :data:`ranklens.core.agent.PROBE_EVERY_S`), so a test need not wait
-    it out; the limit itself is tested in-process with a fake clock.
+    it out; the limit itself is tested in-process with a fake clock. ``gate``: every index
+    update of the server waits until this file exists (an update still running when a call
+    comes).
     """
     env = dict(os.environ)
+    lines = []
     if probe_every_s is not None:
+        lines.append(f"ranklens.core.agent.PROBE_EVERY_S = {probe_every_s!r}")
+    if gate is not None:
+        lines += [
+            "import os, time",
+            "_update = ranklens.core.agent.AgentService._update",
+            "def _gated(self, job):",
+            f"    while not os.path.exists({str(gate)!r}):",
+            "        time.sleep(0.05)",
+            "    _update(self, job)",
+            "ranklens.core.agent.AgentService._update = _gated",
+        ]
+    if lines:
         shim = root.parent / "mcp-shim"
         shim.mkdir(exist_ok=True)
-        (shim / "sitecustomize.py").write_text(
-            f"import ranklens.core.agent\nranklens.core.agent.PROBE_EVERY_S = {probe_every_s!r}\n"
-        )
+        (shim / "sitecustomize.py").write_text("\n".join(["import ranklens.core.agent", *lines, ""]))
         env["PYTHONPATH"] = os.pathsep.join([str(shim), env.get("PYTHONPATH", "")])
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "ranklens", "mcp", str(root)], env=env, cwd=str(root)
@@ -79,6 +92,10 @@ async def test_tools_are_listed_with_schemas_and_the_first_search_builds_the_ind
         data = await call(session, "search", {"query": "hash_password", "top_k": 3}, progress_callback=on_progress)
         assert progress and all(m.startswith("indexing: ") for _, _, m in progress)
         assert [p[0] for p in progress] == sorted(p[0] for p in progress)  # never goes back
+        # The last notification says the build is done: progress reaches the total there only.
+        done, total, message = progress[-1]
+        assert done == total and message == "indexing: done (generation 1)"
+        assert all(p[0] < p[1] for p in progress[:-1])
         validate_handoff(data)
         top = data["results"][0]
         assert top["path"] == "app/auth.py" and "def hash_password" in top["text"]
@@ -141,6 +158,34 @@ async def test_check_handoff_reports_changed_moved_and_gone_spans(sample_repo):
         assert "not a ranklens handoff" in text
 
 
+async def test_check_handoff_before_the_index_is_ready_says_not_ready(sample_repo, tmp_path):
+    from cli_helpers import run
+
+    # A handoff of the repository and an index on disk; the server's first update of it is held.
+    out = run("query", "LRUCache get put", "--root", str(sample_repo), "--json", "--top-k", "3")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    gate = tmp_path / "release-the-update"
+    async with server(sample_repo, gate=gate) as session:
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append((done, total, message))
+
+        checked = await call(session, "check_handoff", {"handoff": doc}, progress_callback=on_progress)
+        assert [s["status"] for s in checked["spans"]] == ["not_ready"] * len(doc["results"])
+        assert checked["summary"] == {"not_ready": len(doc["results"])}
+        assert "still being built" in checked["spans"][0]["reason"]
+        # The call's last notification: the update goes on while this call answers.
+        assert progress[-1][2] == "indexing: continues in the background; answering from generation 1"
+        gate.touch()
+        deadline = time.monotonic() + 60
+        while (await call(session, "index_status", {}))["updating"] and time.monotonic() < deadline:
+            await anyio.sleep(0.1)
+        checked = await call(session, "check_handoff", {"handoff": doc})
+        assert checked["summary"] == {"unchanged": len(doc["results"])}
+
+
 async def test_paths_outside_the_root_ignored_and_secret_files_are_refused(sample_repo, tmp_path):
     outside = tmp_path / "outside.py"
     outside.write_text("def secret_outside(): pass\n")
@@ -170,17 +215,32 @@ async def test_paths_outside_the_root_ignored_and_secret_files_are_refused(sampl
 async def test_a_malformed_call_gets_an_error_and_the_next_call_succeeds(sample_repo):
     async with server(sample_repo) as session:
         for tool, arguments, message in [
-            ("search", {"top_k": 3}, "query"),
-            ("search", {"query": "cache", "top_k": "many"}, "top_k"),
+            ("search", {"top_k": 3}, "search: query is required"),
+            ("search", {"query": "cache", "top_k": "many"}, 'top_k must be an integer from 1 to 100, got "many"'),
+            ("search", {"query": "cache", "top_k": 0}, "top_k must be an integer from 1 to 100, got 0"),
+            ("search", {"query": "cache", "top_k": "abc", "max_chars": -1}, "top_k must be an integer"),
             ("search", {"query": "   "}, "the query is empty"),
             ("search", {"query": "cache", "retrievers": ["nope"]}, "unknown retriever 'nope'"),
-            ("search", {"query": "cache", "weights": {"bm25": -1}}, "bad weight"),
+            ("search", {"query": "cache", "weights": {"bm25": -1}}, "bad weight in weights"),
+            ("search", {"query": "cache", "weights": {"vibes": 1}}, "weights names an unknown retriever 'vibes'"),
+            ("search", {"query": "cache", "weights": {"bm25": "a"}}, "weights.bm25 must be a valid number"),
+            ("search", {"query": "cache", "weights": [1]}, "weights must be"),
+            (
+                "read_span",
+                {"path": "app/cache.py", "start_line": 0, "end_line": 2},
+                "start_line must be an integer >= 1",
+            ),
+            ("read_span", {"path": "app/cache.py", "start_line": 1}, "end_line is required"),
             ("read_span", {"path": "app/cache.py", "start_line": 5, "end_line": 2}, "before start_line"),
             ("read_span", {"path": "app/cache.py", "start_line": 500, "end_line": 501}, "past its end"),
+            ("check_handoff", {"handoff": "x"}, 'handoff must be a JSON object, got "x"'),
             ("nonexistent_tool", {}, "Unknown tool"),
         ]:
             text = await refused(session, tool, arguments)
             assert message in text, text
+            # One line in MCP's own words: no pydantic report, link or command-line flag.
+            assert "\n" not in text and "pydantic" not in text and "http" not in text, text
+            assert "--" not in text and "validation error" not in text, text
         data = await call(session, "search", {"query": "LRUCache", "top_k": 2, "retrievers": ["fts5"]})
         assert data["mode"] == "fts5" and data["results"][0]["path"] == "app/cache.py"
 
