@@ -156,6 +156,10 @@ BASENAMES: dict[str, str] = {
 }
 
 
+#: Every name :func:`language_for` gives: what a language filter (``--lang``, MCP ``language``) can match.
+LANGUAGE_NAMES: tuple[str, ...] = tuple(sorted({*EXTENSIONS.values(), *BASENAMES.values(), "text"}))
+
+
 def language_for(path: str) -> str:
     """The language of a file, from its basename or extension.
 

@@ -141,6 +141,15 @@ def check_request(
         except (TypeError, ValueError) as exc:
             raise RequestError(str(exc)) from None
     ws = parse_weights(weights)
+    if language is not None:
+        from .languages import LANGUAGE_NAMES
+
+        if not isinstance(language, str):
+            raise RequestError("the language must be a name such as python")
+        if language.strip() and language.strip().lower() not in LANGUAGE_NAMES:
+            # A filter on a name no chunk can have would answer "no results" for a typo.
+            raise RequestError(f"unknown language {language!r} (known: {', '.join(LANGUAGE_NAMES)})")
+        language = language.strip().lower() or None  # "": no filter, as before
     try:
         text = check_query(text)
     except QueryError as exc:

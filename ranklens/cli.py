@@ -82,13 +82,41 @@ class UsageProblem(RequestError):
     cannot answer, :class:`RequestError`)."""
 
 
+#: Words a user may reach for, and the command that does it (beside difflib's near misses).
+COMMAND_ALIASES = {"search": "query", "find": "query", "serve": "mcp", "server": "mcp", "build": "index"}
+
+
 class _Group(click.Group):
-    """``ranklens [ROOT]`` with no subcommand opens the terminal UI."""
+    """``ranklens [ROOT]`` with no subcommand opens the terminal UI; a first word that is
+    neither a command nor an existing path is taken for a mistyped command."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            if args and not args[0].startswith("-"):
+                self._check_root(args[0])
             args = ["tui", *args]
         return super().parse_args(ctx, args)
+
+    def _check_root(self, word: str) -> None:
+        """A ROOT that does not exist and has no path separator is a command typed wrong:
+        say so, with the closest command (a folder by that name would have opened)."""
+        import difflib
+        import os
+
+        if os.path.lexists(os.path.expanduser(word)) or "/" in word or os.sep in word:
+            return
+        commands = sorted(self.commands, key=list(self.commands).index)
+        close = difflib.get_close_matches(word, commands, n=1, cutoff=0.6) or [
+            COMMAND_ALIASES[w] for w in (word.lower(),) if w in COMMAND_ALIASES
+        ]
+        listed = ", ".join(commands)
+        if close:
+            raise click.UsageError(
+                f"{word!r} is no command (nor a folder); did you mean {close[0]!r}? (commands: {listed})"
+            )
+        raise click.UsageError(
+            f"{word!r} is no command and no folder (commands: {listed}; `ranklens FOLDER` opens the terminal UI)"
+        )
 
 
 def _note(message: str) -> None:
@@ -369,7 +397,9 @@ BATCH_HELP = (
     '"no_priors" (the command\'s options are the defaults); one JSON envelope a line on stdout, in '
     'order, led by the line\'s "id" (its line number when it has none). The index is brought up to '
     "date once, first (for the command's --retriever). A line that cannot be answered gets "
-    '{"id", "error"} and the batch goes on; the exit code is 0 unless the batch could not start.'
+    '{"id", "error"} and the batch goes on; the exit code is 0 when every line was answered, 2 when '
+    "a line was malformed (not JSON, an unknown field, a bad value) or the batch could not start, "
+    "1 when no retriever could answer a line."
 )
 
 
@@ -418,7 +448,12 @@ def mcp_command(root: str, model: str | None, store: str | None, repos: str | No
 @weights_option
 @rrf_k_option
 @click.option("--path", "path_glob", metavar="GLOB", help="Only paths matching GLOB (fnmatch; * crosses /).")
-@click.option("--lang", "language", metavar="NAME", help="Only chunks in this language (python, go, markdown …).")
+@click.option(
+    "--lang",
+    "language",
+    metavar="NAME",
+    help="Only chunks in this language (python, go, markdown …; an unknown name is an error that lists them).",
+)
 @click.option("--no-priors", "no_priors", is_flag=True, help=NO_PRIORS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON envelope (with each span's sha256 and query_ms).")
 @click.option("--output", metavar="FILE", help="Also write the JSON envelope to FILE (atomically): a handoff.")
@@ -602,7 +637,7 @@ def _query_batch(
         deep_limit=None if arms == ["deep"] else QUERY_DEEP_LIMIT,
     )
     noted: set[tuple[str, str]] = set()
-    failed = total = 0
+    failed = malformed = total = 0
     for number, line in enumerate(sys.stdin, start=1):
         if not line.strip():
             continue
@@ -617,6 +652,7 @@ def _query_batch(
             data, _hits, skipped = answer_query(engine, _batch_request(line, defaults), deep=deep_ready(stats))
         except (RequestError, NoAnswer) as exc:
             failed += 1
+            malformed += isinstance(exc, RequestError)
             out = {"id": qid, "error": exc.detail() if isinstance(exc, NoAnswer) else str(exc)}
         else:
             for pair in skipped:
@@ -627,6 +663,9 @@ def _query_batch(
         click.echo(json.dumps(out, ensure_ascii=False, separators=(",", ":")))
     if failed:
         _note(f"{failed} of {total} batch lines could not be answered")
+        # Every line had its answer or its error on stdout; the exit code tells a script that
+        # not all were answers: 2 when a line was bad input, 1 when no retriever could answer.
+        raise click.exceptions.Exit(2 if malformed else 1)
 
 
 def _load_labeled(path: str):
@@ -1050,7 +1089,8 @@ def _redacted_kinds(root: Path, rel: str, lines: list[int]) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and turn every failure into a one-line message and exit code."""
     try:
-        cli.main(args=argv, prog_name="ranklens", standalone_mode=False)
+        # Without standalone mode click returns a command's click.exceptions.Exit code (--batch's).
+        code = cli.main(args=argv, prog_name="ranklens", standalone_mode=False)
     except click.exceptions.Abort:
         _note("aborted")
         return 130
@@ -1077,7 +1117,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the promise: a one-line message, never a traceback
         _note(f"internal error: {type(exc).__name__}: {exc}")
         return 1
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -156,6 +156,42 @@ def test_bad_input_is_one_line_and_exit_2(args, message, sample_repo):
     assert "Traceback" not in out.stderr
 
 
+def test_an_unknown_language_is_one_line_listing_the_known_ones(sample_repo):
+    out = run("query", "parse", "--root", str(sample_repo), "--lang", "klingon")
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("ranklens: error: unknown language 'klingon' (known: ")
+    assert all(name in line for name in ("python", "go", "markdown", "rust", "text"))
+    # Names are matched as the index stores them, whatever their case.
+    upper = run("query", "parse", "--root", str(sample_repo), "--lang", "JavaScript", "--json")
+    assert {r["path"] for r in json.loads(upper.stdout)["results"]} == {"web/router.js"}
+
+
+@pytest.mark.parametrize(
+    "word, message",
+    [
+        ("qurey", "'qurey' is no command (nor a folder); did you mean 'query'?"),
+        ("indx", "did you mean 'index'?"),
+        ("search", "did you mean 'query'?"),
+        ("frobnicate", "'frobnicate' is no command and no folder (commands: tui, index, mcp, query"),
+    ],
+)
+def test_a_mistyped_command_says_so_and_suggests_the_closest(word, message, tmp_path):
+    out = run(word, "--json", cwd=tmp_path)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    (line,) = out.stderr.strip().splitlines()
+    assert message in line and "not a directory" not in line
+
+
+def test_a_folder_named_like_a_command_still_opens_the_ui(tmp_path):
+    (tmp_path / "qurey").mkdir()
+    # `ranklens qurey` is `ranklens tui qurey` when the folder exists (--help: no UI started).
+    out = run("qurey", "--help", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "Open the terminal UI on ROOT" in out.stdout
+    assert run("qurey", "--help", cwd=tmp_path / "qurey").returncode == 2  # not there: a typo
+
+
 def test_unwritable_output_is_a_clean_error(sample_repo, tmp_path):
     out = run("query", "login", "--root", str(sample_repo), "--output", str(tmp_path / "missing" / "x.json"))
     assert out.returncode == 2 and "cannot write" in out.stderr and "Traceback" not in out.stderr

@@ -149,21 +149,37 @@ def test_a_bad_batch_line_gets_an_error_and_the_batch_goes_on(sample_repo):
             {"id": 3, "query": "x", "top_k": 0},
             {"id": 4, "query": "cache", "retriever": "nope"},
             {"id": 5, "query": "rate limiter"},
+            {"id": 6, "query": "cache", "lang": "klingon"},
         ],
         "--root",
         str(sample_repo),
     )
-    assert out.returncode == 0, out.stderr
+    # Malformed lines: exit 2, and still an error envelope each, the good line answered.
+    assert out.returncode == 2, out.stderr
     answers = [json.loads(line) for line in out.stdout.splitlines()]
-    assert [a["id"] for a in answers] == [1, 1, 2, 3, 4, 5]
+    assert [a["id"] for a in answers] == [1, 1, 2, 3, 4, 5, 6]
     assert answers[0]["error"].startswith("not JSON")
     assert answers[1]["error"] == "the query is empty"
     assert "unknown field 'topk'" in answers[2]["error"]
     assert "--top-k must be from 1" in answers[3]["error"]
     assert "unknown retriever 'nope'" in answers[4]["error"]
     assert answers[5]["results"][0]["path"] == "server/main.go"
-    assert "5 of 6 batch lines could not be answered" in out.stderr
+    assert answers[6]["error"].startswith("unknown language 'klingon' (known: ")
+    assert "6 of 7 batch lines could not be answered" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_batch_line_no_retriever_could_answer_exits_1(sample_repo):
+    out = batch(
+        [{"id": "a", "query": "cache"}, {"id": "b", "query": "cache", "retriever": "dense"}],
+        "--root",
+        str(sample_repo),
+        "--model",
+        str(sample_repo / "no-such-model"),
+    )
+    assert out.returncode == 1, out.stderr
+    first, second = (json.loads(line) for line in out.stdout.splitlines())
+    assert first["results"] and second["error"].startswith("no retriever could answer (dense: ")
 
 
 @pytest.mark.parametrize(

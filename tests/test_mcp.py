@@ -220,6 +220,7 @@ async def test_a_malformed_call_gets_an_error_and_the_next_call_succeeds(sample_
             ("search", {"query": "cache", "top_k": 0}, "top_k must be an integer from 1 to 100, got 0"),
             ("search", {"query": "cache", "top_k": "abc", "max_chars": -1}, "top_k must be an integer"),
             ("search", {"query": "   "}, "the query is empty"),
+            ("search", {"query": "cache", "language": "klingon"}, "unknown language 'klingon' (known: "),
             ("search", {"query": "cache", "retrievers": ["nope"]}, "unknown retriever 'nope'"),
             ("search", {"query": "cache", "weights": {"bm25": -1}}, "bad weight in weights"),
             ("search", {"query": "cache", "weights": {"vibes": 1}}, "weights names an unknown retriever 'vibes'"),
