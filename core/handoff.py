@@ -157,6 +157,7 @@ def validate_handoff(document: object) -> dict:
 
 #: Keys every envelope holds, looked for in a file's text before it is parsed (a cheap sniff).
 _SNIFF = ('"results"', '"retrievers"', '"query"')
+_OPENS_OBJECT = re.compile(r"\s*\{")  # matched at the start: no copy of a large file's text
 
 
 def is_handoff_text(text: str) -> bool:
@@ -164,7 +165,7 @@ def is_handoff_text(text: str) -> bool:
     JSON object the published schema accepts. The index never holds one (:func:`core.discovery.
     load_text`): an export left in the repository would otherwise answer the next question with
     the last one's hits."""
-    if not text.lstrip().startswith("{") or not all(key in text for key in _SNIFF):
+    if not _OPENS_OBJECT.match(text) or not all(key in text for key in _SNIFF):
         return False
     try:
         document = json.loads(text)
