@@ -161,3 +161,35 @@ def test_a_broken_link_or_anchor_is_reported(tmp_path: Path) -> None:
         "README.md:5: #nowhere: no heading #nowhere in README.md",
         "README.md:12: docs/ref-missing.md: no such file",
     ]
+
+
+SUMMARY_HEADINGS = ["What the figures are", "The headline figures", "Reproduce them"]
+PAGE = 6_000  # bytes: about a page of prose and one table
+
+
+@pytest.mark.parametrize("name", ["evaluation.md", "benchmarks.md"])
+def test_the_measurement_pages_open_with_a_one_page_summary(name: str) -> None:
+    text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+    level2 = [m.group(2) for _, line in prose_lines(text) if (m := HEADING.match(line)) and m.group(1) == "##"]
+    assert level2[:3] == SUMMARY_HEADINGS, f"docs/{name} should open with {SUMMARY_HEADINGS}"
+    assert any(h.startswith("Appendix") for h in level2[3:]), f"docs/{name} keeps its lab detail under an Appendix"
+    summary = text.split(f"\n## {level2[3]}\n")[0]
+    assert len(summary.encode()) <= PAGE, f"docs/{name}'s summary is {len(summary.encode())} bytes; keep it a page"
+    assert "#appendix" in summary, f"docs/{name}'s summary should point to its appendix"
+
+
+def test_the_changelog_is_for_users() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    unreleased = text.split("\n## [Unreleased]\n", 1)[1].split("\n## ", 1)[0]
+    for part in ("### Added", "### Changed", "### Fixed"):
+        assert f"\n{part}\n" in f"\n{unreleased}", f"CHANGELOG.md's [Unreleased] should have {part}"
+    entries = [e for e in re.split(r"\n(?=- )", text) if e.startswith("- ")]
+    long = [e.splitlines()[0] for e in entries if len(e.strip().splitlines()) > 8]
+    assert long == [], "a few lines a change; link the measurements instead of pasting them"
+    assert "docs/appendix/development-log.md" in text
+
+
+def test_the_readme_tables_name_no_commit() -> None:
+    rows = [line for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines() if line.startswith("|")]
+    named = [r for r in rows if re.search(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b", r)]
+    assert named == [], "name a row by what a user gets, not by a commit"
