@@ -41,10 +41,17 @@ def test_the_wheel_holds_nothing_but_ranklens(wheel):
 
 @pytest.mark.slow
 def test_an_installed_wheel_runs_the_command_the_module_and_the_ui(wheel, tmp_path, sample_repo):
-    # A fresh environment that sees this one's dependencies but not the checkout.
+    # A fresh environment that sees this one's dependencies but not the checkout. Not
+    # system_site_packages: run from inside a venv, that would show the base interpreter's
+    # packages, not this venv's. A .pth file lists this interpreter's site-packages instead (a
+    # folder a .pth adds is not scanned for .pth files of its own, so the checkout's editable
+    # finder stays out).
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    venv.EnvBuilder(system_site_packages=False, with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
+    [own] = (env_dir / "lib").glob("python3*/site-packages")
+    ours = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
+    (own / "zz_outer_site.pth").write_text("".join(f"{p}\n" for p in ours))
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     subprocess.run(
         [
