@@ -17,8 +17,8 @@ import pytest
 from ranklens.core.arms import DEFAULT_ARMS, ArmUnavailable, deep, default_arms
 from ranklens.core.arms.deep import build as deep_build, model as deep_model
 from ranklens.core.engine import Engine
-from ranklens.core.install_hint import pip_hint
 from ranklens.core.indexer import Indexer, IndexSettings
+from ranklens.core.install_hint import pip_hint
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "tests" / "fixtures" / "deep_reference.json"
