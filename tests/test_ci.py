@@ -34,10 +34,15 @@ HANGING = textwrap.dedent(
 
 
 def _ci_pytest_args() -> list[str]:
-    """The arguments `.ci/run` gives pytest (the README's test command)."""
-    line = next(ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.startswith("python3 -m pytest"))
-    assert line in (ROOT / "README.md").read_text(), "the README's test command is not CI's"
-    return line.split()[3:]
+    """The arguments `.ci/run` gives pytest: `run_tests.py`'s, the README's second command."""
+    assert "python3 run_tests.py --lint" in (ROOT / ".ci" / "run").read_text()
+    assert "python3 run_tests.py" in (ROOT / "README.md").read_text(), "the README's test command is not CI's"
+    sys.path.insert(0, str(ROOT))
+    try:
+        import run_tests
+    finally:
+        sys.path.remove(str(ROOT))
+    return list(run_tests.PYTEST_ARGS)
 
 
 @pytest.mark.slow

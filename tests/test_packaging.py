@@ -36,6 +36,9 @@ def test_the_wheel_holds_nothing_but_ranklens(wheel):
     assert "ranklens/core/engine.py" in names and "ranklens/tui/app.py" in names
     assert "ranklens/tui/app.tcss" in names and "ranklens/core/schemas/handoff.schema.json" in names
     assert any(n.startswith("ranklens/core/models/minilm-l6-static/") for n in names)
+    # The sample repository `python3 start.py` opens outside a repository, in five languages.
+    sample = {n.removeprefix("ranklens/sample_repo/") for n in names if n.startswith("ranklens/sample_repo/")}
+    assert {"app/auth.py", "web/router.js", "server/main.go", "engine/src/lib.rs", "docs/guide.md"} <= sample
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
 
 
@@ -84,6 +87,14 @@ def test_an_installed_wheel_runs_the_command_the_module_and_the_ui(wheel, tmp_pa
     assert run(str(python), "-m", "ranklens", "--version").stdout.startswith("ranklens, version")
     query = run(str(env_dir / "bin" / "ranklens"), "query", "how are passwords hashed", "--root", str(sample_repo))
     assert query.returncode == 0 and query.stdout.startswith("app/auth.py"), query.stderr
+    # The sample repository ships inside the installed package and answers the same question.
+    sample = run(str(python), "-c", "import ranklens; print(ranklens.SAMPLE_REPO)").stdout.strip()
+    assert sample.startswith(str(env_dir)), sample
+    query = run(str(env_dir / "bin" / "ranklens"), "query", "how are passwords hashed", "--root", sample)
+    assert query.returncode == 0 and query.stdout.startswith("app/auth.py"), query.stderr
+    # The extra hint installs from where this copy came from (the wheel), with its interpreter.
+    hint = run(str(python), "-c", "from ranklens.core.install_hint import pip_hint; print(pip_hint('deep'))")
+    assert hint.stdout.strip() == f"{python} -m pip install '{wheel}[deep]'", hint.stdout + hint.stderr
     ui = run(
         str(python),
         "-c",
