@@ -20,4 +20,8 @@ if not (_here / "core").is_dir() and (_here.parent / "core" / "__init__.py").is_
 
 from .core import __version__  # noqa: E402  (the path above first)
 
-__all__ = ["__version__"]
+#: A small repository in several languages, shipped as package data: what ``python3 start.py``
+#: opens when it is not run inside a repository.
+SAMPLE_REPO = _here / "sample_repo"
+
+__all__ = ["SAMPLE_REPO", "__version__"]

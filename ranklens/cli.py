@@ -323,7 +323,7 @@ def index(
     --json lists every rule with its counts under "excluded". Lines holding credentials
     are indexed as "[ranklens: credential redacted]" ("redacted" in --json).
 
-    With the deep extra installed (pip install 'ranklens[deep]') a last stage embeds the
+    With the [deep] extra installed (README, "Other installs") a last stage embeds the
     chunks for the deep arm: slow (~10 chunks/s on 2 cores), but only text it has never seen;
     RANKLENS_DEEP=0 leaves it out.
 

@@ -56,6 +56,11 @@ class Churn:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    @property
+    def running(self) -> bool:
+        """Whether the saver is still writing versions (it stops at ``limit`` or :meth:`stop`)."""
+        return self._thread.is_alive()
+
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(30)

@@ -1,6 +1,5 @@
 import os
 import textwrap
-import time
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 
@@ -905,12 +904,13 @@ def test_bad_input_never_raises_and_keeps_windows(path, text):
 
 
 @pytest.mark.parametrize("path, text", [("p.py", "(\n" * 30_000), ("b.rs", "{" * 50_000)], ids=["parens", "braces"])
-def test_wide_error_nodes_stay_fast(path, text):
+def test_wide_error_nodes_are_chunked_whole(path, text):
     # One ERROR node with tens of thousands of children made the query cursor take
-    # seconds; chunking queries wide nodes child by child.
-    start = time.perf_counter()
-    chunk_file(path, text)
-    assert time.perf_counter() - start < 2.0
+    # seconds; chunking queries wide nodes child by child (the suite's 300 s timeout catches a
+    # relapse into minutes; the speed itself is a benchmark's). Every line is still covered.
+    chunks = chunk_file(path, text)
+    n = len(text.split("\n")) - (1 if text.endswith("\n") else 0)
+    assert {i for c in chunks for i in range(c.start_line, c.end_line + 1)} == set(range(1, n + 1))
 
 
 def test_unicode_definition():

@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 import tomllib
 from pathlib import Path
 
@@ -35,10 +34,15 @@ HANGING = textwrap.dedent(
 
 
 def _ci_pytest_args() -> list[str]:
-    """The arguments `.ci/run` gives pytest (the README's test command)."""
-    line = next(ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.startswith("python3 -m pytest"))
-    assert line in (ROOT / "README.md").read_text(), "the README's test command is not CI's"
-    return line.split()[3:]
+    """The arguments `.ci/run` gives pytest: `run_tests.py`'s, the README's second command."""
+    assert "python3 run_tests.py --lint" in (ROOT / ".ci" / "run").read_text()
+    assert "python3 run_tests.py" in (ROOT / "README.md").read_text(), "the README's test command is not CI's"
+    sys.path.insert(0, str(ROOT))
+    try:
+        import run_tests
+    finally:
+        sys.path.remove(str(ROOT))
+    return list(run_tests.PYTEST_ARGS)
 
 
 @pytest.mark.slow
@@ -53,13 +57,13 @@ def test_a_hung_test_under_cis_command_fails_fast_with_every_threads_stack(tmp_p
     # The project's own settings, with both limits shortened in the same order.
     cmd = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml")]
     cmd += ["--rootdir", str(tmp_path), "-o", "timeout=6", "-o", "faulthandler_timeout=3", str(tmp_path)]
-    t0 = time.monotonic()
+    # The 240 s bound only keeps a broken setting from stalling the suite; what this checks is
+    # that the 6 s pytest-timeout ended the hang (its report names the timeout), not the clock.
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=tmp_path)
-    took = time.monotonic() - t0
     out = run.stdout + run.stderr
     assert run.returncode != 0
     assert re.search(r"1 failed, 1 passed", out), out[-2000:]
     # Every thread's stack: the test's own and its helper thread's, both in the function that waits.
     assert out.count("wait_for_a_lock_nobody_releases") >= 2, out[-3000:]
     assert "test_hangs" in out
-    assert took < 120, f"the hang took {took:.0f} s to fail"
+    assert "Timeout" in out, out[-2000:]

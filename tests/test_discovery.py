@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from unittest import mock
 
@@ -1039,9 +1038,9 @@ def test_missing_root_raises(tmp_path: Path) -> None:
         discover(tmp_path / "file.py")
 
 
-def test_discovery_of_a_large_tree_is_fast(tmp_path: Path) -> None:
-    # 3,000 files (creating 10k costs seconds on slow test filesystems); discovery itself
-    # runs at roughly 10k files per 0.1 s, so the bound is very generous.
+def test_discovery_of_a_large_tree_finds_every_file(tmp_path: Path) -> None:
+    # 3,000 files (creating 10k costs seconds on slow test filesystems). Its speed (roughly 10k
+    # files per 0.1 s) is measured in benchmarks/, not asserted here: a loaded machine is no bug.
     write(tmp_path, ".gitignore", "*.log\n")
     for d in range(30):
         sub = tmp_path / f"pkg{d}" / "mod"
@@ -1050,11 +1049,8 @@ def test_discovery_of_a_large_tree_is_fast(tmp_path: Path) -> None:
             (sub / ".gitignore").write_text("/tmp_*\n")
         for f in range(100):  # empty files: creation, not discovery, dominates otherwise
             os.close(os.open(sub / f"file{f}.py", os.O_CREAT | os.O_WRONLY, 0o644))
-    start = time.perf_counter()
     result = discover(tmp_path)
-    elapsed = time.perf_counter() - start
     assert len(result.files) == 3_000  # the .gitignore files are hidden
-    assert elapsed < 1.0, elapsed
 
 
 # --- why a tree looks empty: rules, counts, explain (issue #14, item 5) -------------

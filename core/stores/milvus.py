@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..install_hint import pip_hint
 from . import TOKEN_ENV, StoreError, StoreSpec
 from .sparse import REWEIGHT_DRIFT, SCHEMES, TermStats, doc_counts, doc_length, doc_vector, reweighed, term_index
 
@@ -65,7 +66,7 @@ def _pymilvus():
     try:
         import pymilvus
     except ImportError:
-        raise StoreError("Milvus support is not installed: pip install 'ranklens[milvus]'") from None
+        raise StoreError(f"Milvus support is not installed: {pip_hint('milvus')}") from None
     # Milvus Lite logs a traceback when its data folder is held by another process; the
     # store says so in one line instead. Its in-process gRPC server logs one for each call
     # it does not implement (AllocTimestamp, asked by pymilvus's partial upsert, which works).

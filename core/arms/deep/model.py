@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...install_hint import pip_hint
 from .. import ArmUnavailable
 
 MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "minilm-l6-onnx"
@@ -32,7 +33,7 @@ MAX_CHARS = 8192
 #: loaded machine) but costs memory (peak RSS 268 / 389 / 831 MB), and one text at a time
 #: lets a stop land within a fraction of a second. ``encode`` batches when asked to.
 BATCH = 1
-INSTALL_HINT = "not installed: pip install 'ranklens[deep]'"
+INSTALL_HINT = f"not installed: {pip_hint('deep')}"
 #: ``RANKLENS_DEEP=0`` keeps the arm out of the default fusion (and ``ranklens index``) even
 #: when it is installed; ``--retriever deep`` still uses it.
 ENV_SWITCH = "RANKLENS_DEEP"
@@ -54,7 +55,7 @@ def unavailable() -> str | None:
     except ImportError:
         return INSTALL_HINT
     if not path.is_file():
-        return f"the model file is missing ({path}); reinstall: pip install 'ranklens[deep]'"
+        return f"the model file is missing ({path}); reinstall: {pip_hint('deep')}"
     return None
 
 
