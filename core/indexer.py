@@ -26,13 +26,14 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
 from ._sqlite import sqlite3
+from .applied import fill_options as _fill, json_object as _json_object
 from .arms import REGISTRY
 from .arms.protocol import ArmBuild, Documents, Generation, SegmentMerge
 from .atomic import publish_folder
@@ -931,44 +932,6 @@ class _Clock:
 
     def __exit__(self, *exc) -> None:
         self.sink[self.stage] = self.sink.get(self.stage, 0.0) + time.perf_counter() - self.t0
-
-
-def _fill(options: DiscoveryOptions, stored: dict) -> DiscoveryOptions:
-    """``options`` with ``hidden`` and ``no_ignore`` left at None taken from ``stored``."""
-    return replace(
-        options,
-        hidden=options.hidden if options.hidden is not None else bool(stored.get("hidden")),
-        no_ignore=options.no_ignore if options.no_ignore is not None else bool(stored.get("no_ignore")),
-    )
-
-
-def effective_options(root: Path, options: DiscoveryOptions, cache_dir: Path | None = None) -> DiscoveryOptions:
-    """The discovery options an index update of ``root`` would apply: ``hidden`` and
-    ``no_ignore`` left at None as its index was last built (off when it has none)."""
-    from .store import index_dir
-
-    stored: dict = {}
-    db = index_dir(Path(root), cache_dir) / "index.sqlite"
-    if db.exists():
-        try:
-            conn = connect(db, readonly=True)
-            try:
-                row = conn.execute("SELECT value FROM meta WHERE key = 'discovery'").fetchone()
-            finally:
-                close(conn)
-            stored = _json_object(row[0] if row else None)
-        except sqlite3.DatabaseError:
-            stored = {}
-    return _fill(options, stored)
-
-
-def _json_object(text: str | None) -> dict:
-    """``text`` parsed as a JSON object; {} when it is missing or anything else."""
-    try:
-        value = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:

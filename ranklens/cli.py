@@ -10,34 +10,77 @@ import json
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from .core.arms import REGISTRY, always_fused, default_arms, optional_defaults
-from .core.discovery import DiscoveryOptions
-from .core.engine import CANDIDATE_DEPTH, DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
-from .core.evaluation import SEED
-from .core.handoff import write_json_atomic
-from .core.indexer import STAGES, Progress
-from .core.priors import RULES as PRIOR_RULES
-from .core.service import (
-    QUERY_DEEP_LIMIT,
-    NoAnswer,
-    QueryRequest,
-    RequestError,
-    answer_query,
-    check_request,
-    deep_ready,
-    fused_arms,
-    open_engine,
-    settings_for,
-)
-from .core.settings import FusionSettings
-from .core.store import IndexWriteError
-from .core.stores import StoreError
+# Only what every command needs is imported here: the engine (numpy, the arm registry, the
+# ranking stage) loads when a command runs, so `--version`, `--help` and `why` start in a
+# fraction of the time (benchmarks/bench_startup.py). Help texts that name the arms, the
+# priors or the engine's limits hold placeholders filled when they are shown (_LazyHelp).
+from .core.errors import RequestError
 
-#: What "all" fuses, for the help (the same text whatever is installed here).
-ALL_ARMS = ", ".join([*always_fused(), *(f"plus {a} when installed" for a in optional_defaults())])
+if TYPE_CHECKING:
+    from .core.engine import Engine
+    from .core.service import QueryRequest
+    from .core.settings import FusionSettings
+
+
+def _help_values() -> dict[str, str]:
+    """The placeholders of the help texts, read from the registry and the engine (loaded now)."""
+    from .core.arms import REGISTRY, always_fused, optional_defaults
+    from .core.engine import CANDIDATE_DEPTH, MAX_TOP_K
+    from .core.priors import RULES
+
+    return {
+        # What "all" fuses (the same text whatever is installed here).
+        "@ALL_ARMS@": ", ".join([*always_fused(), *(f"plus {a} when installed" for a in optional_defaults())]),
+        "@ARMS@": ", ".join(REGISTRY),
+        "@PRIOR_RULES@": ", ".join(f"{r.name} x{r.factor:g}" for r in RULES),
+        "@CANDIDATE_DEPTH@": str(CANDIDATE_DEPTH),
+        "@MAX_TOP_K@": str(MAX_TOP_K),
+    }
+
+
+def _fill(text: str | None, values: dict[str, str]) -> str | None:
+    if text and "@" in text:
+        for marker, value in values.items():
+            text = text.replace(marker, value)
+    return text
+
+
+class _LazyHelp(click.Command):
+    """A command whose help (options, epilog, shown defaults) names the arms or the engine's
+    limits: the placeholders are filled, and the defaults read (:func:`_lazy_default`), the
+    first time its help is shown."""
+
+    _filled = False
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        if not self._filled:
+            values = _help_values()
+            self.epilog = _fill(self.epilog, values)
+            for param in self.params:
+                if isinstance(param, click.Option):
+                    param.help = _fill(param.help, values)
+                    if getattr(param.default, "lazy", False):
+                        param.default = param.default()  # shown as [default: …]
+            self._filled = True
+        super().format_help(ctx, formatter)
+
+
+def _lazy_default(module: str, name: str):
+    """An option's default read from ``ranklens.<module>`` when the command runs or its help
+    is shown (click calls a callable default)."""
+
+    def default():
+        from importlib import import_module
+
+        return getattr(import_module(f"{__package__}.{module}"), name)
+
+    default.lazy = True
+    return default
+
 
 CONFIDENCE_HELP = (
     "Each hit is a span merged from every arm that ranked an overlapping span of the same "
@@ -59,7 +102,7 @@ PRIORS_HELP = (
     "with a shorter name than the median candidate (and lower a deeper or longer-named one), "
     "and the priors multiply a hit "
     "in test code, examples, a README/CHANGELOG-style file, documentation, a non-code, vendored "
-    "or generated file (" + ", ".join(f"{r.name} x{r.factor:g}" for r in PRIOR_RULES) + ") "
+    "or generated file (@PRIOR_RULES@) "
     "unless the query asks for it (test/spec, example/demo, doc/readme, config/yaml/json …); "
     "then diversity scales a file's further hits down (the first file's less, so it may show "
     "a second function). That orders the files; then, in each of "
@@ -108,6 +151,8 @@ def _run_index(
     ``deep_limit``: unless more than this many texts lack one (then say so); ``open_view``:
     open the index for querying. ``keep_serving``: when the update cannot be written (disk
     full), say so and answer from the index as it was committed, if there is one."""
+    from .core.store import IndexWriteError
+
     try:
         stats = _run_index_stages(engine, show_progress, deep, deep_limit, open_view)
     except IndexWriteError as exc:
@@ -139,6 +184,8 @@ def _run_index_stages(
         return engine.ensure_index(deep=deep, deep_limit=deep_limit, open_view=open_view)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+
+    from .core.indexer import STAGES, Progress
 
     console = Console(stderr=True)
     with Bar(
@@ -246,6 +293,8 @@ def tui(
     """Open the terminal UI on ROOT (the default command)."""
     # The composition root: the engine every front end opens, the UI-free session over it,
     # and the app that draws the session.
+    from .core.service import open_engine
+
     engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
     from ranklens.core.session import Session
     from ranklens.tui.app import RanklensApp
@@ -304,6 +353,8 @@ def index(
     re-chunked and re-embedded, and a second indexer of the same repository waits --wait
     seconds, then refuses.
     """
+    from .core.service import open_engine
+
     roots = roots or (".",)
     if name is not None and len(roots) > 1:
         raise UsageProblem("--repo names one repository: give one ROOT with it")
@@ -320,6 +371,7 @@ def index(
 
 def _index_shared(roots, first, as_json: bool, model, hidden, no_ignore, store, wait: float) -> None:
     """``index ROOT... --store URI``: each root into the shared store, one summary each."""
+    from .core.service import open_engine
     from .core.stores.milvus_engine import index_into_store
 
     names: dict[str, str] = {}
@@ -402,19 +454,17 @@ def mcp_command(root: str, model: str | None, store: str | None, repos: str | No
     serve(str(path), model, store, repos)
 
 
-@cli.command(epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP + "\n\n" + BATCH_HELP)
+@cli.command(cls=_LazyHelp, epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP + "\n\n" + BATCH_HELP)
 @click.argument("text", required=False)
 @click.option("--root", default=".", show_default=True, help="Repository to search.")
 @click.option(
     "--top-k",
     type=int,
-    default=DEFAULT_TOP_K,
+    default=_lazy_default("core.engine", "DEFAULT_TOP_K"),
     show_default=True,
-    help=f"Hits to show (1..{MAX_TOP_K}): the first N of one ranking, whatever N (each arm ranks {CANDIDATE_DEPTH}).",
+    help="Hits to show (1..@MAX_TOP_K@): the first N of one ranking, whatever N (each arm ranks @CANDIDATE_DEPTH@).",
 )
-@retriever_option(
-    f"all (fuse {ALL_ARMS}), one of: {', '.join(REGISTRY)} (its own ranking), or a comma-separated list to fuse."
-)
+@retriever_option("all (fuse @ALL_ARMS@), one of: @ARMS@ (its own ranking), or a comma-separated list to fuse.")
 @weights_option
 @rrf_k_option
 @click.option("--path", "path_glob", metavar="GLOB", help="Only paths matching GLOB (fnmatch; * crosses /).")
@@ -457,6 +507,8 @@ def query(
     larger (first) build is left to `ranklens index` and deep sits that query out, unless
     --retriever deep asks for it. --batch answers many queries in one process.
     """
+    from .core.service import QUERY_DEEP_LIMIT, NoAnswer, answer_query, check_request, deep_ready, open_engine
+
     options = dict(
         top_k=top_k,
         retriever=retriever,
@@ -502,6 +554,8 @@ def query(
     for name, reason in skipped:
         _note(f"{name} skipped: {reason}")
     if output:
+        from .core.handoff import write_json_atomic
+
         try:
             write_json_atomic(output, data)
         except OSError as exc:
@@ -550,6 +604,8 @@ BATCH_FIELDS = {
 
 def _batch_request(line: str, defaults: dict) -> QueryRequest:
     """One --batch line as a checked request (UsageProblem saying what is wrong with it)."""
+    from .core.service import check_request
+
     try:
         item = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -593,6 +649,8 @@ def _query_batch(
     repos: str | None = None,
 ) -> None:
     """``query --batch``: one envelope (or error) per stdin line, one engine for all."""
+    from .core.service import QUERY_DEEP_LIMIT, NoAnswer, answer_query, check_request, deep_ready, open_engine
+
     engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
     arms = check_request("batch", **defaults).arms
     stats = _run_index(
@@ -641,6 +699,7 @@ def _load_labeled(path: str):
 def _run_labeled(engine: Engine, queries, settings: FusionSettings, *, also, top_k: int, quiet: bool):
     """Index, make the gold paths relative to the root, warn about gold files missing from the
     index, and run every query once per arm."""
+    from .core.engine import QueryError
     from .core.evaluation import rebase_gold, run_queries
 
     _run_index(engine, show_progress=sys.stderr.isatty() and not quiet, deep="deep" in (*settings.arms, *also))
@@ -701,11 +760,11 @@ EVAL_HELP = (
 )
 
 
-@cli.command(name="eval", epilog=EVAL_HELP)
+@cli.command(name="eval", cls=_LazyHelp, epilog=EVAL_HELP)
 @click.argument("queries", metavar="QUERIES")
 @click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
 @click.option("--top-k", type=int, default=10, show_default=True, help="Ranking depth K scored (1..100).")
-@retriever_option(f"Configuration to fuse: all ({ALL_ARMS}), one of {', '.join(REGISTRY)}, or a comma-separated list.")
+@retriever_option("Configuration to fuse: all (@ALL_ARMS@), one of @ARMS@, or a comma-separated list.")
 @weights_option
 @rrf_k_option
 @click.option(
@@ -736,6 +795,9 @@ def eval_command(
     nDCG@K and latency p50/p95, overall and per query kind; the calibration of the fused
     list's confidence levels; and the queries every arm missed.
     """
+    from .core.arms import REGISTRY, default_arms
+    from .core.service import check_request, open_engine, settings_for
+
     if not 1 <= top_k <= 100:
         raise UsageProblem(f"--top-k must be from 1 to 100, got {top_k}")
     request = check_request("eval", retriever=retriever, weights=weights, rrf_k=rrf_k, priors=not no_priors)
@@ -814,6 +876,7 @@ def _print_calibration(console, cal: dict, queries: int) -> None:
 
 
 @cli.command(
+    cls=_LazyHelp,
     epilog=(
         "Coordinate ascent: k over {5, 10, 20, 30, 45, 60, 90, 120, 200}, then each arm's weight over "
         "{0, 0.2, …, 3.0}, moving only on a strict gain in mean nDCG@10, for up to 4 rounds. It re-fuses "
@@ -822,13 +885,19 @@ def _print_calibration(console, cal: dict, queries: int) -> None:
         "does not beat the defaults held-out unless --force is given. The fused lists are re-scored by "
         "the code-aware priors while tuning, as query does, unless --no-priors is given. QUERIES is "
         "read as eval reads it (JSONL or a benchmark annotation file; see eval --help)."
-    )
+    ),
 )
 @click.argument("queries", metavar="QUERIES")
 @click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
-@retriever_option(f"Arms to fuse and tune: all ({ALL_ARMS}) or a comma-separated list of two or more.")
+@retriever_option("Arms to fuse and tune: all (@ALL_ARMS@) or a comma-separated list of two or more.")
 @click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (2..20).")
-@click.option("--seed", type=int, default=SEED, show_default=True, help="Seed of the random fold split.")
+@click.option(
+    "--seed",
+    type=int,
+    default=_lazy_default("core.evaluation", "SEED"),
+    show_default=True,
+    help="Seed of the random fold split.",
+)
 @click.option(
     "--save", is_flag=True, help="Store the tuned weights and k in ROOT's config (used by query, eval and the TUI)."
 )
@@ -858,7 +927,10 @@ def tune(
     Prints the default and tuned figures, with k-fold cross-validated train and held-out
     nDCG@10; --save writes the tuned values to ROOT's config.
     """
+    from .core.engine import DEFAULT_TOP_K, QueryError
     from .core.evaluation import tune as tune_fusion
+    from .core.service import fused_arms, open_engine
+    from .core.settings import FusionSettings
 
     arms = fused_arms(retriever)
     if len(arms) < 2:
@@ -973,8 +1045,8 @@ def why(path: str, root: str, as_json: bool, hidden: bool | None, no_ignore: boo
     index reads it: a file refused for its content says why, and credential lines the
     index holds redacted are listed with their kind.
     """
-    from .core.discovery import explain, load_text
-    from .core.indexer import effective_options
+    from .core.applied import effective_options
+    from .core.discovery import DiscoveryOptions, explain, load_text
 
     root_path = Path(root).expanduser()
     if not root_path.is_dir():
@@ -1062,22 +1134,28 @@ def main(argv: list[str] | None = None) -> int:
     except RequestError as exc:  # UsageProblem too
         _note(f"error: {exc}")
         return 2
-    except IndexWriteError as exc:  # disk full, a file-size limit: the previous index serves
-        _note(f"error: {exc.args[-1]}")
-        return 1
-    except StoreError as exc:  # a shared store down, refusing the token, missing or of another format
-        _note(f"error: {exc}")
-        return 1
-    except NoAnswer as exc:  # every arm asked for was skipped (each said why above)
-        _note(f"error: {exc}")
-        return 1
     except KeyboardInterrupt:
         _note("interrupted")
         return 130
-    except Exception as exc:  # the promise: a one-line message, never a traceback
-        _note(f"internal error: {type(exc).__name__}: {exc}")
+    except Exception as exc:
+        if isinstance(exc, _raised("core.store", "IndexWriteError")):
+            # disk full, a file-size limit: the previous index serves
+            _note(f"error: {exc.args[-1]}")
+        elif isinstance(exc, _raised("core.stores", "StoreError") + _raised("core.service", "NoAnswer")):
+            # a shared store down, refusing the token, missing or of another format; or every
+            # arm asked for was skipped (each said why above)
+            _note(f"error: {exc}")
+        else:  # the promise: a one-line message, never a traceback
+            _note(f"internal error: {type(exc).__name__}: {exc}")
         return 1
     return 0
+
+
+def _raised(module: str, name: str) -> tuple[type, ...]:
+    """The exception class ``name`` of ``ranklens.<module>`` if that module is loaded (nothing
+    else can have raised it), as a tuple for ``isinstance``; else ``()``."""
+    loaded = sys.modules.get(f"{__package__}.{module}")
+    return (getattr(loaded, name),) if loaded is not None else ()
 
 
 if __name__ == "__main__":  # pragma: no cover
