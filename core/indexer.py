@@ -163,11 +163,17 @@ class Indexer:
         directory: Path,
         settings: IndexSettings,
         notify: NotifyFn | None = None,
+        watcher=None,
+        fresh: bool = False,
+        survey=None,
     ) -> None:
         self.root = Path(root)
         self.directory = Path(directory)
         self.settings = settings
         self.notify = notify or (lambda _msg: None)
+        self.watcher = watcher  # core.watch.TreeWatcher: the check stats only what it saw change
+        self.fresh = fresh  # list the whole tree, whatever the snapshot says
+        self.survey = survey  # core.freshness.Survey: the stat pass a child made meanwhile
 
     @property
     def db_path(self) -> Path:
@@ -195,7 +201,16 @@ class Indexer:
             self.notify("another ranklens is indexing this root; waiting for it to finish")
             lock.acquire()
         try:
-            return self._update(progress, checked)
+            stats = self._update(progress, checked)
+            if self.watcher is not None:  # what it took is in this pass; watch what it listed
+                from .freshness import Snapshot, snapshot_id
+
+                self.watcher.settle()
+                snap_id = snapshot_id(self.directory)
+                snapshot = Snapshot.load(self.directory)
+                if snapshot is not None:
+                    self.watcher.follow(snapshot, snap_id)
+            return stats
         except IndexWriteError:
             raise
         except OSError as exc:
@@ -217,12 +232,15 @@ class Indexer:
     def check(self):
         """Whether anything changed since the last pass, without listing the tree
         (:func:`core.freshness.check`)."""
-        from .freshness import check, snapshot_key
+        from .freshness import Check, check, snapshot_key
+
+        if self.fresh:
+            return Check("none", "--fresh: the tree is listed again")
 
         def key_for(stored: dict) -> str:
             return snapshot_key(_fill(self.settings.options, stored), self.settings.fingerprint(), self.settings.model)
 
-        return check(self.root, self.directory, key_for)
+        return check(self.root, self.directory, key_for, self.watcher, self.survey)
 
     def _unchanged(self, checked, progress: ProgressFn) -> IndexStats:
         """The stats of a pass that found nothing changed: the last pass's, from its snapshot."""
