@@ -161,6 +161,7 @@ class Engine:
         self._configs: dict[tuple, dict] = {}  # (config file stamp, with deep) -> root_config
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
+        self.watcher = None  # core.watch.TreeWatcher once watch() is called (a long-lived process)
 
     @property
     def settings(self) -> IndexSettings:
@@ -180,6 +181,8 @@ class Engine:
         deep: bool | None = None,
         deep_limit: int | None = None,
         open_view: bool = True,
+        fresh: bool = False,
+        survey=None,
     ) -> IndexStats:
         """Bring the index up to date (incrementally) and open it for querying.
 
@@ -189,6 +192,8 @@ class Engine:
         False and runs :meth:`build_deep` in a worker of its own. ``deep_limit``: leave the
         deep vectors as they are when more texts than this lack one (``stats.deep_deferred``).
         ``open_view=False`` leaves the index closed (``ranklens index`` only builds it).
+        ``fresh``: list the whole tree again instead of trusting the last listing's snapshot.
+        ``survey``: the stat pass of the check, made meanwhile by a child (:class:`core.freshness.Survey`).
         """
         from .indexer import Indexer
 
@@ -203,7 +208,8 @@ class Engine:
             # for a query) that is the generation to answer from; otherwise it is dropped below.
             prewarm = self._pool.submit(self._prewarm)
         try:
-            stats = Indexer(self.root, self.directory, self.settings, self.notify).update(progress)
+            indexer = Indexer(self.root, self.directory, self.settings, self.notify, self.watcher, fresh, survey)
+            stats = indexer.update(progress)
         finally:
             if prewarm is not None:
                 prewarm.result()
@@ -242,7 +248,17 @@ class Engine:
         pass listed (:func:`core.freshness.check`; ``.unchanged``, ``.verdict``, ``.reason``)."""
         from .indexer import Indexer
 
-        return Indexer(self.root, self.directory, self.settings, self.notify).check()
+        return Indexer(self.root, self.directory, self.settings, self.notify, self.watcher).check()
+
+    def watch(self) -> bool:
+        """Hold inotify watches over the tree from now on, so a freshness check stats only what
+        changed (:mod:`core.watch`; for a process that outlives one query). Whether there is a
+        watcher (Linux only)."""
+        if self.watcher is None:
+            from .watch import open_watcher
+
+            self.watcher = open_watcher(self.root)
+        return self.watcher is not None
 
     def build_deep(
         self,
@@ -684,6 +700,8 @@ class Engine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self.watcher is not None:
+            self.watcher.close()
 
 
 class _FileChunks(NamedTuple):

@@ -34,6 +34,11 @@ entry changed within :data:`RACY_NS` of the listing that saw it is stored as *ra
 counts as changed, and the indexer reads and hashes such a file whatever its stat says (git's
 "racily clean" entries).
 
+With a :class:`core.watch.TreeWatcher` (the terminal UI and the MCP server hold one), the
+check stats only what inotify events named since the last check, and nothing at all when no
+event came; whatever the watcher cannot vouch for (watches just added, an overflowed queue)
+makes it a whole check.
+
 This module imports no discovery, chunking, model or SciPy code, so a process that finds
 nothing changed loads none of them.
 """
@@ -120,6 +125,13 @@ class Snapshot:
             )
         except (OSError, ValueError, EOFError, TypeError, KeyError):
             return None
+
+    def positions(self) -> dict[str, int]:
+        """Each listed file's position in :attr:`files` (made once, for a watcher's checks)."""
+        at = self.__dict__.get("_positions")
+        if at is None:
+            at = self.__dict__["_positions"] = {p: i for i, p in enumerate(self.files)}
+        return at
 
     @property
     def racy(self) -> set[str]:
@@ -211,6 +223,7 @@ class Check:
     files: int = 0  # files, folders and watched files stat'ed
     folders: int = 0
     watched: int = 0
+    by: str = "stat"  # "stat": every entry stat'ed; "watcher": only what inotify events named
 
     @property
     def unchanged(self) -> bool:
@@ -230,6 +243,7 @@ class Check:
             "watched": self.watched,
             "changed": len(self.changed),
             "seconds": round(self.seconds, 4),
+            "by": self.by,
         }
 
     def refreshed(self) -> Snapshot:
@@ -293,25 +307,154 @@ class Check:
         return relist(root, options, base, self.moved if self.verdict == "folders" else ())
 
 
-def check(root: Path, directory: Path, key_for, model_spec: str | None = None) -> Check:
+class _Stat(tuple):
+    """The fields of an ``os.stat_result`` a check hands on, rebuilt from a survey's tuple."""
+
+    __slots__ = ()
+
+    st_size = property(lambda self: self[0])
+    st_mtime_ns = property(lambda self: self[1])
+    st_ctime_ns = property(lambda self: self[2])
+    st_mode = property(lambda self: self[3])
+
+
+def _stat_tuple(st) -> tuple[int, int, int, int]:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+
+
+class Survey:
+    """A check's stat pass run by a forked child while the parent imports the engine and opens
+    the index: ``ranklens query`` and ``index`` start one before they load numpy, and the
+    indexer's check takes its answer (:func:`check`, ``survey=``) instead of stat'ing the tree
+    itself. The command line has no watcher (no process outlives the query), so this is what it
+    saves: the stat pass no longer adds to the start-up. Linux only (elsewhere, or when the
+    fork fails, :meth:`start` gives None and the check stats in-process)."""
+
+    def __init__(self, pid: int, fd: int, started_ns: int) -> None:
+        self.pid, self.fd = pid, fd
+        self.started_ns = started_ns  # before the fork: the child's stats are no older
+        self._result: dict | None = None
+        self._done = False
+
+    @classmethod
+    def start(cls, root, directory) -> Survey | None:
+        """Fork the stat pass of ``root`` against the snapshot in ``directory``; call before any
+        thread is started (a forked child has only the thread that forked)."""
+        import sys
+        import threading
+
+        directory = Path(directory)
+        if not sys.platform.startswith("linux") or threading.active_count() > 1:
+            return None
+        if not (directory / SNAPSHOT_FILE).exists():
+            return None
+        started = time.time_ns()
+        try:
+            read_fd, write_fd = os.pipe()
+            pid = os.fork()
+        except OSError:
+            return None
+        if pid == 0:  # the child: stat, write the answer, leave without running any exit hook
+            code = 1
+            try:
+                os.close(read_fd)
+                data = marshal.dumps(_survey(str(root), directory))
+                with os.fdopen(write_fd, "wb") as out:
+                    out.write(data)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        return cls(pid, read_fd, started)
+
+    def result(self) -> dict | None:
+        """The child's answer (waiting for it), or None when it failed."""
+        if not self._done:
+            self._done = True
+            try:
+                with os.fdopen(self.fd, "rb") as pipe:
+                    data = pipe.read()
+                _, status = os.waitpid(self.pid, 0)
+                if os.waitstatus_to_exitcode(status) == 0:
+                    self._result = marshal.loads(data)
+            except (OSError, ValueError, EOFError, TypeError):
+                self._result = None
+        return self._result
+
+    def check_for(self, snap: Snapshot, snap_id: tuple | None) -> Check | None:
+        """The survey as the check of ``snap`` (the snapshot the parent loaded), or None when the
+        child stat'ed against another one or failed."""
+        data = self.result()
+        if data is None or snap_id is None or tuple(data["snapshot"]) != snap_id:
+            return None
+        out = Check(data["verdict"], data["reason"], snap)
+        out.changed = {p: _Stat(t) for p, t in data["changed"].items()}
+        out.restat = {p: _Stat(t) for p, t in data["restat"].items()}
+        out.rewatched = {k: tuple(v) for k, v in data["rewatched"].items()}
+        out.moved = list(data["moved"])
+        out.files, out.folders, out.watched = data["files"], data["folders"], data["watched"]
+        out.by = "survey"
+        return out
+
+
+def _survey(root: str, directory: Path) -> dict:
+    """The child's half of :class:`Survey`: the stat pass, as plain data."""
+    snap_id = snapshot_id(directory)
+    snap = Snapshot.load(directory)
+    if snap is None or snap_id is None:
+        raise ValueError("no snapshot")
+    out = _compare(root, snap, None)
+    listed = out.verdict in ("files", "folders")
+    return {
+        "snapshot": snap_id,
+        "verdict": out.verdict,
+        "reason": out.reason,
+        "changed": {p: _stat_tuple(st) for p, st in out.changed.items()} if listed else {},
+        "restat": {p: _stat_tuple(st) for p, st in out.restat.items()},
+        "rewatched": out.rewatched,
+        "moved": out.moved,
+        "files": out.files,
+        "folders": out.folders,
+        "watched": out.watched,
+    }
+
+
+def check(root: Path, directory: Path, key_for, watcher=None, survey: Survey | None = None) -> Check:
     """Compare the tree under ``root`` with the snapshot in the index folder ``directory``.
 
     ``key_for(discovery)`` gives the key the caller's settings make, with ``hidden`` and
-    ``no_ignore`` left unset taken from ``discovery`` (the snapshot's, as last applied). Never
-    raises: anything unexpected is verdict ``none``.
+    ``no_ignore`` left unset taken from ``discovery`` (the snapshot's, as last applied).
+    ``watcher`` (:class:`core.watch.TreeWatcher`): stat only what its events named; an
+    unchanged verdict settles them. ``survey``: the stat pass a child already made
+    (:class:`Survey`), used when it is of the snapshot this check loads. Never raises: anything
+    unexpected is verdict ``none``.
     """
     t0, started = time.perf_counter(), time.time_ns()
     try:
-        result = _check(str(root), Path(directory), key_for)
+        result = _check(str(root), Path(directory), key_for, watcher, survey)
     except Exception as exc:  # a check must never stop an index pass: list the tree instead
         result = Check("none", f"check failed ({type(exc).__name__}: {exc})")
+        if watcher is not None:
+            watcher.invalidate()
     result.seconds = time.perf_counter() - t0
-    result.started_ns = started
+    result.started_ns = survey.started_ns if result.by == "survey" else started
     return result
 
 
-def _check(root: str, directory: Path, key_for) -> Check:
-    snap = Snapshot.load(directory)
+def snapshot_id(directory: Path) -> tuple | None:
+    """The saved snapshot file's identity (inode, size, mtime): a watcher keeps the snapshot it
+    follows in memory while this stays the same."""
+    try:
+        st = os.stat(Path(directory) / SNAPSHOT_FILE)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _check(root: str, directory: Path, key_for, watcher, survey: Survey | None = None) -> Check:
+    snap_id = snapshot_id(directory) if watcher is not None or survey is not None else None
+    followed = watcher is not None and watcher.follows(snap_id)
+    snap = watcher.snapshot if followed else Snapshot.load(directory)
     if snap is None:
         return Check("none", "no snapshot of the last listing")
     if snap.key != key_for(snap.discovery):
@@ -319,12 +462,34 @@ def _check(root: str, directory: Path, key_for) -> Check:
     generation = _committed_generation(directory)
     if generation != snap.generation:
         return Check("none", "the snapshot is of another generation", snap)
+    if survey is not None and watcher is None:
+        surveyed = survey.check_for(snap, snap_id)
+        if surveyed is not None:
+            return surveyed
+    only = None
+    if watcher is not None:
+        if not followed:  # watches first: a change after this is queued, one before it is stat'ed
+            watcher.follow(snap, snap_id)
+        only = watcher.take()  # None: the watcher cannot vouch for everything, stat it all
+    out = _compare(root, snap, only)
+    if watcher is not None and out.unchanged:
+        watcher.settle()
+    return out
+
+
+def _compare(root: str, snap: Snapshot, only) -> Check:
+    """Stat the snapshot's entries (``only``: those a watcher's :class:`core.watch.Changes`
+    names) and say what differs."""
     out = Check("unchanged", "", snap)
+    if only is not None:
+        out.by = "watcher"
     base = root.rstrip(os.sep) + os.sep
     stat = os.stat
-    out.folders = len(snap.folders)
+    folders = snap.folders if only is None else {rel: snap.folders[rel] for rel in only.folders if rel in snap.folders}
+    watched = snap.watched if only is None else {key: snap.watched[key] for key in only.watched if key in snap.watched}
+    out.folders = len(folders)
     moved = out.moved
-    for rel, ctime in snap.folders.items():
+    for rel, ctime in folders.items():
         try:
             if stat(base + rel if rel else root).st_ctime_ns != ctime:
                 moved.append(rel)
@@ -333,8 +498,8 @@ def _check(root: str, directory: Path, key_for) -> Check:
     if moved and snap.discovery.get("mode") != "walk":
         out.verdict, out.reason = "listing", f"folder {moved[0] or '.'} changed"
         return out
-    out.watched = len(snap.watched)
-    for key, state in snap.watched.items():
+    out.watched = len(watched)
+    for key, state in watched.items():
         try:
             st = stat(key if os.path.isabs(key) else base + key)
             now = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
@@ -349,13 +514,17 @@ def _check(root: str, directory: Path, key_for) -> Check:
                 continue
             out.verdict, out.reason = "listing", f"{key} changed"
             return out
-    out.files = len(snap.files)
     changed, restat = out.changed, out.restat
     skip = set(moved)
     from stat import S_ISREG
 
     limit = _max_bytes(snap.key)
-    for path, size, mtime, ctime in zip(snap.files, snap.sizes, snap.mtimes, snap.ctimes):
+    rows = zip(snap.files, snap.sizes, snap.mtimes, snap.ctimes)
+    if only is not None:
+        at = snap.positions()
+        rows = [(p, snap.sizes[i], snap.mtimes[i], snap.ctimes[i]) for p in only.files if (i := at.get(p)) is not None]
+    out.files = len(snap.files) if only is None else len(rows)
+    for path, size, mtime, ctime in rows:
         if skip and path.rpartition("/")[0] in skip:
             continue  # its folder is listed again
         try:

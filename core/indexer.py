@@ -26,13 +26,14 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
 from ._sqlite import sqlite3
+from .applied import fill_options as _fill, json_object as _json_object
 from .arms import REGISTRY
 from .arms.protocol import ArmBuild, Documents, Generation, SegmentMerge
 from .atomic import publish_folder
@@ -162,11 +163,17 @@ class Indexer:
         directory: Path,
         settings: IndexSettings,
         notify: NotifyFn | None = None,
+        watcher=None,
+        fresh: bool = False,
+        survey=None,
     ) -> None:
         self.root = Path(root)
         self.directory = Path(directory)
         self.settings = settings
         self.notify = notify or (lambda _msg: None)
+        self.watcher = watcher  # core.watch.TreeWatcher: the check stats only what it saw change
+        self.fresh = fresh  # list the whole tree, whatever the snapshot says
+        self.survey = survey  # core.freshness.Survey: the stat pass a child made meanwhile
 
     @property
     def db_path(self) -> Path:
@@ -194,7 +201,16 @@ class Indexer:
             self.notify("another ranklens is indexing this root; waiting for it to finish")
             lock.acquire()
         try:
-            return self._update(progress, checked)
+            stats = self._update(progress, checked)
+            if self.watcher is not None:  # what it took is in this pass; watch what it listed
+                from .freshness import Snapshot, snapshot_id
+
+                self.watcher.settle()
+                snap_id = snapshot_id(self.directory)
+                snapshot = Snapshot.load(self.directory)
+                if snapshot is not None:
+                    self.watcher.follow(snapshot, snap_id)
+            return stats
         except IndexWriteError:
             raise
         except OSError as exc:
@@ -216,12 +232,15 @@ class Indexer:
     def check(self):
         """Whether anything changed since the last pass, without listing the tree
         (:func:`core.freshness.check`)."""
-        from .freshness import check, snapshot_key
+        from .freshness import Check, check, snapshot_key
+
+        if self.fresh:
+            return Check("none", "--fresh: the tree is listed again")
 
         def key_for(stored: dict) -> str:
             return snapshot_key(_fill(self.settings.options, stored), self.settings.fingerprint(), self.settings.model)
 
-        return check(self.root, self.directory, key_for)
+        return check(self.root, self.directory, key_for, self.watcher, self.survey)
 
     def _unchanged(self, checked, progress: ProgressFn) -> IndexStats:
         """The stats of a pass that found nothing changed: the last pass's, from its snapshot."""
@@ -931,44 +950,6 @@ class _Clock:
 
     def __exit__(self, *exc) -> None:
         self.sink[self.stage] = self.sink.get(self.stage, 0.0) + time.perf_counter() - self.t0
-
-
-def _fill(options: DiscoveryOptions, stored: dict) -> DiscoveryOptions:
-    """``options`` with ``hidden`` and ``no_ignore`` left at None taken from ``stored``."""
-    return replace(
-        options,
-        hidden=options.hidden if options.hidden is not None else bool(stored.get("hidden")),
-        no_ignore=options.no_ignore if options.no_ignore is not None else bool(stored.get("no_ignore")),
-    )
-
-
-def effective_options(root: Path, options: DiscoveryOptions, cache_dir: Path | None = None) -> DiscoveryOptions:
-    """The discovery options an index update of ``root`` would apply: ``hidden`` and
-    ``no_ignore`` left at None as its index was last built (off when it has none)."""
-    from .store import index_dir
-
-    stored: dict = {}
-    db = index_dir(Path(root), cache_dir) / "index.sqlite"
-    if db.exists():
-        try:
-            conn = connect(db, readonly=True)
-            try:
-                row = conn.execute("SELECT value FROM meta WHERE key = 'discovery'").fetchone()
-            finally:
-                close(conn)
-            stored = _json_object(row[0] if row else None)
-        except sqlite3.DatabaseError:
-            stored = {}
-    return _fill(options, stored)
-
-
-def _json_object(text: str | None) -> dict:
-    """``text`` parsed as a JSON object; {} when it is missing or anything else."""
-    try:
-        value = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:

@@ -17,17 +17,13 @@ from .arms import REGISTRY, default_arms
 from .config import ConfigError
 from .discovery import DiscoveryOptions
 from .engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
+from .errors import RequestError
 from .fusion import check_k, check_weight
 from .handoff import envelope
 from .indexer import IndexSettings
 from .settings import FusionSettings
 
 RETRIEVERS = ("all", *REGISTRY)
-
-
-class RequestError(ValueError):
-    """A request that cannot be answered as given: one line, shown to the user (the CLI exits
-    with 2, the MCP server returns a tool error)."""
 
 
 def parse_weights(text: str | None) -> dict[str, float]:

@@ -286,6 +286,23 @@ class Session(FusedBy):
         """The index was deleted from under the engine (:attr:`Engine.index_gone`)."""
         return self.engine.index_gone
 
+    def watch(self) -> bool:
+        """Hold inotify watches over the tree (:mod:`core.watch`), so :meth:`changed` is cheap;
+        whether there is a watcher (Linux, a local index)."""
+        return not self.engine_shared and self.engine.watch()
+
+    def changed(self) -> bool:
+        """Whether the tree changed since the index's last check, as far as the watcher's events
+        say (none: False at once; some: the freshness check on what they name). False without
+        a watcher."""
+        watcher = self.engine.watcher
+        if watcher is None:
+            return False
+        news = watcher.take()
+        if news is not None and not news:
+            return False
+        return not self.engine.check().unchanged
+
     def open_index(self) -> bool:
         """Open what is there (fast); whether an index could be opened."""
         return self.engine.ready or self.engine.open()

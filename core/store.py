@@ -39,11 +39,15 @@ import re
 import threading
 import zlib
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ._sqlite import sqlite3
-from .chunktable import ChunkRows, ChunkTable
+
+if TYPE_CHECKING:  # numpy and the chunk table load with the first view's chunks, not with
+    # this module: `ranklens why` and a nothing-changed check open the database only
+    import numpy as np
+
+    from .chunktable import ChunkRows
 
 #: Bumped whenever the on-disk layout or the meaning of a stored artifact changes; a cache of
 #: another version is rebuilt, never read. 2: path and symbol tokens in the bm25 documents.
@@ -250,6 +254,8 @@ class IndexView:
         return self.cached("chunks", self._load_chunks)
 
     def _load_chunks(self) -> ChunkRows:
+        from .chunktable import ChunkRows, ChunkTable
+
         return ChunkRows(
             [ChunkTable.load_dir(folder) for folder in self.segment_dirs],
             [self.manifest.dead_in(seg) for seg in self.manifest.segments],

@@ -10,34 +10,87 @@ import json
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from .core.arms import REGISTRY, always_fused, default_arms, optional_defaults
-from .core.discovery import DiscoveryOptions
-from .core.engine import CANDIDATE_DEPTH, DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
-from .core.evaluation import SEED
-from .core.handoff import write_json_atomic
-from .core.indexer import STAGES, Progress
-from .core.priors import RULES as PRIOR_RULES
-from .core.service import (
-    QUERY_DEEP_LIMIT,
-    NoAnswer,
-    QueryRequest,
-    RequestError,
-    answer_query,
-    check_request,
-    deep_ready,
-    fused_arms,
-    open_engine,
-    settings_for,
-)
-from .core.settings import FusionSettings
-from .core.store import IndexWriteError
-from .core.stores import StoreError
+# Only what every command needs is imported here: the engine (numpy, the arm registry, the
+# ranking stage) loads when a command runs, so `--version`, `--help` and `why` start in a
+# fraction of the time (benchmarks/bench_startup.py). Help texts that name the arms, the
+# priors or the engine's limits hold placeholders filled when they are shown (_LazyHelp).
+from .core.errors import RequestError
 
-#: What "all" fuses, for the help (the same text whatever is installed here).
-ALL_ARMS = ", ".join([*always_fused(), *(f"plus {a} when installed" for a in optional_defaults())])
+if TYPE_CHECKING:
+    from .core.engine import Engine
+    from .core.service import QueryRequest
+    from .core.settings import FusionSettings
+
+
+def _help_values() -> dict[str, str]:
+    """The placeholders of the help texts, read from the registry and the engine (loaded now)."""
+    from .core.arms import REGISTRY, always_fused, optional_defaults
+    from .core.engine import CANDIDATE_DEPTH, MAX_TOP_K
+    from .core.priors import RULES
+
+    return {
+        # What "all" fuses (the same text whatever is installed here).
+        "@ALL_ARMS@": ", ".join([*always_fused(), *(f"plus {a} when installed" for a in optional_defaults())]),
+        "@ARMS@": ", ".join(REGISTRY),
+        "@PRIOR_RULES@": ", ".join(f"{r.name} x{r.factor:g}" for r in RULES),
+        "@CANDIDATE_DEPTH@": str(CANDIDATE_DEPTH),
+        "@MAX_TOP_K@": str(MAX_TOP_K),
+    }
+
+
+def _fill(text: str | None, values: dict[str, str]) -> str | None:
+    if text and "@" in text:
+        for marker, value in values.items():
+            text = text.replace(marker, value)
+    return text
+
+
+class _LazyHelp(click.Command):
+    """A command whose help (options, epilog, shown defaults) names the arms or the engine's
+    limits: the placeholders are filled, and the defaults read (:class:`_LazyDefault`), the
+    first time its help is shown."""
+
+    _filled = False
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        if not self._filled:
+            values = _help_values()
+            self.epilog = _fill(self.epilog, values)
+            for param in self.params:
+                if isinstance(param, click.Option):
+                    param.help = _fill(param.help, values)
+                    if isinstance(param, _LazyDefault):
+                        param.default = param.read()  # shown as [default: …]
+            self._filled = True
+        super().format_help(ctx, formatter)
+
+
+class _LazyDefault(click.Option):
+    """An option whose default lives in ``ranklens.<module>`` (``lazy_default=(module, name)``):
+    None when parsed, so parsing imports nothing (``query`` starts its freshness survey first);
+    the command reads it (:meth:`read`) when the option is not given, and its help shows it."""
+
+    def __init__(self, *args, lazy_default: tuple[str, str], **kwargs) -> None:
+        super().__init__(*args, default=None, **kwargs)
+        self.lazy_default = lazy_default
+
+    def read(self):
+        from importlib import import_module
+
+        module, name = self.lazy_default
+        return getattr(import_module(f"{__package__}.{module}"), name)
+
+
+def _given_or_default(command: click.Command, name: str, value):
+    """``value``, or the default of ``command``'s :class:`_LazyDefault` option ``name``."""
+    if value is not None:
+        return value
+    return next(p for p in command.params if p.name == name).read()
+
 
 CONFIDENCE_HELP = (
     "Each hit is a span merged from every arm that ranked an overlapping span of the same "
@@ -59,7 +112,7 @@ PRIORS_HELP = (
     "with a shorter name than the median candidate (and lower a deeper or longer-named one), "
     "and the priors multiply a hit "
     "in test code, examples, a README/CHANGELOG-style file, documentation, a non-code, vendored "
-    "or generated file (" + ", ".join(f"{r.name} x{r.factor:g}" for r in PRIOR_RULES) + ") "
+    "or generated file (@PRIOR_RULES@) "
     "unless the query asks for it (test/spec, example/demo, doc/readme, config/yaml/json …); "
     "then diversity scales a file's further hits down (the first file's less, so it may show "
     "a second function). That orders the files; then, in each of "
@@ -119,6 +172,22 @@ class _Group(click.Group):
         )
 
 
+def _survey(root: str, fresh: bool = False):
+    """Start the freshness check's stat pass for ``root`` in a child process, before the engine
+    (numpy, the arms) is imported: the two overlap (:class:`core.freshness.Survey`). None when
+    there is nothing to check or no child can do it."""
+    if fresh:
+        return None
+    from .core.freshness import Survey
+    from .core.store import index_dir
+
+    try:
+        path = Path(root).expanduser().resolve()
+        return Survey.start(path, index_dir(path)) if path.is_dir() else None
+    except (OSError, RuntimeError):
+        return None
+
+
 def _note(message: str) -> None:
     click.echo(f"ranklens: {message}", err=True)
 
@@ -131,13 +200,19 @@ def _run_index(
     open_view: bool = True,
     *,
     keep_serving: bool = True,
+    fresh: bool = False,
+    survey=None,
 ):
     """``deep``: also build the deep arm's vectors (None: when it is fused by default);
     ``deep_limit``: unless more than this many texts lack one (then say so); ``open_view``:
     open the index for querying. ``keep_serving``: when the update cannot be written (disk
-    full), say so and answer from the index as it was committed, if there is one."""
+    full), say so and answer from the index as it was committed, if there is one. ``fresh``:
+    list the whole tree instead of trusting the last listing's snapshot; ``survey``: its stat
+    pass, started by :func:`_survey`."""
+    from .core.store import IndexWriteError
+
     try:
-        stats = _run_index_stages(engine, show_progress, deep, deep_limit, open_view)
+        stats = _run_index_stages(engine, show_progress, deep, deep_limit, open_view, fresh, survey)
     except IndexWriteError as exc:
         if not keep_serving or not engine.open():
             raise
@@ -161,12 +236,20 @@ def _run_index(
 
 
 def _run_index_stages(
-    engine: Engine, show_progress: bool, deep: bool | None, deep_limit: int | None, open_view: bool = True
+    engine: Engine,
+    show_progress: bool,
+    deep: bool | None,
+    deep_limit: int | None,
+    open_view: bool = True,
+    fresh: bool = False,
+    survey=None,
 ):
     if not show_progress:
-        return engine.ensure_index(deep=deep, deep_limit=deep_limit, open_view=open_view)
+        return engine.ensure_index(deep=deep, deep_limit=deep_limit, open_view=open_view, fresh=fresh, survey=survey)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+
+    from .core.indexer import STAGES, Progress
 
     console = Console(stderr=True)
     with Bar(
@@ -182,7 +265,9 @@ def _run_index_stages(
         def progress(p: Progress) -> None:
             bar.update(tasks[p.stage], completed=p.done, total=max(p.total, 1), visible=True)
 
-        return engine.ensure_index(progress, deep=deep, deep_limit=deep_limit, open_view=open_view)
+        return engine.ensure_index(
+            progress, deep=deep, deep_limit=deep_limit, open_view=open_view, fresh=fresh, survey=survey
+        )
 
 
 # Options shared by several commands, defined once so their help stays the same everywhere.
@@ -206,6 +291,19 @@ no_ignore_option = click.option(
     ),
 )
 
+
+#: What every command that reads the tree promises, and the flag that checks the most.
+FRESHNESS_HELP = (
+    "Freshness: a file saved before a query is never answered from its old text. Before each "
+    "query the files, folders, ignore files and git state the last listing saw are stat'ed (in "
+    "the terminal UI and the MCP server on Linux, only what inotify reported changed since the "
+    "last check) and what changed is re-indexed first."
+)
+fresh_option = click.option(
+    "--fresh",
+    is_flag=True,
+    help="List the whole tree again instead of trusting the last listing's snapshot (tui, mcp: and no inotify watcher).",
+)
 
 #: Where the index lives; see docs/milvus.md.
 STORE_HELP = (
@@ -262,31 +360,47 @@ def cli() -> None:
     """
 
 
-@cli.command()
+@cli.command(epilog=FRESHNESS_HELP)
 @click.argument("root", default=".", type=click.Path(file_okay=True, dir_okay=True))
 @model_option
 @discovery_options
 @store_option
 @repo_option
+@fresh_option
 def tui(
-    root: str, model: str | None, hidden: bool | None, no_ignore: bool | None, store: str | None, repos: str | None
+    root: str,
+    model: str | None,
+    hidden: bool | None,
+    no_ignore: bool | None,
+    store: str | None,
+    repos: str | None,
+    fresh: bool,
 ) -> None:
-    """Open the terminal UI on ROOT (the default command)."""
+    """Open the terminal UI on ROOT (the default command).
+
+    On Linux it watches the tree (inotify): a file saved elsewhere is re-indexed within half
+    a second and the query asked again.
+    """
     # The composition root: the engine every front end opens, the UI-free session over it,
     # and the app that draws the session.
+    from .core.service import open_engine
+
     engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
     from ranklens.core.session import Session
     from ranklens.tui.app import RanklensApp
 
-    RanklensApp(session=Session(engine)).run()
+    if fresh:
+        engine.ensure_index(deep=False, open_view=False, fresh=True)
+    RanklensApp(session=Session(engine), watch=not fresh).run()
 
 
-@cli.command()
+@cli.command(epilog=FRESHNESS_HELP)
 @click.argument("roots", nargs=-1, type=click.Path(file_okay=True, dir_okay=True))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of progress.")
 @model_option
 @discovery_options
 @store_option
+@fresh_option
 @click.option(
     "--wait",
     type=float,
@@ -310,13 +424,14 @@ def index(
     store: str | None,
     wait: float,
     name: str | None,
+    fresh: bool,
 ) -> None:
     """Build or incrementally update the index of each ROOT (default: .).
 
     Only files added, changed or removed since the last run are re-read, re-chunked and
     re-embedded. A stat pass over what the last run listed says first whether anything
-    changed: when nothing did, the tree is not listed again (--json: "check"). The index
-    lives in the user cache folder, one per root.
+    changed: when nothing did, the tree is not listed again (--json: "check"; --fresh lists
+    it anyway). The index lives in the user cache folder, one per root.
 
     When discovery keeps no file, or passes over more than half of what it met, a warning
     on stderr names the rule (an ignore file's path:line: pattern, or a built-in rule);
@@ -335,6 +450,10 @@ def index(
     roots = roots or (".",)
     if name is not None and len(roots) > 1:
         raise UsageProblem("--repo names one repository: give one ROOT with it")
+    # The freshness check's stat pass in a child process, overlapping the engine's imports.
+    survey = _survey(roots[0], fresh) if store is None else None
+    from .core.service import open_engine
+
     first = open_engine(roots[0], model, _note, hidden, no_ignore, store=store, name=name)
     if getattr(first, "shared", False):
         _index_shared(roots, first, as_json, model, hidden, no_ignore, store, wait)
@@ -343,11 +462,12 @@ def index(
         raise UsageProblem("--repo names a repository in a shared store: give --store too")
     for i, root in enumerate(roots):
         engine = first if i == 0 else open_engine(root, model, _note, hidden, no_ignore, store=store)
-        _index_local(engine, as_json)
+        _index_local(engine, as_json, fresh, survey if i == 0 else None)
 
 
 def _index_shared(roots, first, as_json: bool, model, hidden, no_ignore, store, wait: float) -> None:
     """``index ROOT... --store URI``: each root into the shared store, one summary each."""
+    from .core.service import open_engine
     from .core.stores.milvus_engine import index_into_store
 
     names: dict[str, str] = {}
@@ -369,8 +489,15 @@ def _index_shared(roots, first, as_json: bool, model, hidden, no_ignore, store, 
     first.close()
 
 
-def _index_local(engine: Engine, as_json: bool) -> None:
-    stats = _run_index(engine, show_progress=not as_json and sys.stderr.isatty(), open_view=False, keep_serving=False)
+def _index_local(engine: Engine, as_json: bool, fresh: bool = False, survey=None) -> None:
+    stats = _run_index(
+        engine,
+        show_progress=not as_json and sys.stderr.isatty(),
+        open_view=False,
+        keep_serving=False,
+        fresh=fresh,
+        survey=survey,
+    )
     if as_json:
         click.echo(json.dumps(stats.to_dict(), indent=2))
         return
@@ -415,11 +542,14 @@ BATCH_HELP = (
 @model_option
 @store_option
 @repo_option
-def mcp_command(root: str, model: str | None, store: str | None, repos: str | None) -> None:
+@fresh_option
+def mcp_command(root: str, model: str | None, store: str | None, repos: str | None, fresh: bool) -> None:
     """Serve ROOT (default: .) to coding agents over the Model Context Protocol on stdio.
 
     One process, one engine: the index is built on the first call (with progress
-    notifications) and kept up to date as files change. Read-only; only indexed files inside
+    notifications) and kept up to date as files change: every call first re-indexes what
+    changed (on Linux inotify says what; a call waits up to 2 s for that, else its answer
+    says it is from the previous index). Read-only; only indexed files inside
     ROOT are ever served. With a shared --store the index is the store's (kept up to date by
     `ranklens index --store`), searches may span --repo repositories, and the text of ROOT's
     repository is served.
@@ -429,22 +559,23 @@ def mcp_command(root: str, model: str | None, store: str | None, repos: str | No
         raise UsageProblem(f"{root} is not a directory")
     from .mcp_server import serve
 
-    serve(str(path), model, store, repos)
+    serve(str(path), model, store, repos, fresh)
 
 
-@cli.command(epilog=CONFIDENCE_HELP + "\n\n" + PRIORS_HELP + "\n\n" + BATCH_HELP)
+@cli.command(
+    cls=_LazyHelp, epilog=FRESHNESS_HELP + "\n\n" + CONFIDENCE_HELP + "\n\n" + PRIORS_HELP + "\n\n" + BATCH_HELP
+)
 @click.argument("text", required=False)
 @click.option("--root", default=".", show_default=True, help="Repository to search.")
 @click.option(
     "--top-k",
     type=int,
-    default=DEFAULT_TOP_K,
+    cls=_LazyDefault,
+    lazy_default=("core.engine", "DEFAULT_TOP_K"),
     show_default=True,
-    help=f"Hits to show (1..{MAX_TOP_K}): the first N of one ranking, whatever N (each arm ranks {CANDIDATE_DEPTH}).",
+    help="Hits to show (1..@MAX_TOP_K@): the first N of one ranking, whatever N (each arm ranks @CANDIDATE_DEPTH@).",
 )
-@retriever_option(
-    f"all (fuse {ALL_ARMS}), one of: {', '.join(REGISTRY)} (its own ranking), or a comma-separated list to fuse."
-)
+@retriever_option("all (fuse @ALL_ARMS@), one of: @ARMS@ (its own ranking), or a comma-separated list to fuse.")
 @weights_option
 @rrf_k_option
 @click.option("--path", "path_glob", metavar="GLOB", help="Only paths matching GLOB (fnmatch; * crosses /).")
@@ -464,10 +595,11 @@ def mcp_command(root: str, model: str | None, store: str | None, repos: str | No
 @discovery_options
 @store_option
 @repo_option
+@fresh_option
 def query(
     text: str | None,
     root: str,
-    top_k: int,
+    top_k: int | None,
     retriever: str,
     weights: str | None,
     rrf_k: float | None,
@@ -482,16 +614,25 @@ def query(
     no_ignore: bool | None,
     store: str | None,
     repos: str | None,
+    fresh: bool,
 ) -> None:
     """Search ROOT for TEXT; one line per hit, first token path:start-end.
 
-    A missing or stale index is brought up to date first. The fused list goes through the
+    A missing or stale index is brought up to date first: a file saved before the query is
+    never answered from its old text (below). The fused list goes through the
     code-aware ranking stage (a single retriever's ranking through the priors) unless
     --no-priors is given.
     With the deep extra, a query embeds up to 200 new chunks for deep before answering; a
     larger (first) build is left to `ranklens index` and deep sits that query out, unless
     --retriever deep asks for it. --batch answers many queries in one process.
     """
+    # First, while nothing else runs: the freshness check's stat pass in a child process,
+    # overlapping the engine's imports below (~0.1 s at 20k files, over a second at 80k).
+    survey = _survey(root, fresh) if store is None else None
+    from .core.service import QUERY_DEEP_LIMIT, NoAnswer, answer_query, check_request, deep_ready, open_engine
+
+    top_k = _given_or_default(query, "top_k", top_k)
+
     options = dict(
         top_k=top_k,
         retriever=retriever,
@@ -507,7 +648,7 @@ def query(
         if output:
             raise UsageProblem("--output does not apply to --batch (its envelopes go to stdout)")
         check_request("batch", **options)  # the defaults must be good before stdin is read
-        _query_batch(root, model, options, hidden, no_ignore, store, repos)
+        _query_batch(root, model, options, hidden, no_ignore, store, repos, fresh, survey)
         return
     if text is None:
         raise UsageProblem("missing TEXT (or --batch to read queries from stdin)")
@@ -527,6 +668,8 @@ def query(
         show_progress=sys.stderr.isatty() and not as_json,
         deep="deep" in request.arms,
         deep_limit=None if request.arms == ["deep"] else QUERY_DEEP_LIMIT,
+        fresh=fresh,
+        survey=survey,
     )
     try:
         data, hits, skipped = answer_query(engine, request, deep=deep_ready(stats), hashes=hashes)
@@ -537,6 +680,8 @@ def query(
     for name, reason in skipped:
         _note(f"{name} skipped: {reason}")
     if output:
+        from .core.handoff import write_json_atomic
+
         try:
             write_json_atomic(output, data)
         except OSError as exc:
@@ -585,6 +730,8 @@ BATCH_FIELDS = {
 
 def _batch_request(line: str, defaults: dict) -> QueryRequest:
     """One --batch line as a checked request (UsageProblem saying what is wrong with it)."""
+    from .core.service import check_request
+
     try:
         item = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -626,8 +773,12 @@ def _query_batch(
     no_ignore: bool | None = None,
     store: str | None = None,
     repos: str | None = None,
+    fresh: bool = False,
+    survey=None,
 ) -> None:
     """``query --batch``: one envelope (or error) per stdin line, one engine for all."""
+    from .core.service import QUERY_DEEP_LIMIT, NoAnswer, answer_query, check_request, deep_ready, open_engine
+
     engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
     arms = check_request("batch", **defaults).arms
     stats = _run_index(
@@ -635,6 +786,8 @@ def _query_batch(
         show_progress=False,
         deep="deep" in arms,
         deep_limit=None if arms == ["deep"] else QUERY_DEEP_LIMIT,
+        fresh=fresh,
+        survey=survey,
     )
     noted: set[tuple[str, str]] = set()
     failed = malformed = total = 0
@@ -680,6 +833,7 @@ def _load_labeled(path: str):
 def _run_labeled(engine: Engine, queries, settings: FusionSettings, *, also, top_k: int, quiet: bool):
     """Index, make the gold paths relative to the root, warn about gold files missing from the
     index, and run every query once per arm."""
+    from .core.engine import QueryError
     from .core.evaluation import rebase_gold, run_queries
 
     _run_index(engine, show_progress=sys.stderr.isatty() and not quiet, deep="deep" in (*settings.arms, *also))
@@ -740,11 +894,11 @@ EVAL_HELP = (
 )
 
 
-@cli.command(name="eval", epilog=EVAL_HELP)
+@cli.command(name="eval", cls=_LazyHelp, epilog=EVAL_HELP)
 @click.argument("queries", metavar="QUERIES")
 @click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
 @click.option("--top-k", type=int, default=10, show_default=True, help="Ranking depth K scored (1..100).")
-@retriever_option(f"Configuration to fuse: all ({ALL_ARMS}), one of {', '.join(REGISTRY)}, or a comma-separated list.")
+@retriever_option("Configuration to fuse: all (@ALL_ARMS@), one of @ARMS@, or a comma-separated list.")
 @weights_option
 @rrf_k_option
 @click.option(
@@ -775,6 +929,9 @@ def eval_command(
     nDCG@K and latency p50/p95, overall and per query kind; the calibration of the fused
     list's confidence levels; and the queries every arm missed.
     """
+    from .core.arms import REGISTRY, default_arms
+    from .core.service import check_request, open_engine, settings_for
+
     if not 1 <= top_k <= 100:
         raise UsageProblem(f"--top-k must be from 1 to 100, got {top_k}")
     request = check_request("eval", retriever=retriever, weights=weights, rrf_k=rrf_k, priors=not no_priors)
@@ -853,6 +1010,7 @@ def _print_calibration(console, cal: dict, queries: int) -> None:
 
 
 @cli.command(
+    cls=_LazyHelp,
     epilog=(
         "Coordinate ascent: k over {5, 10, 20, 30, 45, 60, 90, 120, 200}, then each arm's weight over "
         "{0, 0.2, …, 3.0}, moving only on a strict gain in mean nDCG@10, for up to 4 rounds. It re-fuses "
@@ -861,13 +1019,20 @@ def _print_calibration(console, cal: dict, queries: int) -> None:
         "does not beat the defaults held-out unless --force is given. The fused lists are re-scored by "
         "the code-aware priors while tuning, as query does, unless --no-priors is given. QUERIES is "
         "read as eval reads it (JSONL or a benchmark annotation file; see eval --help)."
-    )
+    ),
 )
 @click.argument("queries", metavar="QUERIES")
 @click.option("--root", default=".", show_default=True, help="Folder searched; the gold paths are relative to it.")
-@retriever_option(f"Arms to fuse and tune: all ({ALL_ARMS}) or a comma-separated list of two or more.")
+@retriever_option("Arms to fuse and tune: all (@ALL_ARMS@) or a comma-separated list of two or more.")
 @click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (2..20).")
-@click.option("--seed", type=int, default=SEED, show_default=True, help="Seed of the random fold split.")
+@click.option(
+    "--seed",
+    type=int,
+    cls=_LazyDefault,
+    lazy_default=("core.evaluation", "SEED"),
+    show_default=True,
+    help="Seed of the random fold split.",
+)
 @click.option(
     "--save", is_flag=True, help="Store the tuned weights and k in ROOT's config (used by query, eval and the TUI)."
 )
@@ -883,7 +1048,7 @@ def tune(
     root: str,
     retriever: str,
     folds: int,
-    seed: int,
+    seed: int | None,
     save: bool,
     force: bool,
     no_priors: bool,
@@ -897,7 +1062,10 @@ def tune(
     Prints the default and tuned figures, with k-fold cross-validated train and held-out
     nDCG@10; --save writes the tuned values to ROOT's config.
     """
+    from .core.engine import DEFAULT_TOP_K, QueryError
     from .core.evaluation import tune as tune_fusion
+    from .core.service import fused_arms, open_engine
+    from .core.settings import FusionSettings
 
     arms = fused_arms(retriever)
     if len(arms) < 2:
@@ -917,7 +1085,7 @@ def tune(
     except QueryError as exc:
         raise UsageProblem(str(exc)) from None
     run = _run_labeled(engine, labeled, settings, also=(), top_k=DEFAULT_TOP_K, quiet=as_json)
-    result = tune_fusion(run, n_folds=folds, seed=seed)
+    result = tune_fusion(run, n_folds=folds, seed=_given_or_default(tune, "seed", seed))
     result["root"] = str(engine.root)
     result["file"] = queries
     result["saved"] = None
@@ -1012,8 +1180,8 @@ def why(path: str, root: str, as_json: bool, hidden: bool | None, no_ignore: boo
     index reads it: a file refused for its content says why, and credential lines the
     index holds redacted are listed with their kind.
     """
-    from .core.discovery import explain, load_text
-    from .core.indexer import effective_options
+    from .core.applied import effective_options
+    from .core.discovery import DiscoveryOptions, explain, load_text
 
     root_path = Path(root).expanduser()
     if not root_path.is_dir():
@@ -1102,22 +1270,28 @@ def main(argv: list[str] | None = None) -> int:
     except RequestError as exc:  # UsageProblem too
         _note(f"error: {exc}")
         return 2
-    except IndexWriteError as exc:  # disk full, a file-size limit: the previous index serves
-        _note(f"error: {exc.args[-1]}")
-        return 1
-    except StoreError as exc:  # a shared store down, refusing the token, missing or of another format
-        _note(f"error: {exc}")
-        return 1
-    except NoAnswer as exc:  # every arm asked for was skipped (each said why above)
-        _note(f"error: {exc}")
-        return 1
     except KeyboardInterrupt:
         _note("interrupted")
         return 130
-    except Exception as exc:  # the promise: a one-line message, never a traceback
-        _note(f"internal error: {type(exc).__name__}: {exc}")
+    except Exception as exc:
+        if isinstance(exc, _raised("core.store", "IndexWriteError")):
+            # disk full, a file-size limit: the previous index serves
+            _note(f"error: {exc.args[-1]}")
+        elif isinstance(exc, _raised("core.stores", "StoreError") + _raised("core.service", "NoAnswer")):
+            # a shared store down, refusing the token, missing or of another format; or every
+            # arm asked for was skipped (each said why above)
+            _note(f"error: {exc}")
+        else:  # the promise: a one-line message, never a traceback
+            _note(f"internal error: {type(exc).__name__}: {exc}")
         return 1
     return code if isinstance(code, int) else 0
+
+
+def _raised(module: str, name: str) -> tuple[type, ...]:
+    """The exception class ``name`` of ``ranklens.<module>`` if that module is loaded (nothing
+    else can have raised it), as a tuple for ``isinstance``; else ``()``."""
+    loaded = sys.modules.get(f"{__package__}.{module}")
+    return (getattr(loaded, name),) if loaded is not None else ()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -312,15 +312,19 @@ def build_server(service: AgentService) -> MCPServer:
     return server
 
 
-def serve(root: str, model: str | None = None, store: str | None = None, repos: str | None = None) -> None:
+def serve(
+    root: str, model: str | None = None, store: str | None = None, repos: str | None = None, fresh: bool = False
+) -> None:
     """Serve ``root`` over stdio until the client closes the connection (``store``/``repos``:
-    a shared index, :mod:`core.stores`)."""
+    a shared index, :mod:`core.stores`; ``fresh``: no inotify watcher, every call's check
+    stats the tree)."""
     service = AgentService(
         root,
         model,
         notify=lambda msg: print(f"ranklens: {msg}", file=sys.stderr, flush=True),
         store=store,
         repos=repos,
+        fresh=fresh,
     )
     try:
         server = build_server(service)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 from cli_helpers import run
@@ -316,3 +318,42 @@ def test_via_of_a_chunk_ranked_only_within_its_file_says_so():
     assert _via(hit) == "bm25,dense (in its file)"
     hit.provenance = ["fts5"]
     assert _via(hit) == "fts5"
+
+
+HEAVY = ("numpy", "scipy", "textual", "usearch", "model2vec", "tree_sitter", "tree_sitter_language_pack")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--version"], ["--help"], ["why", "app/auth.py", "--root", "{root}"], ["why", "--help"], ["index", "--help"]],
+)
+def test_version_help_and_why_load_no_heavy_library(args, sample_repo):
+    args = [a.replace("{root}", str(sample_repo)) for a in args]
+    code = (
+        "import sys, io, contextlib\n"
+        "from ranklens.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    code = main({args!r})\n"
+        f"heavy = {HEAVY!r}\n"
+        "print(code, sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
+        "print(out.getvalue())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    status, _, shown = proc.stdout.partition("\n")
+    assert status == "0 []", proc.stdout + proc.stderr
+    assert shown.strip()  # it still printed its answer
+
+
+def test_help_fills_in_the_registry_and_the_defaults():
+    # The arm list, the priors, the limits and the defaults are read when the help is shown.
+    from ranklens.core.arms import REGISTRY
+    from ranklens.core.engine import CANDIDATE_DEPTH, DEFAULT_TOP_K, MAX_TOP_K
+    from ranklens.core.evaluation import SEED
+
+    query = " ".join(run("query", "--help").stdout.split())
+    assert "@" not in query.replace("@1", "").replace("@5", "")
+    assert f"one of: {', '.join(REGISTRY)} (its own ranking)" in query
+    assert f"(1..{MAX_TOP_K})" in query and f"each arm ranks {CANDIDATE_DEPTH}" in query
+    assert f"[default: {DEFAULT_TOP_K}]" in query and "tests x0.5" in query
+    tune = " ".join(run("tune", "--help").stdout.split())
+    assert f"[default: {SEED}]" in tune and "all (bm25, fts5, dense, symbols" in tune

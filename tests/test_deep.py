@@ -180,8 +180,9 @@ def test_cli_query_leaves_a_first_deep_build_to_index(fake, sample_repo, monkeyp
     from click.testing import CliRunner
 
     from ranklens import cli
+    from ranklens.core import service
 
-    monkeypatch.setattr(cli, "QUERY_DEEP_LIMIT", 1)
+    monkeypatch.setattr(service, "QUERY_DEEP_LIMIT", 1)
     out = CliRunner().invoke(cli.cli, ["query", "hash a password", "--root", str(sample_repo)])
     assert out.exit_code == 0, out.output
     assert "deep:" in out.output and "`ranklens index` builds them" in out.output

@@ -277,7 +277,7 @@ def test_a_burst_of_calls_looks_for_changes_at_most_once_a_second(sample_repo, m
 
     clock = _Clock()
     monkeypatch.setattr(agent, "time", clock)
-    service = agent.AgentService(sample_repo)
+    service = agent.AgentService(sample_repo, fresh=True)  # no watcher: each look stats the tree
     try:
         first = service.prepare()  # the first call indexes
         assert first is not None and first.done.wait(120) and first.error is None

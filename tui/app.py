@@ -117,7 +117,9 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
     #: Show arm timings in the status line (snapshot tests turn it off: timings vary).
     show_timings: bool = True
 
-    def __init__(self, engine: Engine | None = None, *, query: str = "", session: Session | None = None) -> None:
+    def __init__(
+        self, engine: Engine | None = None, *, query: str = "", session: Session | None = None, watch: bool = False
+    ) -> None:
         super().__init__()
         if session is None:
             if engine is None:
@@ -128,6 +130,9 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         #: to these), the judgments, the worker bodies.
         self.session = session
         self.initial_query = query
+        #: Watch the tree with inotify and re-index what is saved meanwhile (the command line's
+        #: default; tests leave it off so a refresh never lands mid-snapshot).
+        self.watch_tree = watch
         # Figures for the status line and the benchmark.
         self.last_query_ms: float | None = None
         self.last_refuse_ms: float | None = None
@@ -222,6 +227,8 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         if self.session.config_error:
             self.notify(f"{self.session.config_error}; using the default weights", severity="warning")
         self._start_index()
+        if self.watch_tree:
+            self._start_watching()
         if self.initial_query:
             self.search(self.initial_query)
 

@@ -40,6 +40,10 @@ def describe_progress(progress: Progress) -> str:
     return f"indexing: {stage}{count}{step}"
 
 
+#: How often the terminal UI drains the watcher's events (seconds).
+WATCH_EVERY_S = 0.5
+
+
 class IndexOrchestration:
     """Mixin of :class:`~tui.app.RanklensApp`: the index and deep-vector workers.
 
@@ -208,6 +212,23 @@ class IndexOrchestration:
 
     def on_unmount(self) -> None:
         self.session.deep_stop.set()  # a build in flight stops after its batch (the cache keeps it)
+
+    # -- the watcher ------------------------------------------------------------------------
+
+    def _start_watching(self) -> None:
+        """With inotify (Linux), look for changes twice a second: a file saved in an editor
+        elsewhere is re-indexed and the query asked again, as after an edit handed off here."""
+        if self.session.watch():
+            self.set_interval(WATCH_EVERY_S, self._watch_tick)
+
+    def _watch_tick(self) -> None:
+        if self._index_worker is not None and not self._index_worker.is_finished:
+            return  # the pass running now takes what the watcher saw
+        self.run_worker(self._watch_job, name="watch", group="watch", thread=True, exclusive=True, exit_on_error=False)
+
+    def _watch_job(self) -> None:
+        if self.session.changed():  # nothing is stat'ed unless an event named it
+            self.call_from_thread(self._start_index)
 
     # -- their workers ----------------------------------------------------------------------
 
