@@ -28,8 +28,19 @@ killed half way) picks up where it stopped:
    vocabulary: no re-distillation with a corpus vocabulary, which tokenlearn's own recipe
    does) to the teacher's outputs, PCA-reduced to 256 dimensions, for at most
    :data:`MAX_EPOCHS` epochs (see :func:`train`).
-5. The result is stored as float16 and written atomically, with a MODEL_CARD.md describing
-   how it was made, to ``core/models/minilm-l6-static/``.
+5. ``base``: the fitted table is stored as float16 (the tokenlearn model, cached as
+   ``base-model/`` under ``--work-dir``): a general English model fitted to code texts.
+6. ``pairs``: contrastive training of that table on (description, code) pairs mined from
+   public repositories in the benchmark's 19 languages (``scripts/mine_pairs.py``, run first;
+   ``scripts/train_pairs.py`` holds the loss and the batches): every repository is trained on
+   here (the held-out figures in the model card come from the same recipe with one repository
+   in ten held out). The result is written atomically, with a MODEL_CARD.md describing how it
+   was made, to ``core/models/ranklens-code/``.
+
+The whole recipe, from nothing::
+
+    python scripts/mine_pairs.py --out /tmp/ranklens-pairs        # after fetching its list
+    /tmp/distill/bin/python scripts/build_model.py --pairs /tmp/ranklens-pairs/pairs.jsonl
 
 Featurizing is the slow stage: 3.4-11 texts/s on a shared 2-core machine, about 50 minutes
 for the default 14,000 texts.
@@ -59,8 +70,10 @@ from importlib import metadata, util
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_pairs, beside this script
 
-DEFAULT_OUT = REPO_ROOT / "core" / "models" / "minilm-l6-static"
+DEFAULT_OUT = REPO_ROOT / "core" / "models" / "ranklens-code"
+DEFAULT_PAIRS = Path(tempfile.gettempdir()) / "ranklens-pairs" / "pairs.jsonl"
 DEFAULT_WORK = Path(tempfile.gettempdir()) / "ranklens-model-work"
 PCA_DIMS = 256
 TEACHER = "sentence-transformers/all-MiniLM-L6-v2"
@@ -477,16 +490,65 @@ def build(
     out_dir: Path,
     work: Path,
     *,
+    pairs: Path = DEFAULT_PAIRS,
     seed: int = SEED,
     n_code: int = N_CODE,
     n_doc: int = N_DOC,
     max_epochs: int = MAX_EPOCHS,
     stop_after: str | None = None,
 ) -> Path | None:
+    work.mkdir(parents=True, exist_ok=True)
+    if stop_after != "base" and not pairs.is_file():
+        raise SystemExit(f"build_model: no pairs at {pairs}: run scripts/mine_pairs.py first")
+    base_dir = work / "base-model"
+    if not (base_dir / "MODEL_CARD.md").is_file():
+        if (
+            build_base(
+                base_dir, work, seed=seed, n_code=n_code, n_doc=n_doc, max_epochs=max_epochs, stop_after=stop_after
+            )
+            is None
+        ):
+            return None
+    else:
+        _log(f"base: cached in {base_dir}")
+    if stop_after == "base":
+        return None
+    return build_pairs(out_dir, base_dir, work, pairs)
+
+
+def build_pairs(out_dir: Path, base_dir: Path, work: Path, pairs: Path) -> Path:
+    """Stage 6: the base table trained on (description, code) pairs, written to ``out_dir``."""
+    import train_pairs
+
+    manifest_path = pairs.with_name("manifest.json")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
+    pairs_sha = _sha256(pairs)
+    if manifest.get("pairs_sha256") not in (None, pairs_sha):
+        raise SystemExit(f"build_model: {pairs} does not match its manifest's sha256")
+    recipe = train_pairs.SHIPPED
+    key = hashlib.sha256(json.dumps([pairs_sha, _sha256(base_dir / "model.safetensors"), recipe]).encode())
+    t0 = time.perf_counter()
+    table, stats = train_pairs.train(base_dir, pairs, work / f"pairs-{key.hexdigest()[:12]}", holdout=False, **recipe)
+    stats["seconds"] = round(time.perf_counter() - t0, 1)
+    card = (base_dir / "MODEL_CARD.md").read_text(encoding="utf-8")
+    extra = {
+        "MODEL_CARD.md": _pairs_card(card, manifest, pairs_sha, stats),
+        "train.json": json.dumps(stats, indent=1) + "\n",
+    }
+    train_pairs.save_model(table, base_dir, out_dir, extra_files=extra)
+    sha = _sha256(out_dir / "model.safetensors")
+    card_path = out_dir / "MODEL_CARD.md"
+    card_path.write_text(card_path.read_text(encoding="utf-8").replace("{{SHA256}}", sha), encoding="utf-8")
+    return out_dir
+
+
+def build_base(
+    out_dir: Path, work: Path, *, seed: int, n_code: int, n_doc: int, max_epochs: int, stop_after: str | None
+) -> Path | None:
+    """Stages 1-5: the tokenlearn model (general English fitted to code texts), to ``out_dir``."""
     import numpy as np
     from model2vec.persistence import save_pretrained
 
-    work.mkdir(parents=True, exist_ok=True)
     plain_dir = build_plain(work)
     if stop_after == "plain":
         return None
@@ -542,7 +604,7 @@ def build(
             tokenizer=plain.tokenizer,
             config=config,
             # Passed through to model2vec's generated README.md model card.
-            model_name="ranklens/minilm-l6-static",
+            model_name="ranklens/ranklens-code-base",
             base_model_name=TEACHER,
             language=["en"],
             license="apache-2.0",
@@ -653,6 +715,49 @@ file is model2vec's generated card.
 """
 
 
+def _pairs_card(base_card: str, manifest: dict, pairs_sha: str, stats: dict) -> str:
+    """The shipped model's card: the pairs stage first, then the base model's card below it."""
+    import train_pairs
+
+    langs = manifest.get("pairs_per_language", {})
+    lang_rows = "\n".join(f"| {lang} | {n:,} |" for lang, n in langs.items())
+    repos = manifest.get("repositories", [])
+    epochs = "\n".join(f"| {e['epoch']} | {e['loss']} | {e['seconds']} |" for e in stats.get("epochs", []))
+    base = base_card.split("\n", 1)[1] if base_card.startswith("# ") else base_card
+    return f"""# ranklens-code (ranklens bundled embedding model)
+
+ranklens's own code-search model: a static (model2vec) token table, 256-d, float16, that the
+dense arm and the chunk step embed with. It starts from the base model described below (all-MiniLM-L6-v2
+distilled and fitted to code texts with tokenlearn) and is trained contrastively on (description,
+code) pairs mined from {len(repos)} public repositories in the benchmark's 19 languages, so a
+question in a user's words lands near the code that does it, not only near code that spells it.
+
+## Stage 6: contrastive training on (description, code) pairs
+
+| | |
+| --- | --- |
+| data | `scripts/mine_pairs.py` over fetched snapshots of the repositories in its `REPOSITORIES` list (their commits are in `manifest.json` beside `pairs.jsonl`): a definition's doc comment (first paragraph, tags dropped, >= 5 words) against the definition as the dense arm embeds it with the doc comment removed, and masked copies (identifiers the description repeats dropped from the code side). Excluded: every repository of `training-exclusions.txt` (what ranklens is measured on), vendored folders, files byte-identical to the benchmark's repositories; deduplicated |
+| pairs | {manifest.get("pairs", 0):,} from {len(repos)} repositories (sha256 of `pairs.jsonl`: `{pairs_sha}`) |
+| loss | symmetric InfoNCE of each description against every code of its batch and back, temperature {stats["temperature"]} |
+| batches | {stats["batch"]} pairs made of file groups of <= {stats["per_file"]} pairs of one file, so a definition's siblings are its negatives (the chunk step's choice) |
+| optimiser | Adam, lr {stats["lr"]}, {stats["epochs_run"]} epochs, anchor {stats["anchor"]}, every repository trained on |
+| seed | {stats["seed"]} (batch order per epoch; `torch.manual_seed`) |
+| time (2 shared CPU cores) | {stats["seconds"] / 60:.1f} min |
+| `model.safetensors` sha256 | `{{{{SHA256}}}}` |
+| held-out figures | {train_pairs.HELDOUT_NOTE} |
+
+| epoch | loss | seconds |
+| --- | ---: | ---: |
+{epochs}
+
+| language | pairs |
+| --- | ---: |
+{lang_rows}
+
+## The base model (stages 1-5)
+{base}"""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default: {DEFAULT_OUT})")
@@ -668,11 +773,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-epochs", type=int, default=MAX_EPOCHS, help=f"cap on training epochs (default {MAX_EPOCHS})"
     )
-    parser.add_argument("--stop-after", choices=("plain", "corpus", "featurize"), help="stop once this stage is cached")
+    parser.add_argument(
+        "--pairs",
+        type=Path,
+        default=DEFAULT_PAIRS,
+        help=f"pairs.jsonl from scripts/mine_pairs.py (default: {DEFAULT_PAIRS})",
+    )
+    parser.add_argument(
+        "--stop-after", choices=("plain", "corpus", "featurize", "base"), help="stop once this stage is cached"
+    )
     args = parser.parse_args(argv)
     out = build(
         args.out.resolve(),
         args.work_dir.resolve(),
+        pairs=args.pairs.resolve(),
         seed=args.seed,
         n_code=args.n_code,
         n_doc=args.n_doc,
