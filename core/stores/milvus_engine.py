@@ -317,9 +317,12 @@ class MilvusEngine(Engine):
 
     # -- Engine's index side ----------------------------------------------------------------
 
-    def ensure_index(self, progress=None, *, deep=None, deep_limit=None, open_view: bool = True):
+    def ensure_index(
+        self, progress=None, *, deep=None, deep_limit=None, open_view: bool = True, fresh: bool = False, survey=None
+    ):
         """Open the store for querying (a query never writes a shared index: ``ranklens index
-        --store`` does); the returned stats say what it holds."""
+        --store`` does); the returned stats say what it holds. ``fresh`` and ``survey`` are
+        :class:`core.engine.Engine`'s, accepted and unused: the store has no local listing."""
         from ..indexer import IndexStats
 
         view = self._open_store()
