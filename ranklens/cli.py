@@ -45,7 +45,8 @@ CONFIDENCE_HELP = (
     "ranks 1-based, then re-scored by the ranking stage. agree=n/m: n arms rank it within "
     "their top 5, of the m that answered. conf=high: it defines a symbol the query names, or "
     "it scores within 10% of the best hit and an arm ranks it in its top 5; medium: at least "
-    "half the best hit's score, or two arms agree; low: otherwise. via: the arms that found it."
+    "half the best hit's score, or two arms agree; low: otherwise. via: every arm that ranked "
+    "it, at any depth (agree counts those of them that rank it in their top 5)."
 )
 
 PRIORS_HELP = (
