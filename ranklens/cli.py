@@ -250,8 +250,12 @@ def tui(
     engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
     from ranklens.core.session import Session
     from ranklens.tui.app import RanklensApp
+    from ranklens.tui.threads import exit_now
 
-    RanklensApp(session=Session(engine)).run()
+    app = RanklensApp(session=Session(engine))
+    app.run()
+    # Quit means now: not after a search or an indexing pass in flight (tui.threads).
+    exit_now(app.return_code or 0)
 
 
 @cli.command()

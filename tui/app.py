@@ -22,6 +22,7 @@ export modal and the editor hand-off); :class:`~tui.notes.StatusNotes` is the st
 
 from __future__ import annotations
 
+import asyncio
 import time
 from functools import partial
 from pathlib import Path
@@ -46,6 +47,7 @@ from ranklens.tui.indexing import IndexOrchestration
 from ranklens.tui.messages import ArmFinished, while_open
 from ranklens.tui.notes import STAGE, StatusNotes, one_line
 from ranklens.tui.screens.help import HelpScreen
+from ranklens.tui.threads import DaemonExecutor
 from ranklens.tui.widgets.arm_status import ArmStatus
 from ranklens.tui.widgets.preview import Preview
 from ranklens.tui.widgets.results_table import ResultsTable, rank_shifts, via_legend
@@ -210,6 +212,8 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         return self.query_one("#tuning", TuningPanel)
 
     def on_mount(self) -> None:
+        # Thread workers run in daemon threads that quitting does not wait for (tui.threads).
+        asyncio.get_running_loop().set_default_executor(DaemonExecutor())
         table = self.table
         table.border_title = "results"
         table.border_subtitle = via_legend(self.arms)
@@ -586,9 +590,21 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
     def action_help_from_query(self) -> None:
         self.action_help()
 
+    async def action_quit(self) -> None:
+        """Quit now: the workers in flight are told to stop and are not waited for (an arm
+        mid-search, an indexing pass, the deep build: the index keeps what it committed)."""
+        self.session.stop_workers()
+        self.workers.cancel_all()
+        self.exit()
+
     def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(HELP_KEYS))
+        """Open the help. It is built once and kept (installed), so opening it again only
+        shows it; it never waits on a worker."""
+        if isinstance(self.screen, HelpScreen):
+            return
+        if not self.is_screen_installed("help"):
+            self.install_screen(HelpScreen(HELP_KEYS), name="help")
+        self.push_screen("help")
 
     def action_toggle_tuning(self) -> None:
         show = not self.screen.has_class("-show-tuning")

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.markdown import Markdown as RichMarkdown
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
+from textual.widgets import Static
 
 from ranklens.core import calibration
 from ranklens.core.consolidate import AGREEMENT_DEPTH
@@ -128,9 +129,12 @@ class HelpScreen(ModalScreen[None]):
         return help_markdown(self.bindings)
 
     def compose(self) -> ComposeResult:
+        # One Static holding Rich's Markdown, not Textual's Markdown widget: that one mounts a
+        # widget per block (dozens here) and took 0.4-0.8 s of the UI thread to open, several
+        # times that while arms or the indexer held the interpreter; this renders in one pass.
         with VerticalScroll(id="help-body") as body:
             body.border_title = "Help"
-            yield Markdown(self.markdown)
+            yield Static(RichMarkdown(self.markdown, code_theme="ansi_dark"), id="help-text")
 
     def on_mount(self) -> None:
         # Focus the scroller so arrows/page keys scroll the text.

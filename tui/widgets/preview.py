@@ -430,7 +430,9 @@ class Preview(VerticalScroll):
             line_range=(window_start - code_first + 1, window_end - code_first + 1),
             highlight_lines=set(range(start, end + 1)),
             tab_size=4,
-            word_wrap=False,
+            # Long lines wrap (the gutter stays blank on the continuation rows): cut at the
+            # pane's edge, the end of a 300-column line could not be read at all.
+            word_wrap=True,
         )
         span_background = Style(bgcolor="grey23" if self._is_dark() else "grey93")
         terms = query_terms(query)
