@@ -45,8 +45,8 @@ def confidence(share: float, votes: int, defines: bool = False) -> str:
     their top :data:`AGREEMENT_DEPTH`; ``defines``: it defines a symbol the query names.
     ``high``: it defines a named symbol, or it scores within 10 % of the best and an arm
     votes for it. ``medium``: it scores at least half the best, or two arms vote for it.
-    ``low``: anything else. On the benchmark's top 10, 12 % of hits are high and 62 % of
-    those answer the question; medium 16 %, low 5 % (README).
+    ``low``: anything else. How often each level is right on the public benchmark:
+    :mod:`core.calibration` (measured, and quoted by the help, the README and the docs).
     """
     if defines or (share >= HIGH_SHARE and votes >= 1):
         return HIGH
@@ -64,6 +64,15 @@ def label(hits: Sequence[ConsolidatedHit], best: float | None = None) -> None:
         share = h.score / best if best > 0 else 0.0
         defines = any(s.name == "definition" for s in h.signals)
         h.confidence = confidence(share, h.agreement, defines)
+
+
+def voters(hit: ConsolidatedHit) -> list[str]:
+    """The arms that vote for ``hit``: those of its ``provenance`` (every arm that ranked it,
+    at any depth) that rank it within their top :data:`AGREEMENT_DEPTH`. ``agreement`` is
+    their number; the TUI's ``via`` shows them in capitals, the other arms of ``provenance``
+    in lowercase."""
+    ranked = set(hit.provenance)
+    return [c.arm for c in hit.contributors if c.arm in ranked and c.rank <= AGREEMENT_DEPTH]
 
 
 def check_ranking(arm: str, hits: Sequence[Hit]) -> None:

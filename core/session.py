@@ -21,6 +21,10 @@ from .settings import FusedBy, FusionSettings
 from .types import ConsolidatedHit
 
 
+class IndexStopped(Exception):
+    """An indexing pass stopped because :attr:`Session.index_stop` was set (the app closing)."""
+
+
 @dataclass
 class Judged:
     """What judging a hit did: the query's judgments now, or why saving failed."""
@@ -64,6 +68,9 @@ class Session(FusedBy):
         self._judged_query: str | None = None
         self.judgments_error: str | None = None  # why the current query's judgments are unreadable
         self.deep_stop = threading.Event()
+        #: Set when the front end closes: an indexing pass in flight stops at its next progress
+        #: report (:class:`IndexStopped`), keeping every generation it committed.
+        self.index_stop = threading.Event()
 
     # -- settings -----------------------------------------------------------------------
 
@@ -311,9 +318,21 @@ class Session(FusedBy):
         """Bring the index up to date (not the deep arm's vectors: :meth:`build_deep`)."""
         from .secrets import load_detectors
 
-        stats = self.engine.ensure_index(progress, deep=False)
+        def report(p) -> None:
+            if self.index_stop.is_set():
+                raise IndexStopped("the indexing pass was stopped (its committed generations are kept)")
+            if progress is not None:
+                progress(p)
+
+        stats = self.engine.ensure_index(report, deep=False)
         load_detectors()  # here, so the preview's first credential check does not import them
         return stats
+
+    def stop_workers(self) -> None:
+        """Ask the work in flight to stop (the front end is closing): an indexing pass at its
+        next progress report, a deep build after its batch; neither loses what it committed."""
+        self.index_stop.set()
+        self.deep_stop.set()
 
     def build_deep(self, progress: Callable[[int, int], None] | None = None):
         """Embed what the committed index lacks for the deep arm; :attr:`deep_stop` stops it

@@ -9,6 +9,7 @@ with other settings runs no arm again (:func:`collect`, then :func:`score`).
 
     python evals/codesearch.py                    # default settings, tables per category/language
     python evals/codesearch.py --repo gin --misses  # the questions whose target is not first
+    python evals/codesearch.py --calibration core/calibration.json  # the confidence figures quoted
 
 ``--bench`` (or ``RANKLENS_BENCH``) points at the benchmark folder (default ``../shared/bench``
 next to the repository); the repositories are unpacked once into ``$TMPDIR/ranklens-bench``.
@@ -42,6 +43,9 @@ class Task:
     category: str
     query: str
     targets: list[tuple[str, int | None, int | None]]
+    #: How many of ``targets`` (the first ones) are the annotation's ``relevant`` ones; the
+    #: rest are its ``secondary`` targets.
+    n_relevant: int = 0
 
 
 @dataclass
@@ -87,8 +91,9 @@ def load(bench: Path, repos: Iterable[str] = (), languages: Iterable[str] = ()) 
         root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
         repo = Repo(spec["name"], spec["language"], root, checkout)
         for item in json.loads((bench / "annotations" / f"{spec['name']}.json").read_text()):
-            targets = [_target(t) for t in item.get("relevant", [])] + [_target(t) for t in item.get("secondary", [])]
-            repo.tasks.append(Task(repo.name, repo.language, item["category"], item["query"], targets))
+            relevant = [_target(t) for t in item.get("relevant", [])]
+            targets = relevant + [_target(t) for t in item.get("secondary", [])]
+            repo.tasks.append(Task(repo.name, repo.language, item["category"], item["query"], targets, len(relevant)))
         out.append(repo)
     return out
 
@@ -212,6 +217,37 @@ def summary(rows: Sequence[dict]) -> dict:
     }
 
 
+def calibration(rows: Sequence[dict], runs: Sequence[Run], k: int = 10) -> dict:
+    """Per confidence level, over every question's fused top ``k`` (``rows`` from
+    :func:`score`): its hits, their share of all, and those that overlap a target as
+    :func:`ranks` matches them (what ``core/calibration.json`` holds)."""
+    located = {run.repo.name: run.repo.located for run in runs}
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    targets_of = {(t.repo, t.query): t.targets for run in runs for t in run.repo.tasks}
+    for r in rows:
+        targets = targets_of[(r["repo"], r["query"])]
+        for h in r["hits"][:k]:
+            found = counts[h.confidence]
+            found[0] += 1
+            found[1] += bool(ranks([(located[r["repo"]](h.path), h.start_line, h.end_line)], targets, 1))
+    total = sum(n for n, _ in counts.values())
+    return {
+        "written_by": "python evals/codesearch.py --calibration core/calibration.json",
+        "relevant_means": "the hit overlaps a target (relevant or secondary; a whole-file target: any hit in the file), as the benchmark's runner matches them",
+        "measured_on": "the public code-search benchmark",
+        "questions": len(rows),
+        "repositories": len(runs),
+        "top_k": k,
+        "hits": total,
+        "levels": {
+            level: {"hits": n, "share": round(n / total, 4), "relevant": rel, "relevant_share": round(rel / n, 4)}
+            for level in ("high", "medium", "low")
+            for n, rel in [counts[level]]
+            if n
+        },
+    }
+
+
 def print_summary(label: str, s: dict) -> None:
     cats = "  ".join(f"{c}={v:.3f}" for c, v in s["by_category"].items())
     print(f"{label}: overall={s['overall']:.3f}  {cats}  lines={s['mean_hit_lines']:.1f}  n={s['n']}")
@@ -226,6 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-priors", action="store_true")
     ap.add_argument("--misses", action="store_true", help="print the questions whose first target is not first")
     ap.add_argument("--json", default=None, help="write per-question rows here")
+    ap.add_argument(
+        "--calibration",
+        default=None,
+        help="write the confidence calibration here (core/calibration.json: the help, README and docs quote it)",
+    )
     args = ap.parse_args(argv)
     from ranklens.core.config import load_config
 
@@ -248,6 +289,15 @@ def main(argv: list[str] | None = None) -> int:
                 print("  targets: " + ", ".join(r["targets"]))
                 for t in r["top"][:5]:
                     print("   ", t)
+    if args.calibration:
+        cal = calibration(rows, runs)
+        Path(args.calibration).write_text(json.dumps(cal, indent=1) + "\n")
+        print(
+            "calibration: "
+            + "  ".join(
+                f"{lv} {v['share']:.0%} of hits, {v['relevant_share']:.0%} relevant" for lv, v in cal["levels"].items()
+            )
+        )
     if args.json:
         Path(args.json).write_text(json.dumps([{k: v for k, v in r.items() if k != "hits"} for r in rows], indent=1))
     return 0

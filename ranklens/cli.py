@@ -98,7 +98,8 @@ CONFIDENCE_HELP = (
     "ranks 1-based, then re-scored by the ranking stage. agree=n/m: n arms rank it within "
     "their top 5, of the m that answered. conf=high: it defines a symbol the query names, or "
     "it scores within 10% of the best hit and an arm ranks it in its top 5; medium: at least "
-    "half the best hit's score, or two arms agree; low: otherwise. via: the arms that found it."
+    "half the best hit's score, or two arms agree; low: otherwise. via: every arm that ranked "
+    "it, at any depth (agree counts those of them that rank it in their top 5)."
 )
 
 PRIORS_HELP = (
@@ -388,10 +389,14 @@ def tui(
     engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
     from ranklens.core.session import Session
     from ranklens.tui.app import RanklensApp
+    from ranklens.tui.threads import exit_now
 
     if fresh:
         engine.ensure_index(deep=False, open_view=False, fresh=True)
-    RanklensApp(session=Session(engine), watch=not fresh).run()
+    app = RanklensApp(session=Session(engine), watch=not fresh)
+    app.run()
+    # Quit means now: not after a search or an indexing pass in flight (tui.threads).
+    exit_now(app.return_code or 0)
 
 
 @cli.command(epilog=FRESHNESS_HELP)

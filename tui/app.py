@@ -8,7 +8,7 @@ Data flow. Every arm runs in its own thread worker (its own group, so a new quer
 arm does not cancel the others) and posts :class:`~tui.messages.ArmFinished` tagged with
 the query id; results of an older query are dropped. Each landing arm re-consolidates the
 cached rankings (``engine.fuse``) and redraws the table, so ``agree`` grows live. The
-tuning sliders and the priors toggle (``p``) re-fuse the same cached rankings; no arm runs
+tuning sliders and the ranking stage toggle (``p``) re-fuse the same cached rankings; no arm runs
 again. ``+`` / ``-`` judge the hit under the cursor relevant / not relevant for the query
 (:mod:`core.judgments` keeps the marks per root); the status line then shows the query's
 MRR@10 and nDCG@10 against them, recomputed after every re-fuse. Only handlers on the UI
@@ -22,6 +22,7 @@ export modal and the editor hand-off); :class:`~tui.notes.StatusNotes` is the st
 
 from __future__ import annotations
 
+import asyncio
 import time
 from functools import partial
 from pathlib import Path
@@ -44,11 +45,12 @@ from ranklens.core.types import ConsolidatedHit
 from ranklens.tui.handoff import HandoffActions
 from ranklens.tui.indexing import IndexOrchestration
 from ranklens.tui.messages import ArmFinished, while_open
-from ranklens.tui.notes import StatusNotes, one_line
+from ranklens.tui.notes import STAGE, StatusNotes, one_line
 from ranklens.tui.screens.help import HelpScreen
+from ranklens.tui.threads import DaemonExecutor
 from ranklens.tui.widgets.arm_status import ArmStatus
 from ranklens.tui.widgets.preview import Preview
-from ranklens.tui.widgets.results_table import ResultsTable, arm_letters, rank_shifts
+from ranklens.tui.widgets.results_table import ResultsTable, rank_shifts, via_legend
 from ranklens.tui.widgets.tuning import TuningPanel
 
 #: Rows in the table (each arm ranks ``core.engine.CANDIDATE_DEPTH`` candidates, as everywhere).
@@ -66,7 +68,7 @@ HELP_KEYS: list[tuple[str, str]] = [
     ("space", "select / unselect the hit (● in the table)"),
     ("c", "clear the selection"),
     ("+ / -", "judge the hit relevant (✓) / not relevant (✗) for the query; again clears it"),
-    ("p", "ranking stage on / off (code-aware signals, priors and diversity; off: the plain fused list)"),
+    ("p", f"{STAGE} on / off (code-aware signals, priors and diversity; off: the plain fused list)"),
     ("enter / o", "open the hit in $EDITOR at its first line"),
     ("e", "export the selected hits (all shown hits if none is selected) as JSON"),
     ("t", "show / hide the tuning panel (weights per arm, RRF k)"),
@@ -106,7 +108,7 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         Binding("e", "export", "Export"),
         Binding("plus", "judge(True)", "Relevant"),
         Binding("minus", "judge(False)", "Not relevant"),
-        Binding("p", "toggle_priors", "Priors"),
+        Binding("p", "toggle_stage", STAGE.capitalize()),
         Binding("slash", "focus_query", "Query"),
         Binding("c", "clear_selection", "Clear selection", show=False),
         Binding("escape", "leave_query", "Results"),
@@ -215,12 +217,11 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         return self.query_one("#tuning", TuningPanel)
 
     def on_mount(self) -> None:
+        # Thread workers run in daemon threads that quitting does not wait for (tui.threads).
+        asyncio.get_running_loop().set_default_executor(DaemonExecutor())
         table = self.table
         table.border_title = "results"
-        letters = arm_letters(self.arms)
-        table.border_subtitle = (
-            "via: " + " ".join(f"{letters[a]}={a}" for a in self.arms) + ", lowercase: within its file"
-        )
+        table.border_subtitle = via_legend(self.arms)
         self.preview.border_title = "preview"
         self.preview.clear("Type a query: every arm searches as you type, and their rankings are fused.")
         self.query_input.focus()
@@ -434,7 +435,7 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         self.table.set_verdicts(None if judgments is None else judgments.verdict)
         self._update_metrics()
 
-    def action_toggle_priors(self) -> None:
+    def action_toggle_stage(self) -> None:
         """The ranking stage on / off: re-fuse the cached rankings (no arm runs again)."""
         self.session.toggle_priors()
         self._redraw_note()
@@ -577,7 +578,7 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
             return in_query
         if action == "focus_query":
             return not in_query
-        if action in ("judge", "toggle_priors"):
+        if action in ("judge", "toggle_stage"):
             # In the query "+", "-" and "p" type themselves (the footer does not offer them).
             return not in_query
         if action == "close_tuning":
@@ -596,9 +597,21 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
     def action_help_from_query(self) -> None:
         self.action_help()
 
+    async def action_quit(self) -> None:
+        """Quit now: the workers in flight are told to stop and are not waited for (an arm
+        mid-search, an indexing pass, the deep build: the index keeps what it committed)."""
+        self.session.stop_workers()
+        self.workers.cancel_all()
+        self.exit()
+
     def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(HELP_KEYS))
+        """Open the help. It is built once and kept (installed), so opening it again only
+        shows it; it never waits on a worker."""
+        if isinstance(self.screen, HelpScreen):
+            return
+        if not self.is_screen_installed("help"):
+            self.install_screen(HelpScreen(HELP_KEYS), name="help")
+        self.push_screen("help")
 
     def action_toggle_tuning(self) -> None:
         show = not self.screen.has_class("-show-tuning")

@@ -211,7 +211,9 @@ class IndexOrchestration:
             self._start_arm("deep", self.query_id, self.query_text)
 
     def on_unmount(self) -> None:
-        self.session.deep_stop.set()  # a build in flight stops after its batch (the cache keeps it)
+        # Whatever ended the app: an indexing pass stops at its next progress report, a deep
+        # build after its batch (the cache keeps it); neither is waited for (tui.threads).
+        self.session.stop_workers()
 
     # -- the watcher ------------------------------------------------------------------------
 

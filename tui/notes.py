@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The one name of what ``p`` turns on and off, everywhere the UI says it (footer, status
+#: line, help): the README's and the CLI's "ranking stage" (signals, priors, diversity).
+STAGE = "ranking stage"
+#: The status line's word for it while it is off.
+STAGE_OFF = f"{STAGE} off"
+
 
 @dataclass
 class StatusNotes:
@@ -17,8 +23,9 @@ class StatusNotes:
     index: str = ""
 
     def line(self, *, priors: bool) -> str:
-        """The note, its parts joined in a fixed order; "priors off" when the stage is off."""
-        parts = (self.query, self.metrics, "" if priors else "priors off", self.index)
+        """The note, its parts joined in a fixed order; :data:`STAGE_OFF` when the ranking
+        stage is off (``priors``: it is on)."""
+        parts = (self.query, self.metrics, "" if priors else STAGE_OFF, self.index)
         return " · ".join(t for t in parts if t)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ranklens.core.engine import Engine
+from ranklens.tui.threads import join_all
 
 
 @pytest.fixture
@@ -16,3 +17,11 @@ def engine(sample_repo: Path):
     eng.ensure_index()
     yield eng
     eng.close()
+
+
+@pytest.fixture(autouse=True)
+def _worker_threads_end():
+    """The app's worker threads are daemons that quitting does not wait for (tui.threads):
+    let each test's end before the next test starts, as the stock executor did at loop close."""
+    yield
+    join_all(60)

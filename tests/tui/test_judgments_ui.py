@@ -205,7 +205,7 @@ async def test_p_toggles_the_priors_and_re_fuses_without_running_arms(sample_rep
             on = [span(h) for h in engine.fuse(results, priors=True)]
             off = [span(h) for h in engine.fuse(results, priors=False)]
             assert [span(h) for h in app.hits] == on
-            assert "priors off" not in app.status.note
+            assert "ranking stage off" not in app.status.note
 
             # The preview's trace says what the priors did to the hit under the cursor.
             app.table.focus()
@@ -223,7 +223,7 @@ async def test_p_toggles_the_priors_and_re_fuses_without_running_arms(sample_rep
             assert calls == once  # re-fused, nothing ran again
             assert [span(h) for h in app.hits] == off
             assert all(not h.priors for h in app.hits)
-            assert "priors off" in app.status.note
+            assert "ranking stage off" in app.status.note
             assert app.table.current_hit.path == "tests/test_auth.py"  # the cursor followed it
             assert "priors " not in plain(app.preview.trace)
 
@@ -231,7 +231,7 @@ async def test_p_toggles_the_priors_and_re_fuses_without_running_arms(sample_rep
             await settled(pilot, app)
             assert app.priors is True
             assert [span(h) for h in app.hits] == on
-            assert "priors off" not in app.status.note
+            assert "ranking stage off" not in app.status.note
             assert calls == once
     finally:
         engine.close()
@@ -248,4 +248,4 @@ async def test_help_lists_the_judgment_and_priors_keys(engine) -> None:
         assert "+ / -" in keys and "p" in keys
         source = app.screen.markdown
         assert "`+ / -`" in source and "`p`" in source
-        assert "Priors" in source and "judgments.jsonl" in source
+        assert "Ranking stage" in source and "judgments.jsonl" in source

@@ -162,14 +162,15 @@ async def test_trace_lists_every_arm_with_absent_ones_dimmed() -> None:
         lines = screen_lines(preview.query_one("#preview-trace", Static))
         text = "\n".join(lines)
         bm25 = next(line for line in lines if line.startswith("bm25"))
-        assert bm25.split() == ["bm25", "1", "7.25", "0.0164"]
+        # Both rank it within their top 5: each is a vote, as agree counts.
+        assert bm25.split() == ["bm25", "1", "7.25", "0.0164", "top", "5"]
         dense = next(line for line in lines if line.startswith("dense"))
-        assert dense.split() == ["dense", "2", "0.81", "0.0161"]
+        assert dense.split() == ["dense", "2", "0.81", "0.0161", "top", "5"]
         for arm in ("fts5", "symbols"):
             row = next(line for line in lines if line.startswith(arm))
             assert row.split() == [arm, "absent"]
         assert "score 0.0325" in text
-        assert "agree 2/4" in text
+        assert "agree 2/4 (bm25, dense)" in text
         assert "conf high" in text
         assert "via bm25, dense" in text
         # Absent rows are dimmed.

@@ -12,8 +12,9 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
 import ranklens.tui
-from ranklens.core.types import ConsolidatedHit
-from ranklens.tui.widgets.results_table import ResultsTable
+from ranklens.core.consolidate import AGREEMENT_DEPTH
+from ranklens.core.types import ConsolidatedHit, Contribution
+from ranklens.tui.widgets.results_table import ResultsTable, via_legend
 
 TUI = Path(ranklens.tui.__file__).parent
 SIZE = (100, 20)
@@ -138,16 +139,35 @@ async def test_the_cursor_and_hover_rows_are_styled_from_the_component_classes()
         assert "pkg/mod2.py:1-9" in table.render_line(2).text
 
 
-async def test_via_names_in_capitals_the_arms_over_the_index_and_in_lowercase_those_within_the_file() -> None:
-    """A chunk the chunk step chose can be one no arm ranked over the whole index: ``via``
-    then shows, in lowercase, the arms that ranked it among its file's chunks."""
-    made = hits(3)
-    made[0].provenance, made[0].within = ["bm25"], {"bm25": 1, "dense": 2}
-    made[1].provenance, made[1].within = [], {"dense": 1}
-    made[2].provenance, made[2].within = [], {}
+async def test_via_capitals_are_the_arms_that_agree_counts_and_lowercase_the_others() -> None:
+    """``via`` and ``agree`` tell one story: a capital is an arm that ranks the span within its
+    top AGREEMENT_DEPTH (a vote, counted in agree's n); lowercase an arm that ranked it lower
+    down over the index, or only among its file's chunks (a chunk the chunk step chose)."""
+    made = hits(4)
+    # bm25 ranks it 1st, dense 12th: one vote; both found it.
+    made[0].provenance, made[0].agreement = ["bm25", "dense"], 1
+    made[0].contributors = [Contribution("bm25", 1, "d", 3.0, 0.1), Contribution("dense", 12, "d", 0.5, 0.01)]
+    # dense ranks it within its file only.
+    made[1].provenance, made[1].agreement, made[1].within = [], 0, {"dense": 1}
+    # nobody ranked it (a row a test makes up).
+    made[2].provenance, made[2].agreement, made[2].within = [], 0, {}
+    # both in their top 5: two votes.
+    made[3].provenance, made[3].agreement = ["bm25", "dense"], 2
+    made[3].contributors = [Contribution("bm25", 5, "d", 3.0, 0.1), Contribution("dense", 2, "d", 0.5, 0.1)]
     app = TableApp(0)
     async with app.run_test(size=SIZE) as pilot:
         table = app.query_one(ResultsTable)
         table.set_hits(made, answered=2, arms=["bm25", "dense"])
         await pilot.pause()
-        assert [table.cell_text(row, "via") for row in range(3)] == ["Bd", "·d", "··"]
+        via = [table.cell_text(row, "via") for row in range(4)]
+        assert via == ["Bd", "·d", "··", "BD"]
+        agree = [table.cell_text(row, "agree") for row in range(4)]
+        assert agree == ["1/2", "0/2", "0/2", "2/2"]
+        # agree's n is the number of capitals, row by row.
+        assert [sum(c.isupper() for c in v) for v in via] == [int(a.split("/")[0]) for a in agree]
+
+
+def test_the_via_legend_names_each_arm_and_what_a_capital_means() -> None:
+    legend = via_legend(["bm25", "fts5", "dense", "symbols", "deep"])
+    assert legend.startswith("via: B=bm25 F=fts5 D=dense S=symbols DE=deep")
+    assert f"CAPS: in its top {AGREEMENT_DEPTH} (agree)" in legend

@@ -7,35 +7,46 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.markdown import Markdown as RichMarkdown
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
+from textual.widgets import Static
+
+from ranklens.core import calibration
+from ranklens.core.consolidate import AGREEMENT_DEPTH
+from ranklens.tui.notes import STAGE, STAGE_OFF
 
 #: The fused score, shown verbatim so the help and the tests agree on it.
 FORMULA = "score = Σ w_i / (k + rank_i)"
 
-_EXPLANATION = f"""\
+
+def _explanation() -> str:
+    """The help's text before the keys; the calibration figures are read from
+    :mod:`core.calibration` (the measured source the README and docs quote too)."""
+    return f"""\
 # ranklens help
 
 Every query runs on several retrievers ("arms") at once; their rankings are fused into one.
 
 ## Columns
 
-- **agree** `n/m`: *n* arms ranked this span within their own top 5; *m* is the number of
-  arms that have answered so far (it grows while slower arms finish).
+- **agree** `n/m`: *n* arms vote for this span: it is within their own top {AGREEMENT_DEPTH}
+  (they are its capitals in **via**); *m* is the number of arms that have answered so far
+  (it grows while slower arms finish).
 - **conf**
   - **high**: it defines a symbol the query names, or it scores within 10 % of the best
-    hit and an arm ranks it in its top 5;
-  - **medium**: it scores at least half the best hit's score, or two arms agree;
+    hit and an arm votes for it;
+  - **medium**: it scores at least half the best hit's score, or two arms vote for it;
   - **low**: anything else.
 
-  On a public code-search benchmark, 62 % of high hits answered the question, 16 % of
-  medium and 5 % of low.
-- **via**: the arms that ranked the span, at any depth: `bm25` and `fts5` match words,
-  `dense` and `deep` meaning, `symbols` definitions. A lowercase letter: the arm ranked
-  it only among its file's chunks (the chunk step chose it within a top file).
+  {calibration.sentence()}
+- **via**: one letter per arm (`B` bm25 and `F` fts5 match words, `D` dense and `DE` deep
+  meaning, `S` symbols definitions). A capital: the arm ranked the span within its top {AGREEMENT_DEPTH}, a
+  vote counted in **agree**. Lowercase: it ranked the span lower down, or only among its
+  file's chunks (the chunk step chose it within a top file); it adds to the score, not to
+  **agree**. `·`: the arm did not rank it. The preview's trace gives each arm's rank.
 - **move** `↑3 / ↓1`: after you change a weight or k, the hit moved up 3 / down 1 places
   compared with the ranking shown before (`new`: it was not ranked before); the marks
   stay until the next change.
@@ -58,13 +69,15 @@ Every query runs on several retrievers ("arms") at once; their rankings are fuse
 - overlapping spans of one file are merged into one hit, and each arm counts once, with
   its best rank among the merged spans.
 
-## Priors
+## Ranking stage
 
-After fusion, hits in test code, examples, README/CHANGELOG-style project files and
-configuration/data files have their score multiplied by a factor below 1, unless the query
-mentions that kind of file. The preview's trace lists the priors applied to the hit and its
-score before and after them. `p` turns the priors off and on (the status line says
-*priors off*); like the sliders, it re-fuses without running the arms again.
+After fusion the {STAGE} re-scores the list: code-aware signals (a definition of a symbol the
+query names, a file named after its words …) add to a hit's score; priors multiply the
+score of hits in test code, examples, README/CHANGELOG-style project files and
+configuration/data files by a factor below 1, unless the query mentions that kind of file;
+diversity lowers a file's second and later hits. The preview's trace lists what moved the
+hit and its score before and after. `p` turns the {STAGE} off and on (the status line says
+*{STAGE_OFF}*); like the sliders, it re-fuses without running the arms again.
 """
 
 
@@ -74,7 +87,7 @@ def _cell(text: str) -> str:
 
 def help_markdown(bindings: list[tuple[str, str]]) -> str:
     """The help text, with a table of ``bindings`` (``(key, description)`` pairs)."""
-    lines = [_EXPLANATION, "## Keys", ""]
+    lines = [_explanation(), "## Keys", ""]
     if bindings:
         lines += ["| key | action |", "| --- | --- |"]
         # A literal "|" in a cell would end it.
@@ -116,9 +129,12 @@ class HelpScreen(ModalScreen[None]):
         return help_markdown(self.bindings)
 
     def compose(self) -> ComposeResult:
+        # One Static holding Rich's Markdown, not Textual's Markdown widget: that one mounts a
+        # widget per block (dozens here) and took 0.4-0.8 s of the UI thread to open, several
+        # times that while arms or the indexer held the interpreter; this renders in one pass.
         with VerticalScroll(id="help-body") as body:
             body.border_title = "Help"
-            yield Markdown(self.markdown)
+            yield Static(RichMarkdown(self.markdown, code_theme="ansi_dark"), id="help-text")
 
     def on_mount(self) -> None:
         # Focus the scroller so arrows/page keys scroll the text.

@@ -23,6 +23,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from ranklens.core.consolidate import AGREEMENT_DEPTH, voters
+
 if TYPE_CHECKING:
     from ranklens.core.types import ConsolidatedHit
 
@@ -428,7 +430,9 @@ class Preview(VerticalScroll):
             line_range=(window_start - code_first + 1, window_end - code_first + 1),
             highlight_lines=set(range(start, end + 1)),
             tab_size=4,
-            word_wrap=False,
+            # Long lines wrap (the gutter stays blank on the continuation rows): cut at the
+            # pane's edge, the end of a 300-column line could not be read at all.
+            word_wrap=True,
         )
         span_background = Style(bgcolor="grey23" if self._is_dark() else "grey93")
         terms = query_terms(query)
@@ -445,7 +449,8 @@ class Preview(VerticalScroll):
 
     @staticmethod
     def build_trace(hit: ConsolidatedHit, arms: list[str]) -> Group:
-        """The fused trace: one row per arm (rank, native score, RRF share) and a summary.
+        """The fused trace: one row per arm (rank, native score, RRF share, ``top 5`` when it
+        votes for the hit, as ``agree`` counts) and a summary (``agree 1/4 (bm25)``).
 
         Arms in ``arms`` that did not rank the hit are shown dimmed as ``absent``; arms that
         contributed but are not in ``arms`` are appended so no contribution is hidden.
@@ -461,24 +466,29 @@ class Preview(VerticalScroll):
         table.add_column("rank", justify="right")
         table.add_column("score", justify="right")
         table.add_column("rrf", justify="right")
+        table.add_column("vote")
         by_arm = {c.arm: c for c in hit.contributors}
         listed = list(arms) + [c.arm for c in hit.contributors if c.arm not in arms]
+        voting = set(voters(hit))
+        votes = [arm for arm in listed if arm in voting]  # in the trace's order
         for arm in listed:
             contribution = by_arm.get(arm)
             if contribution is None:
-                table.add_row(arm, "absent", "", "", style="dim")
+                table.add_row(arm, "absent", "", "", "", style="dim")
             else:
                 table.add_row(
                     arm,
                     str(contribution.rank),
                     _fmt_score(contribution.score),
                     _fmt_score(contribution.contribution),
+                    f"top {AGREEMENT_DEPTH}" if arm in votes else "",
                 )
         summary = Text.assemble(
             ("score ", "dim"),
             (_fmt_score(hit.score), "bold"),
             ("  agree ", "dim"),
             f"{hit.agreement}/{len(listed)}",
+            (f" ({', '.join(votes)})" if votes else "", "dim"),
             ("  conf ", "dim"),
             hit.confidence,
             ("  via ", "dim"),

@@ -36,6 +36,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ranklens.core.consolidate import AGREEMENT_DEPTH, voters
 from ranklens.core.types import ConsolidatedHit
 
 #: (path, start_line, end_line) of a hit: what the cursor and the selection remember.
@@ -132,6 +133,14 @@ def arm_letters(arms: Iterable[str]) -> dict[str, str]:
         out[arm] = tag
         used.add(tag)
     return out
+
+
+def via_legend(arms: Sequence[str]) -> str:
+    """The table's legend of ``via`` (its border subtitle): each arm's tag, and what a capital
+    means (a vote, counted in ``agree``; the help says what lowercase means)."""
+    letters = arm_letters(arms)
+    tags = " ".join(f"{letters[a]}={a}" for a in arms)
+    return f"via: {tags} · CAPS: in its top {AGREEMENT_DEPTH} (agree)"
 
 
 def format_shift(shift: int | None) -> Text:
@@ -757,12 +766,14 @@ class ResultsTable(ScrollView, can_focus=True):
         mostly stay. Reusing the very cell objects makes the comparison with what the
         table holds an identity check, and saves building five ``Text`` a row.
         """
+        votes = tuple(voters(hit))
         key = (
             hit.docid,
             hit.context,
             hit.confidence,
             tuple(hit.provenance),
             tuple(hit.within),
+            votes,
             hit.agreement,
             self.answered,
             self.location_width,
@@ -774,12 +785,15 @@ class ResultsTable(ScrollView, can_focus=True):
         conf = Text(
             CONFIDENCE_LABELS.get(hit.confidence, hit.confidence), style=CONFIDENCE_STYLES.get(hit.confidence, "")
         )
+        # One story with "agree": its n is the capitals here. A capital: the arm votes (the
+        # span is in its own top AGREEMENT_DEPTH); lowercase: it ranked the span lower down,
+        # or only among its file's chunks (the chunk step); "·": it did not rank it.
         via = Text()
         for arm in self.arms:
             tag = self._letters[arm]
-            if arm in hit.provenance:
-                via.append(tag, style=style)
-            elif arm in hit.within:  # ranked it only among its file's chunks (the chunk step)
+            if arm in votes:
+                via.append(tag, style=f"{style} bold".strip())
+            elif arm in hit.provenance or arm in hit.within:
                 via.append(tag.lower(), style=style)
             else:
                 via.append("·" * len(tag), style="dim")
