@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
+from .arms.protocol import IndexSettings, IndexStats
 from .chunkstep import FileUnits, Provider, Skeleton, skeleton, units_of, units_ranked
 from .consolidate import Groups, check_ranking, single_arm
 from .priors import adjuster, apply_priors
@@ -30,7 +31,7 @@ from .types import ConsolidatedHit, Hit
 if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an index is built
     import numpy as np
 
-    from .indexer import IndexSettings, IndexStats, NotifyFn, ProgressFn
+    from .indexer import NotifyFn, ProgressFn
 
 MAX_QUERY_CHARS = 1000
 #: An arm's error when the index was deleted from under the engine (see Engine.index_gone).
@@ -167,8 +168,6 @@ class Engine:
     def settings(self) -> IndexSettings:
         """Chunking, discovery and model settings (the defaults unless given)."""
         if self._settings is None:
-            from .indexer import IndexSettings
-
             self._settings = IndexSettings()
         return self._settings
 

@@ -13,6 +13,12 @@ LEXICAL = "lexical"
 SEMANTIC = "semantic"
 STRUCTURAL = "structural"
 
+#: The chunk budget: lines per chunk (and per window of a file cut into windows), and the
+#: lines consecutive windows share. An index setting (:class:`core.arms.protocol.IndexSettings`)
+#: that the chunker (:mod:`core.chunking`) applies; here so that neither imports the other.
+DEFAULT_WINDOW = 40
+DEFAULT_OVERLAP = 10
+
 
 def make_docid(path: str, start_line: int, end_line: int) -> str:
     """The stable id of a span: ``path:start-end``."""
