@@ -455,7 +455,7 @@ def apply_priors(
     the score after, ``priors`` what was applied (lifted rules listed with factor 1.0 and the
     lifting word). ``enabled=False`` returns copies with the fused order, ``fused_score ==
     score`` and no priors. Ties are broken by (path, start, end, docid), as consolidation does.
-    (The engine applies the priors as it fuses: :meth:`core.consolidate.Groups.fuse` with an
+    (The engine applies the priors in its ranking stage: :class:`core.ranking.Stage` with an
     :func:`adjuster`.)
     """
     adjust = adjuster(query, enabled, rules)
@@ -467,7 +467,7 @@ def apply_priors(
     out.sort(key=lambda h: (-h.score, h.path, h.start_line, h.end_line, h.docid))
     for rank, hit in enumerate(out, start=1):
         hit.rank = rank
-    from .consolidate import label  # confidence follows the final scores
+    from .labels import label  # confidence follows the final scores
 
     label(out)
     return out

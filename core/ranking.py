@@ -44,14 +44,17 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import attrgetter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .tokenize import code_tokens, split_identifier
 from .types import AppliedPrior, AppliedSignal
+
+if TYPE_CHECKING:
+    from .fusion import Fused
 
 # --------------------------------------------------------------------------- the query
 
@@ -376,7 +379,7 @@ class Stage:
         self._prefixes = frozenset(self._by_prefix)
         self._forms: dict[str, tuple[str, ...]] = {}
         self._held_of: dict[frozenset[str], frozenset[str]] = {}
-        self.unit = 0.0  #: the best fused score of the last score(): the boosts' unit
+        self._diversity: dict[tuple[int, bool], AppliedSignal] = {}
 
     def forms(self, word: str) -> tuple[str, ...]:
         """The query's keywords ``word`` is a form of (:func:`_alike`), memoised for the query.
@@ -399,13 +402,6 @@ class Stage:
             self._held_of[words] = found
         return found
 
-    def quote_in(self, path: str, start: int, end: int) -> str | None:
-        """The quoted passage a chunk of ``path`` within ``start``-``end`` holds, if any."""
-        for s, e, phrase in self.quoted.get(path, ()):
-            if (start <= s and e <= end) or (s <= start <= e and s <= end <= e):
-                return phrase
-        return None
-
     def score(
         self,
         paths: list[str],
@@ -416,7 +412,8 @@ class Stage:
     ) -> tuple[list[float], list[list[AppliedSignal]]]:
         """Boosted scores (before priors and diversity) of hits given their paths, fused
         scores, defined names and breadcrumbs (``path > Class > name``; none: names only),
-        with the signals each received. ``spans`` (their lines) serve the ``quote`` signal."""
+        with the signals each received. ``spans`` (their lines) serve the ``quote`` signal.
+        The boosts are in units of the best of ``fused``."""
         p = self.params
         q = self.shape
         unit = max(fused) if fused else 0.0
@@ -424,10 +421,9 @@ class Stage:
         applied: list[list[AppliedSignal]] = [[] for _ in fused]
         if unit <= 0:
             return scores, applied
-        self.unit = unit
         if (q.names and p.definition) or (self.quoted and spans is not None and p.quote):
             for i, path in enumerate(paths):
-                for signal in self.span_signals(path, spans[i] if spans is not None else None, symbols[i]):
+                for signal in self.span_signals(path, spans[i] if spans is not None else None, symbols[i], unit):
                     scores[i] += signal.boost
                     applied[i].append(signal)
         # path, name-coverage, depth and name-length: each file's once (a query's ~75
@@ -572,10 +568,12 @@ class Stage:
         """``diversity``'s factor per further hit of a file (of the first file: ``top``)."""
         return self.params.top_file_diversity if top else self.params.diversity
 
-    def span_signals(self, path: str, span: tuple[int, int] | None, symbols: Iterable[str]) -> list[AppliedSignal]:
-        """The signals a span earns by itself (in the units of the last :meth:`score`):
-        ``definition`` when it defines a name the query names, ``quote`` when it holds a passage
-        the query quotes. The chunk step asks again for the span it places."""
+    def span_signals(
+        self, path: str, span: tuple[int, int] | None, symbols: Iterable[str], unit: float
+    ) -> list[AppliedSignal]:
+        """The signals a span earns by itself (in units of ``unit``, the query's best fused
+        score): ``definition`` when it defines a name the query names, ``quote`` when it holds
+        a passage the query quotes. The chunk step's units are asked again when placed."""
         p, q = self.params, self.shape
         out = []
         if q.names and p.definition:
@@ -583,21 +581,21 @@ class Stage:
             if found:
                 # The longest; the first in order among equals (a set's order differs between processes).
                 reason = REASONS["definition"].format(name=max(sorted(found), key=len))
-                out.append(AppliedSignal("definition", reason, self.definition_boost(path)))
+                out.append(AppliedSignal("definition", reason, self.definition_boost(path, unit)))
         if span is not None and p.quote and path in self.quoted:
-            phrase = self.quote_in(path, *span)
+            phrase = quote_in(self.quoted[path], *span)
             if phrase:
-                out.append(AppliedSignal("quote", REASONS["quote"].format(phrase=phrase), self.unit * p.quote))
+                out.append(AppliedSignal("quote", REASONS["quote"].format(phrase=phrase), unit * p.quote))
         return out
 
-    def definition_boost(self, path: str) -> float:
+    def definition_boost(self, path: str, unit: float) -> float:
         """The ``definition`` boost of a hit of ``path`` defining a name the query names (in
-        the units of the last :meth:`score`)."""
+        units of ``unit``)."""
         p = self.params
         base = p.definition * (1.0 if self.shape.lookup else p.embedded_share)
         norm_names = {name_key(n) for n in self.shape.names}
         bonus = p.stem_bonus if stem_key(path) in norm_names else 1.0
-        return self.unit * base * bonus
+        return unit * base * bonus
 
     def named(self, symbols: Iterable[str]) -> set[str]:
         """The names the query names that ``symbols`` (``symbol`` fields) define."""
@@ -641,8 +639,77 @@ class Stage:
         return {n: (named.get(n, set()), sorted(held[n]) if n in held else []) for n in {*held, *named}}
 
     def diversity_signal(self, n: int, top: bool = False) -> AppliedSignal:
-        """The ``diversity`` step of a file's ``n``-th further hit (``top``: of the first file)."""
-        return AppliedSignal("diversity", REASONS["diversity"].format(n=n), 0.0, self.decay(top) ** n)
+        """The ``diversity`` step of a file's ``n``-th further hit (``top``: of the first file);
+        one (immutable) signal per step and query, shared by the hits it applies to."""
+        found = self._diversity.get((n, top))
+        if found is None:
+            found = AppliedSignal("diversity", REASONS["diversity"].format(n=n), 0.0, self.decay(top) ** n)
+            self._diversity[(n, top)] = found
+        return found
+
+
+def quote_in(quoted: Sequence[tuple[int, int, str]], start: int, end: int) -> str | None:
+    """The passage of ``quoted`` (a file's chunks holding a quoted passage: (start, end,
+    passage)) that a span ``start``-``end`` of the file holds, if any: a chunk holding it lies
+    within the span, or the span within the chunk."""
+    for s, e, phrase in quoted:
+        if (start <= s and e <= end) or (s <= start <= e and s <= end <= e):
+            return phrase
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Files:
+    """The file step's answer (:func:`rank_files`): the fused groups' order and what moved it.
+
+    Per group kept by the fusion (in ``Fused.kept``'s order): its file (``paths``) and the
+    signals it received (``applied``). ``order``: (group, final score, how many better groups
+    of its file are above it), best first. ``unit``: the query's best fused score, the unit
+    of every boost.
+    """
+
+    paths: list[str]
+    applied: list[list[AppliedSignal]]
+    order: list[tuple[int, float, int]]
+    unit: float
+    stage: Stage
+
+    def top(self, n: int) -> list[str]:
+        """The first ``n`` files of the order."""
+        files: list[str] = []
+        for i, _final, _above in self.order:
+            path = self.paths[i]
+            if path not in files:
+                files.append(path)
+                if len(files) >= n:
+                    break
+        return files
+
+    def span_signals(self, path: str, span: tuple[int, int], symbols: Iterable[str]) -> list[AppliedSignal]:
+        """:meth:`Stage.span_signals` of a span of ``path`` (a unit the chunk step placed)."""
+        return self.stage.span_signals(path, span, symbols, self.unit)
+
+    def priors(self, path: str) -> tuple[float, list[AppliedPrior]]:
+        return self.stage.priors(path)
+
+    def diversity_signal(self, n: int, top: bool) -> AppliedSignal:
+        return self.stage.diversity_signal(n, top)
+
+
+def rank_files(fused: Fused, stage: Stage) -> Files:
+    """The file step: the fused groups re-scored by the stage's signals (:meth:`Stage.score`)
+    and ordered by them, the priors and diversity (:meth:`Stage.order`)."""
+    kept = fused.kept
+    paths = [g.path for g in kept]
+    boosted, applied = stage.score(
+        paths,
+        fused.scores,
+        [g.symbols for g in kept],
+        [g.contexts for g in kept],
+        [(g.start_line, g.end_line) for g in kept],
+    )
+    order = stage.order(paths, boosted, applied)
+    return Files(paths, applied, order, max(fused.scores) if fused.scores else 0.0, stage)
 
 
 def describe(params: Params = DEFAULT_PARAMS) -> list[dict]:
