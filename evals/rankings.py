@@ -4,6 +4,7 @@ query path (fusion, grouping, the ranking stage, the chunk step) changes no rank
     python -m evals.rankings corpus ROOT --out FILE     # a folder (bench_engine's 50k corpus)
     python -m evals.rankings dev --out FILE             # the benchmark's dev split (420 questions)
     python -m evals.rankings spans --out FILE           # the span set (120)
+    python -m evals.rankings slider ROOT --out FILE     # bench_tui's 500 candidates over ROOT
     python -m evals.rankings compare OLD NEW            # which rankings differ
 
 Per question, the engine searches once with the root's settings, then re-fuses those cached
@@ -13,6 +14,10 @@ ranking stage; without the chunk step and with 10 top files; each arm alone; the
 a plain mapping (no query); and the root's settings again last. Each arm's own ranking is
 recorded too. When every question is done they are asked again in reverse order through
 ``search`` (``again``), so what is kept per query cannot leak into another's answer.
+
+``slider`` is the benchmark of a slider move (``benchmarks/bench_tui.py``): four arms' made-up
+rankings of 150 one-line spans of ROOT's files each, 500 groups, fused with each variant (no
+question: the stage reads an empty one).
 
 A ranking is recorded as the sha256 of the ``repr`` of its hits (every field, floats exact),
 with its length and first docids. To dump another checkout, run this file from that
@@ -169,6 +174,33 @@ def corpus_set(root: Path) -> dict[Path, list[str]]:
     return {root: [*QUERIES, *CORPUS_EXTRA]}
 
 
+def slider(root: Path, out: Path) -> None:
+    """The ``slider`` set: bench_tui's synthetic rankings over ``root``, every variant."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_tui import synthetic_rankings
+
+    from ranklens.core.engine import Engine
+    from ranklens.core.ranking import Params
+
+    engine = Engine(root)
+    engine.ensure_index(deep=False)
+    results = synthetic_rankings(engine.root, list(engine.fusion().arms))
+    base = engine.fusion()
+    found: dict[str, dict] = {"slider": {}}
+    for name, (tuned, top_k, other) in VARIANTS.items():
+        settings = base if tuned is None else base.with_(weights=tuned[0], k=tuned[1])
+        if "priors" in other:
+            settings = settings.with_(priors=other["priors"])
+        if "chunk_files" in other:
+            settings = settings.with_(stage=Params(chunk_files=other["chunk_files"]))
+        found["slider"][name] = digest(engine.fuse(list(results.values()), settings, top_k=top_k))
+    for i in range(10):  # a slider pressed right and left, as bench_tui does
+        weights = {"bm25": 1.0 + 0.1 * (i % 2), "dense": 0.8 + 0.05 * i}
+        found["slider"][f"move{i}"] = digest(engine.fuse(list(results.values()), weights=weights, k=base.k + i))
+    engine.close()
+    out.write_text(json.dumps(found, indent=0, sort_keys=True))
+
+
 def dump(sets: Mapping[Path, list[str]], out: Path, show: str | None = None) -> None:
     import ranklens
     from ranklens.core.engine import Engine
@@ -218,14 +250,17 @@ def compare(old: Path, new: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("set", choices=("corpus", "dev", "spans", "compare"))
-    ap.add_argument("paths", nargs="*", type=Path, help="corpus: its root; compare: the two dumps")
+    ap.add_argument("set", choices=("corpus", "dev", "spans", "slider", "compare"))
+    ap.add_argument("paths", nargs="*", type=Path, help="corpus, slider: the root; compare: the two dumps")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--show", help="print every ranking of this question instead")
     args = ap.parse_args(argv)
     if args.set == "compare":
         return compare(*args.paths)
     os.environ["RANKLENS_DEEP"] = "0"
+    if args.set == "slider":
+        slider(args.paths[0].resolve(), args.out)
+        return 0
     sets = corpus_set(args.paths[0].resolve()) if args.set == "corpus" else bench_sets(args.set)
     if args.out is None and args.show is None:
         ap.error("--out or --show")
