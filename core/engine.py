@@ -404,6 +404,10 @@ class Engine:
         try:
             if settings is None and all(v is None for v in (arms, weights, k, priors, with_deep)):
                 settings = self._root_fusion()
+            elif settings is None and arms is None and with_deep is None and self._root_fusion_or_none():
+                # The root's settings (kept while its config file stays) with these on top:
+                # what resolving them again gives, without reading the config (a re-fuse).
+                settings = self._root_fusion().with_(weights=weights, k=k, priors=priors)
             elif settings is None:
                 settings = FusionSettings.resolve(
                     self.root,
@@ -426,6 +430,16 @@ class Engine:
         if not settings.arms:
             raise QueryError("no retriever to run")
         return settings
+
+    def _root_fusion_or_none(self) -> FusionSettings | None:
+        """:meth:`_root_fusion`, or None when the root's config cannot be read (resolving with
+        the caller's weights and k may not need it)."""
+        from .config import ConfigError
+
+        try:
+            return self._root_fusion()
+        except ConfigError:
+            return None
 
     def _root_fusion(self) -> FusionSettings:
         """This root's own settings (:meth:`FusionSettings.resolve` with nothing on top), kept

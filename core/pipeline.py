@@ -82,6 +82,7 @@ class QueryWork:
     def stage(self, params: Params, quoted: Mapping[str, list[tuple[int, int, str]]] | None) -> Stage:
         """The ranking stage for this query (its memos of paths, names and words kept from
         one fuse to the next), per constants and quoted passages (those of the index view)."""
+        quoted = quoted or None  # no passage, however given: one stage
         key = (params, id(quoted))
         found = self._stages.get(key)
         if found is None or found[0] is not quoted:
