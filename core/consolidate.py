@@ -14,6 +14,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from .types import Contribution, Hit, make_docid
 
 
@@ -111,10 +113,22 @@ class Group:
 
 @dataclass(frozen=True, slots=True)
 class Groups:
-    """A query's groups (:func:`group`), by path and then line; ``arms``: the arms ranked."""
+    """A query's groups (:func:`group`), by path and then line; ``arms``: the arms ranked.
+
+    Their members (each group's ``best``, in order) as arrays, for fusing every group at
+    once: each member's group and arm (its position in ``arms``) and its rank, and where
+    each group's members start (``bounds``, one more than the groups). ``paths``: the files,
+    sorted; ``path_at``: each group's file, its position there (the groups' order is theirs).
+    """
 
     groups: list[Group]
     arms: list[str]
+    paths: list[str]
+    path_at: np.ndarray
+    member_group: np.ndarray
+    member_arm: np.ndarray
+    member_rank: np.ndarray
+    bounds: np.ndarray
 
 
 def group(per_arm_hits: Mapping[str, Sequence[Hit]], merge_adjacent: bool = True, check: bool = True) -> Groups:
@@ -153,4 +167,19 @@ def group(per_arm_hits: Mapping[str, Sequence[Hit]], merge_adjacent: bool = True
             # _groups sorted the members by start line.
             symbols = tuple(dict.fromkeys(h.symbol for h in members if h.symbol))
             append(Group(path, members[0].start_line, end, tuple(best[a] for a in sorted(best)), None, symbols))
-    return Groups(out, sorted({h.arm for hits in per_arm_hits.values() for h in hits}))
+    arms = sorted({h.arm for hits in per_arm_hits.values() for h in hits})
+    at = {arm: i for i, arm in enumerate(arms)}
+    sizes = [len(g.best) for g in out]
+    members = [h for g in out for h in g.best]
+    paths = sorted(by_path)
+    at_path = {path: i for i, path in enumerate(paths)}
+    return Groups(
+        out,
+        arms,
+        paths,
+        np.array([at_path[g.path] for g in out], dtype=np.int64),
+        np.repeat(np.arange(len(out)), sizes),
+        np.array([at[h.arm] for h in members], dtype=np.int64),
+        np.array([h.rank for h in members], dtype=np.float64),
+        np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
+    )

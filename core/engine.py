@@ -404,10 +404,10 @@ class Engine:
         try:
             if settings is None and all(v is None for v in (arms, weights, k, priors, with_deep)):
                 settings = self._root_fusion()
-            elif settings is None and arms is None and with_deep is None and self._root_fusion_or_none():
+            elif settings is None and arms is None and with_deep is None and (root := self._root_fusion_or_none()):
                 # The root's settings (kept while its config file stays) with these on top:
                 # what resolving them again gives, without reading the config (a re-fuse).
-                settings = self._root_fusion().with_(weights=weights, k=k, priors=priors)
+                settings = root.with_(weights=weights, k=k, priors=priors)
             elif settings is None:
                 settings = FusionSettings.resolve(
                     self.root,
@@ -434,11 +434,9 @@ class Engine:
     def _root_fusion_or_none(self) -> FusionSettings | None:
         """:meth:`_root_fusion`, or None when the root's config cannot be read (resolving with
         the caller's weights and k may not need it)."""
-        from .config import ConfigError
-
         try:
             return self._root_fusion()
-        except ConfigError:
+        except ValueError:  # core.config.ConfigError
             return None
 
     def _root_fusion(self) -> FusionSettings:

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from .consolidate import Group, Groups
 
@@ -126,15 +128,18 @@ def reciprocal_rank_fusion(
 class Fused:
     """A query's groups scored with weighted RRF (:func:`fuse`).
 
-    ``kept``: the groups some arm votes for (an arm weighted 0 votes for nothing), in the
-    groups' order; ``scores``: each one's fused score. ``weights``: every ranked arm's weight
-    (1.0 when not given), ``k`` the RRF constant they were fused with.
+    ``kept``: the groups (of ``groups``) some arm votes for (an arm weighted 0 votes for
+    nothing), in the groups' order, and their positions among them (``index``); ``scores``:
+    each one's fused score. ``weights``: every ranked arm's weight (1.0 when not given), ``k``
+    the RRF constant they were fused with.
     """
 
+    groups: Groups
     kept: list[Group]
     scores: list[float]
     weights: dict[str, float]
     k: float
+    index: np.ndarray
 
 
 def fuse(groups: Groups, weights: Mapping[str, float] | None = None, k: float = 60) -> Fused:
@@ -143,11 +148,20 @@ def fuse(groups: Groups, weights: Mapping[str, float] | None = None, k: float = 
     kf = check_k(k)
     ws = check_weights(weights)
     weight_of = {arm: ws.get(arm, 1.0) for arm in groups.arms}
-    kept: list[Group] = []
-    scores: list[float] = []
-    for g in groups.groups:
-        shares = [v for v in [weight_of[h.arm] / (kf + h.rank) for h in g.best] if v > 0]
-        if shares:
-            kept.append(g)
-            scores.append(shares[0] if len(shares) == 1 else math.fsum(shares))
-    return Fused(kept, scores, weight_of, kf)
+    # Every member's share at once (the same IEEE division as rrf_share's); a group's sum of
+    # one or two shares is their fsum, so bincount's running sum serves, and a group of three
+    # or more is summed again by math.fsum.
+    shares = np.array([weight_of[a] for a in groups.arms])[groups.member_arm] / (kf + groups.member_rank)
+    voting = shares > 0
+    owner = groups.member_group[voting]
+    n = len(groups.groups)
+    votes = np.bincount(owner, minlength=n)
+    totals = np.bincount(owner, weights=shares[voting], minlength=n)
+    index = np.flatnonzero(votes)
+    scores = totals[index].tolist()
+    for j in np.flatnonzero(votes[index] > 2).tolist():
+        g = index[j]
+        mine = shares[groups.bounds[g] : groups.bounds[g + 1]]
+        scores[j] = math.fsum(mine[mine > 0].tolist())
+    listed = groups.groups
+    return Fused(groups, [listed[i] for i in index.tolist()], scores, weight_of, kf, index)

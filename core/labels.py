@@ -54,15 +54,16 @@ def confidence(share: float, votes: int, defines: bool = False) -> str:
     return LOW
 
 
-def label(hits: Sequence[ConsolidatedHit], best: float | None = None) -> None:
+def label(hits: Sequence[ConsolidatedHit], best: float | None = None, defines: bool = True) -> None:
     """Set each hit's ``confidence`` from its score against ``best`` (default: the best
-    score among ``hits``), its agreement and its signals."""
+    score among ``hits``), its agreement and its signals (``defines`` False: none of them
+    says the hit defines a name the query names)."""
     if best is None:
         best = max((h.score for h in hits), default=0.0)
     for h in hits:
         share = h.score / best if best > 0 else 0.0
-        defines = any(s.name == "definition" for s in h.signals)
-        h.confidence = confidence(share, h.agreement, defines)
+        named = defines and any(s.name == "definition" for s in h.signals)
+        h.confidence = confidence(share, h.agreement, named)
 
 
 def voters(hit: ConsolidatedHit) -> list[str]:
@@ -88,36 +89,42 @@ def label_hits(
     if files is None:
         return _plain(fused, limit)
     kept, scores, weight_of, kf = fused.kept, fused.scores, fused.weights, fused.k
-    paths = files.paths
+    paths, applied = files.paths, files.applied
+    stage = files.stage
+    priors, diversity = stage.priors, stage.diversity_signal
     top_path = paths[files.order[0][0]] if files.order else None
     picks = chunks.picks if chunks is not None else {}
     out: list[ConsolidatedHit] = []
+    prior_of: dict[str, list] = {}
     for i, final, above in files.order:
         if limit and len(out) >= limit:
             break
         path = paths[i]
-        pick = picks.get(path)
-        if pick is not None and above >= len(pick.chosen):
-            continue  # the file's every unit is already placed (or overlaps one placed)
-        signals = files.applied[i]
+        pick = picks.get(path) if picks else None
         if pick is None:
-            hit = _hit(kept[i], weight_of, kf)
+            signals = applied[i]
+            if above:
+                signals = [*signals, diversity(above, path == top_path)]
+            applies = prior_of.get(path)
+            if applies is None:
+                applies = prior_of[path] = priors(path)[1]
+            hit = _hit(kept[i], weight_of, kf, final, len(out) + 1, scores[i], applies[:], signals)
             assert hit is not None  # it had a vote
-            hit.fused_score = scores[i]
         else:
+            if above >= len(pick.chosen):
+                continue  # the file's every unit is already placed (or overlaps one placed)
             unit, _score = pick.chosen[above]
             hit = _unit_hit(path, unit, pick.mine, kept, scores, weight_of, kf)
             # The group's own signals give way to the unit's: the file's stay.
-            signals = [s for s in signals if s.name not in ("definition", "quote")]
+            signals = [s for s in applied[i] if s.name not in ("definition", "quote")]
             signals += files.span_signals(path, (unit.start, unit.end), unit.symbols)
             signals.append(pick.explain(unit))
-        hit.score, hit.rank = final, len(out) + 1
-        hit.priors = list(files.priors(path)[1])
-        if above:
-            signals = [*signals, files.diversity_signal(above, path == top_path)]
-        hit.signals = signals
+            hit.score, hit.rank = final, len(out) + 1
+            hit.priors = priors(path)[1][:]
+            hit.signals = [*signals, diversity(above, path == top_path)] if above else signals
         out.append(hit)
-    label(out)
+    # Only the stage's definition signal makes a hit's confidence high whatever its score.
+    label(out, defines=bool(stage.shape.names and stage.params.definition))
     return out
 
 
@@ -133,57 +140,85 @@ def _plain(fused: Fused, limit: int | None) -> list[ConsolidatedHit]:
     else:
         chosen = range(len(kept))
     for i in chosen:
-        hit = _hit(kept[i], weight_of, kf)
+        hit = _hit(kept[i], weight_of, kf, scores[i])
         assert hit is not None
-        hit.score = scores[i]
         out.append(hit)
     out.sort(key=_order)
     for rank, hit in enumerate(out, start=1):
         hit.rank = rank
-    label(out)
+    label(out, defines=False)  # no stage, no signal
     return out
 
 
-def _hit(group: Group, weight_of, kf: float) -> ConsolidatedHit | None:
-    """The explained hit of one group (None when no arm votes for it: every weight 0); the
-    caller sets its scores and rank."""
-    contributors = []
-    voting = []
-    memo = group.memo
-    for i, h in enumerate(group.best):
+def _hit(
+    group: Group,
+    weight_of,
+    kf: float,
+    score: float | None = None,
+    rank: int = 0,
+    fused: float | None = None,
+    priors: list | None = None,
+    signals: list | None = None,
+) -> ConsolidatedHit | None:
+    """The explained hit of one group (None when no arm votes for it: every weight 0), made
+    at once with its ``score`` (default: its RRF score), ``rank``, ``fused`` score, ``priors``
+    and ``signals``."""
+    best, memo = group.best, group.memo
+    if len(best) == 1:  # most groups
+        h = best[0]
         w = weight_of[h.arm]
-        cached = memo[i]
-        if cached is not None and cached[0] == w and cached[1] == kf:
-            c = cached[2]
-        else:
-            c = Contribution(h.arm, h.rank, h.docid, h.score, rrf_share(w, kf, h.rank))
-            memo[i] = (w, kf, c)
-        contributors.append(c)
-        if c.contribution > 0:
-            voting.append(i)
-    if not voting:
-        return None
-    if len(voting) == 1:
-        lead_i = voting[0]
-        score = contributors[lead_i].contribution
+        cached = memo[0]
+        if cached is None or cached[0] != w or cached[1] != kf:
+            cached = memo[0] = (w, kf, Contribution(h.arm, h.rank, h.docid, h.score, rrf_share(w, kf, h.rank)))
+        c = cached[2]
+        if c.contribution <= 0:
+            return None
+        contributors = [c]
+        provenance, votes, context, rrf = [h.arm], 1 if h.rank <= AGREEMENT_DEPTH else 0, h.context, c.contribution
     else:
-        # The lead (whose context the hit shows) is the biggest contribution; among equal
-        # ones a definition (its context is not just the path), then the larger docid.
-        lead_i = max((contributors[i].contribution, group.lead_key(i), i) for i in voting)[2]
-        score = fused_score([contributors[i].contribution for i in voting])
-    best = group.best
+        contributors = []
+        for i, h in enumerate(best):
+            w = weight_of[h.arm]
+            cached = memo[i]
+            if cached is None or cached[0] != w or cached[1] != kf:
+                cached = memo[i] = (w, kf, Contribution(h.arm, h.rank, h.docid, h.score, rrf_share(w, kf, h.rank)))
+            contributors.append(cached[2])
+        voting = [i for i, c in enumerate(contributors) if c.contribution > 0]
+        if not voting:
+            return None
+        if len(voting) == 1:
+            lead_i = voting[0]
+            rrf = contributors[lead_i].contribution
+        elif len(voting) == 2:  # the same lead and sum as below, for the usual pair
+            a, b = voting
+            ca, cb = contributors[a].contribution, contributors[b].contribution
+            lead_i = a if (ca, group.lead_key(a)) > (cb, group.lead_key(b)) else b
+            rrf = ca + cb  # two floats' sum is their fsum
+        else:
+            # The lead (whose context the hit shows) is the biggest contribution; among equal
+            # ones a definition (its context is not just the path), then the larger docid.
+            lead_i = max((contributors[i].contribution, group.lead_key(i), i) for i in voting)[2]
+            rrf = fused_score([contributors[i].contribution for i in voting])
+        provenance = [best[i].arm for i in voting]
+        votes = sum(1 for i in voting if best[i].rank <= AGREEMENT_DEPTH)
+        context = best[lead_i].context
     return ConsolidatedHit(
         group.path,
         group.start_line,
         group.end_line,
         group.docid,
-        best[lead_i].context or group.path,
-        score,
-        0,
-        [best[i].arm for i in voting],
-        sum(1 for i in voting if best[i].rank <= AGREEMENT_DEPTH),
+        context or group.path,
+        rrf if score is None else score,
+        rank,
+        provenance,
+        votes,
         LOW,  # set once the query's best score is known (label)
         contributors,
+        fused,
+        [] if priors is None else priors,
+        [] if signals is None else signals,
+        "",
+        {},
     )
 
 
