@@ -5,6 +5,7 @@ query path (fusion, grouping, the ranking stage, the chunk step) changes no rank
     python -m evals.rankings dev --out FILE             # the benchmark's dev split (420 questions)
     python -m evals.rankings spans --out FILE           # the span set (120)
     python -m evals.rankings slider ROOT --out FILE     # bench_tui's 500 candidates over ROOT
+    python -m evals.rankings fixture                    # rewrite tests/test_rankings.py's stored dump
     python -m evals.rankings compare OLD NEW            # which rankings differ
 
 Per question, the engine searches once with the root's settings, then re-fuses those cached
@@ -27,8 +28,11 @@ NEW/evals/rankings.py dev --out F``): it imports ``ranklens`` from there, and sa
 is set: the four arms always installed. A full check (the three sets, about 5 minutes
 here) compares 15,390 rankings.
 
-:func:`record` is also what ``tests/test_rankings.py`` stores for a small real repository,
-with floats rounded (a stored file must not depend on the last bits of one CPU's sums).
+:func:`record` is also what ``tests/test_rankings.py`` stores for a small real repository
+(``fixture``: :data:`FIXTURE_QUESTIONS` over ``tests/fixtures/ranklens_snapshot/src``), each
+ranking's hits with every float rounded to 6 significant digits (a stored file must not depend
+on the last bits of one CPU's sums), hashed. It was written at the commit before the query
+pipeline (101b972) and is rewritten only when a ranking is meant to change.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 #: Other weights and k a slider may reach: every arm moved, and one weighing an arm 0.
@@ -66,6 +70,28 @@ VARIANTS: dict[str, tuple] = {
     "again-all": (None, None, {}),
 }
 BENCH = Path(os.environ.get("RANKLENS_BENCH", Path(__file__).resolve().parents[2] / "shared" / "bench"))
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE_ROOT = REPO / "tests" / "fixtures" / "ranklens_snapshot" / "src"
+FIXTURE_FILE = REPO / "tests" / "fixtures" / "rankings.json"
+#: Every fourth question of evals/ranklens.jsonl (identifiers and paraphrases), and three that
+#: quote a passage or name code inside a question.
+FIXTURE_QUESTIONS = [
+    "reciprocal_rank_fusion",
+    "check_weight",
+    "write_json_atomic",
+    "rows_for searchsorted",
+    "work out which programming language a file is written in from its name",
+    "list only the files that git tracks or would track",
+    "why exact vector search instead of an approximate graph index",
+    "stop two indexers from writing the same index at once",
+    "restrict results to one folder or one language",
+    "emphasise the query words in the code preview",
+    "test that the order of the rankings does not change the fused result",
+    "build the JSON that hands the results to a coding agent",
+    'where is "the index is not ready yet" raised',
+    'the error "no retriever could answer"',
+    "how does Engine.search fuse the arms",
+]
 
 
 def rankings(engine, query: str) -> Iterable[tuple[str, list]]:
@@ -97,11 +123,15 @@ def digest(hits: list) -> dict:
     return {"sha": hashlib.sha256(text.encode()).hexdigest()[:20], "n": len(hits), "head": [h.docid for h in hits[:3]]}
 
 
-def rounded(value, digits: int = 9):
-    """``value`` (a hit as :func:`dataclasses.asdict` gives it) with every float rounded to
-    ``digits`` significant digits."""
+def rounded(value, digits: int = 6):
+    """``value`` (a hit, a field of one) as plain data, every float rounded to ``digits``
+    significant digits; a dataclass or a named tuple as a dict of its fields, whichever it is."""
     if isinstance(value, float):
         return float(f"{value:.{digits}g}")
+    if is_dataclass(value):
+        return {f.name: rounded(getattr(value, f.name), digits) for f in fields(value)}
+    if hasattr(value, "_asdict"):
+        return rounded(value._asdict(), digits)
     if isinstance(value, dict):
         return {k: rounded(v, digits) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -121,8 +151,27 @@ def record(engine, queries: Iterable[str], keep: Callable[[list], object] = dige
 
 
 def as_data(hits: list) -> list:
-    """Every field of every hit, floats rounded (:func:`rounded`): what a stored dump holds."""
-    return [rounded(asdict(h)) for h in hits]
+    """Every field of every hit, floats rounded (:func:`rounded`)."""
+    return [rounded(h) for h in hits]
+
+
+def stored(hits: list) -> dict:
+    """What the stored dump keeps of a ranking: the hash of :func:`as_data`, its length and
+    first docids."""
+    text = json.dumps(as_data(hits), sort_keys=True)
+    return {"sha": hashlib.sha256(text.encode()).hexdigest()[:20], "n": len(hits), "head": [h.docid for h in hits[:3]]}
+
+
+def fixture_rankings(cache: Path | None = None) -> dict:
+    """The stored dump's rankings, from a fresh index of :data:`FIXTURE_ROOT`."""
+    from ranklens.core.engine import Engine
+
+    engine = Engine(FIXTURE_ROOT, cache_dir=cache)
+    try:
+        engine.ensure_index(deep=False)
+        return record(engine, FIXTURE_QUESTIONS, stored)
+    finally:
+        engine.close()
 
 
 # ---------------------------------------------------------------------------- the sets
@@ -250,7 +299,7 @@ def compare(old: Path, new: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("set", choices=("corpus", "dev", "spans", "slider", "compare"))
+    ap.add_argument("set", choices=("corpus", "dev", "spans", "slider", "fixture", "compare"))
     ap.add_argument("paths", nargs="*", type=Path, help="corpus, slider: the root; compare: the two dumps")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--show", help="print every ranking of this question instead")
@@ -260,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["RANKLENS_DEEP"] = "0"
     if args.set == "slider":
         slider(args.paths[0].resolve(), args.out)
+        return 0
+    if args.set == "fixture":
+        out = args.out or FIXTURE_FILE
+        out.write_text(json.dumps(fixture_rankings(), indent=1, sort_keys=True) + "\n")
+        print(f"{len(FIXTURE_QUESTIONS)} questions -> {out}", file=sys.stderr)
         return 0
     sets = corpus_set(args.paths[0].resolve()) if args.set == "corpus" else bench_sets(args.set)
     if args.out is None and args.show is None:
