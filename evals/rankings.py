@@ -94,24 +94,28 @@ FIXTURE_QUESTIONS = [
 ]
 
 
-def rankings(engine, query: str) -> Iterable[tuple[str, list]]:
-    """``(variant, hits)`` for every ranking of ``query`` recorded (see the module docstring)."""
+def variants(base) -> Iterable[tuple[str, object, int | None]]:
+    """``(name, settings, top-k)`` of each of :data:`VARIANTS` over the settings ``base``."""
     from ranklens.core.ranking import Params
 
+    for name, (tuned, top_k, other) in VARIANTS.items():
+        settings = base if tuned is None else base.with_(weights=tuned[0], k=tuned[1])
+        if "priors" in other:
+            settings = settings.with_(priors=other["priors"])
+        if "chunk_files" in other:
+            settings = settings.with_(stage=Params(chunk_files=other["chunk_files"]))
+        yield name, settings, top_k
+
+
+def rankings(engine, query: str) -> Iterable[tuple[str, list]]:
+    """``(variant, hits)`` for every ranking of ``query`` recorded (see the module docstring)."""
     result = engine.search(query, top_k=10)
     yield "search10", result.hits
     for arm in sorted(result.results):
         yield f"arm:{arm}", result.results[arm].hits
     results = list(result.results.values())
     base = result.settings
-    for name, (tuned, top_k, other) in VARIANTS.items():
-        settings = base
-        if tuned is not None:
-            settings = settings.with_(weights=tuned[0], k=tuned[1])
-        if "priors" in other:
-            settings = settings.with_(priors=other["priors"])
-        if "chunk_files" in other:
-            settings = settings.with_(stage=Params(chunk_files=other["chunk_files"]))
+    for name, settings, top_k in variants(base):
         yield name, engine.fuse(results, settings, top_k=top_k)
     for arm in sorted(result.answered):
         yield f"alone:{arm}", engine.fuse(results, base.with_(arms=(arm,)))
@@ -229,19 +233,13 @@ def slider(root: Path, out: Path) -> None:
     from bench_tui import synthetic_rankings
 
     from ranklens.core.engine import Engine
-    from ranklens.core.ranking import Params
 
     engine = Engine(root)
     engine.ensure_index(deep=False)
     results = synthetic_rankings(engine.root, list(engine.fusion().arms))
     base = engine.fusion()
     found: dict[str, dict] = {"slider": {}}
-    for name, (tuned, top_k, other) in VARIANTS.items():
-        settings = base if tuned is None else base.with_(weights=tuned[0], k=tuned[1])
-        if "priors" in other:
-            settings = settings.with_(priors=other["priors"])
-        if "chunk_files" in other:
-            settings = settings.with_(stage=Params(chunk_files=other["chunk_files"]))
+    for name, settings, top_k in variants(base):
         found["slider"][name] = digest(engine.fuse(list(results.values()), settings, top_k=top_k))
     for i in range(10):  # a slider pressed right and left, as bench_tui does
         weights = {"bm25": 1.0 + 0.1 * (i % 2), "dense": 0.8 + 0.05 * i}
