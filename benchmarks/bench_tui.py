@@ -17,7 +17,10 @@ Figures are medians over the repeats.
   distinct hits (top 50 shown). A slider key press re-fuses them (no arm runs) and updates
   the table and the preview's trace (``app.last_refuse_ms``); "frame" is the time Textual
   then takes to lay out and render the screen (the compositor refresh that follows), the
-  full cost being their sum.
+  full cost being their sum. Targets: the handler <= 16 ms, ``engine.fuse`` <= 1.25x of
+  6aeda67's: run that checkout's own ``benchmarks/bench_tui.py`` (``PYTHONPATH=DIR``, its
+  dependencies installed) over the same ``--root`` in the same minutes, taking turns
+  (``bench_ab.py`` measures the same ``engine.fuse`` against older checkouts in one run).
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ class AgentService:
         self._texts: OrderedDict[tuple, _FileText] = OrderedDict()  # (path, its stat) -> redacted text
         self._texts_chars = 0
         self._texts_lock = threading.Lock()
-        self.stats = None  # the last completed index pass (core.indexer.IndexStats)
+        self.stats = None  # the last completed index pass (core.arms.protocol.IndexStats)
         self.last_error: str | None = None
 
     # -- freshness ----------------------------------------------------------------------

@@ -23,21 +23,33 @@ an unrelated chunk over one that answers):
 The pieces of one long definition are one *unit* and compete as one. A unit is shown whole
 when it fits :data:`MAX_UNIT_LINES`, else as its best piece. Every hit the step places
 carries a ``chunk`` signal that says why this chunk of the file.
+
+:func:`choose` is the step in the query pipeline (:mod:`core.pipeline`): the fused groups, the
+file step's top files, their units and the :class:`Question` in, a :class:`Pick` per file out.
+The units (each arm's search within the files) and what their names hold are the query's,
+made once; what a re-fuse reruns is the scoring of the units with the new weights and k.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .ranking import quote_in
 from .types import AppliedSignal
+
+if TYPE_CHECKING:
+    from .fusion import Fused
 
 #: A unit (a definition's pieces, or one chunk) up to this many lines is shown whole.
 MAX_UNIT_LINES = 80
+
+#: The arms asked again to rank every chunk of a top file (:meth:`core.engine.Engine.file_units`).
+WITHIN_FILE_ARMS = ("bm25", "dense")
 
 #: A unit no arm ranked, in :func:`units_ranked`'s arrays (np.iinfo costs a few µs a call).
 _UNRANKED = int(np.iinfo(np.int64).max)
@@ -79,11 +91,6 @@ class FileUnits:
     shape: Skeleton | None = None
 
 
-#: ``paths -> {path: FileUnits}``: the engine's view of every chunk of the files asked for,
-#: each ranked by the arms within its file (:meth:`core.engine.Engine.file_units`).
-Provider = Callable[[Sequence[str]], Mapping[str, FileUnits]]
-
-
 @dataclass(frozen=True)
 class Skeleton:
     """A file's units as its chunks make them, whatever the query (kept per index view):
@@ -113,6 +120,14 @@ def skeleton(chunks: Iterable[tuple[int, int, tuple[int, int] | None, str, str]]
         if symbol and symbol not in unit[3]:
             unit[3].append(symbol)
     units = tuple((u[0], u[1], u[2], tuple(u[3]), tuple(u[4])) for u in built)
+    return Skeleton(units, {span: i for i, u in enumerate(units) for span in u[4]})
+
+
+def shape_of(fu: FileUnits) -> Skeleton:
+    """A file's :class:`Skeleton`: the one its units were made from, else one made of them."""
+    if fu.shape is not None:
+        return fu.shape
+    units = tuple((u.start, u.end, u.context, u.symbols, u.chunks) for u in fu.units)
     return Skeleton(units, {span: i for i, u in enumerate(units) for span in u[4]})
 
 
@@ -254,95 +269,146 @@ def shown_span(unit: Unit) -> tuple[int, int]:
     return unit.best_chunk or unit.chunks[0]
 
 
+#: Per unit of a file (its position) whose names or breadcrumb hold something the question
+#: names: (the named names it defines, the question's keywords its names and breadcrumb hold);
+#: every other unit's are empty (:meth:`core.ranking.Stage.labelled`).
+Labelled = Mapping[int, tuple[set[str], list[str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What the chunk step reads of the question, worked out once per query by the ranking
+    stage: how many keywords it has, what each top file's units' names hold of it
+    (``labelled``, per path) and the chunks holding a passage it quotes (``quoted``, per path:
+    (start, end, passage))."""
+
+    keywords: int
+    labelled: Mapping[str, Labelled]
+    quoted: Mapping[str, Sequence[tuple[int, int, str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """The chunk step's answer for one file: its groups (positions in ``Fused.kept``), the
+    units chosen for its places, best first, with their chunk scores, and how many units the
+    file has."""
+
+    mine: list[int]
+    chosen: list[tuple[Unit, float]]
+    n_units: int
+
+    def explain(self, unit: Unit) -> AppliedSignal:
+        """The ``chunk`` signal of one of its units: why this chunk of the file."""
+        return explain(unit, self.n_units)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunks:
+    """The chunk step's answer (:func:`choose`): per top file with units, its :class:`Pick`."""
+
+    picks: dict[str, Pick]
+
+
+def choose(fused: Fused, files: Sequence[str], found: Mapping[str, FileUnits], question: Question, params) -> Chunks:
+    """The chunk step for the top ``files`` (the file step's order, first files first): each
+    file's units (``found``, ranked within it by the arms) compete for the file's places in
+    the list, as many as it has groups, on the chunk-level evidence of :func:`rank_units`; no
+    two units chosen show overlapping lines (:func:`distinct_units`)."""
+    kept, scores = fused.kept, fused.scores
+    of_file: dict[str, list[int]] = {}
+    for i, g in enumerate(kept):
+        if g.path in found:
+            of_file.setdefault(g.path, []).append(i)
+    picks = {}
+    for path in files:
+        fu = found.get(path)
+        if fu is None or not fu.units:
+            continue
+        mine = of_file.get(path, [])
+        groups = [(kept[i].start_line, kept[i].end_line, scores[i]) for i in mine]
+        chosen = distinct_units(
+            fu,
+            fused.weights,
+            fused.k,
+            groups,
+            question.labelled[path],
+            question.quoted.get(path),
+            question.keywords,
+            params,
+            places=len(mine),
+        )
+        picks[path] = Pick(mine, chosen, len(fu.units))
+    return Chunks(picks)
+
+
 def rank_units(
     fu: FileUnits,
     weights: Mapping[str, float],
     k: float,
-    fused_of: Callable[[int, int], float],
-    names: Callable[[Iterable[str]], set[str]],
-    keywords: Callable[[Unit], list[str]],
+    groups: Sequence[tuple[int, int, float]],
+    labelled: Labelled,
+    quoted: Sequence[tuple[int, int, str]] | None,
     n_keywords: int,
     params,
-    quote: Callable[[int, int], str | None] | None = None,
     places: int | None = None,
-    named: bool = True,
-    groups: Sequence[tuple[int, int, float]] | None = None,
-    labelled: Mapping[int, tuple[set[str], list[str]]] | None = None,
 ) -> list[tuple[Unit, float]]:
-    """The file's units, best first, each with its chunk score (its first ``places`` only,
-    when given). ``fused_of(start, end)``: the best fused score of the query's groups
-    overlapping those lines (0: no arm had them); ``names``: the named symbols a unit
-    defines (``named`` False: the query names none); ``keywords``: the question's keywords
-    its breadcrumb and names hold; ``quote``: the passage of the question a unit holds, if
-    any. :func:`explain` says why, for the units shown.
+    """The file's units, best first (ties: the earlier unit, then the unit's position), each
+    with its chunk score; its first ``places`` only, when given.
 
-    A unit's score is its arms' ranks and fused score, plus what its names and a quoted
-    passage add. Those additions have a ceiling, so with ``places`` a unit whose score could
-    not reach the last place even with all of them is never looked at by name (a file of
-    500 chunks has a few worth it); the scores and the order are the same as without.
-    ``groups``: the file's groups ``(start, end, fused score)`` ``fused_of`` looks at; with
-    them and the file's :attr:`FileUnits.arrays`, the units are scored as arrays.
-    ``labelled``: per unit (its position) whose names hold something, what ``names`` and
-    ``keywords`` give it, every other unit's being empty (:meth:`core.ranking.Stage.labelled`);
-    with it, the arrays and no ``quote``, no unit is looked at by name."""
+    A unit's score is its arms' ranks within the file (weighted RRF, ``weights`` and ``k``),
+    plus ``params.chunk_fused`` times the best fused score of the file's ``groups``
+    ``(start, end, fused score)`` overlapping it (0: no arm had it over the whole index),
+    plus, in units of an arm's first place, what its names add (``labelled``: the names it
+    defines that the question names, the question's keywords its names and breadcrumb hold,
+    of ``n_keywords``) and a passage of ``quoted`` it holds. The units placed keep what their
+    names hold (``Unit.memo``, for :func:`explain`). A file's :attr:`FileUnits.arrays` (two
+    arms at most) score every unit at once; the same float operations as the loop over its
+    units, in the same order, so the same scores.
+    """
     first = max(weights.values(), default=1.0) / (k + 1)  # an arm's first place
-    weight = weights.get
     arrays = fu.arrays
-    # Two arms at most: a sum of two floats is their fsum.
-    ready = places is not None and arrays is not None and groups is not None and len(arrays[2]) <= 2
-    if ready and labelled is not None and quote is None:
-        return _rank_labelled(fu, arrays, weights, k, groups, params, first, places, n_keywords, labelled)
-    if ready and places < len(fu.units) and len(fu.units) >= ARRAYS_FROM:
-        return _rank_arrays(
-            fu, arrays, weights, k, groups, params, first, places, named, n_keywords, quote, keywords, names
-        )
-    fsum = math.fsum
-    base = []
-    for n, u in enumerate(fu.units):
-        score = fsum([weight(arm, 1.0) / (k + r) for arm, r in u.ranks.items()])
-        score += params.chunk_fused * fused_of(u.start, u.end)
-        base.append((score, n, u))
-
-    def full(score: float, u: Unit) -> float:
-        return _full_score(score, u, names, keywords, n_keywords, params, first, quote)
-
-    if places is None or places >= len(base):
-        out = [(u, full(score, u)) for score, _n, u in base]
-        out.sort(key=lambda t: (-t[1], t[0].start))
-        return out
-
-    quoted = quote is not None
-    ceilings = [(_ceiling(score, named, n_keywords, quoted, params, first), score, n, u) for score, n, u in base]
-    scored: list[tuple[float, int, int, Unit]] = []  # (-score, start, position, unit), sorted
-    for _ceil, score, n, u in sorted(ceilings, key=lambda t: -t[0]):
-        if len(scored) >= places and _ceil < -scored[places - 1][0]:
-            break  # neither this unit nor any after it can reach the last place
-        insort(scored, (-full(score, u), u.start, n, u))
-    return [(u, -neg) for neg, _start, _n, u in scored[:places]]
-
-
-def _full_score(score: float, u: Unit, names, keywords, n_keywords: int, params, first: float, quote) -> float:
-    """A unit's score with what its names and a quoted passage add (:func:`rank_units`)."""
-    memo = u.memo
-    if memo is None:
-        memo = u.memo = (names(u.symbols), keywords(u))
-    score = _with_names(score, *memo, n_keywords, params, first)
-    if quote is not None and quote(u.start, u.end):
-        score += params.chunk_quote * first
-    return score
-
-
-def _ceiling(score, named: bool, n_keywords: int, quoted: bool, params, first: float):
-    """The most what its names and a quoted passage can add brings ``score`` to (a float, or
-    every unit's as an array), added in :func:`_full_score`'s order (rounding is monotonic,
-    so no unit's score exceeds its ceiling)."""
-    if named:
-        score = score + params.chunk_definition * first
-    if n_keywords:
-        score = score + params.chunk_label * n_keywords / n_keywords * first
+    units = fu.units
+    if arrays is not None and len(arrays[2]) <= 2:  # a sum of two floats is their fsum
+        scores = _base_scores(arrays, weights, k, groups, params).tolist()
+        starts, ends = arrays[0], arrays[1]
+        bounds = None
+    else:
+        fsum, weight = math.fsum, weights.get
+        scores = []
+        for u in units:
+            score = fsum([weight(arm, 1.0) / (k + r) for arm, r in u.ranks.items()])
+            scores.append(score + params.chunk_fused * _best_fused(groups, u.start, u.end))
+        bounds = [(u.start, u.end) for u in units]
+        starts = ends = None
+    for n, (defined, held) in labelled.items():
+        scores[n] = _with_names(scores[n], defined, held, n_keywords, params, first)
     if quoted:
-        score = score + params.chunk_quote * first
-    return score
+        if bounds is None:
+            bounds = list(zip(starts.tolist(), ends.tolist()))
+        for n, (start, end) in enumerate(bounds):
+            if quote_in(quoted, start, end):
+                scores[n] += params.chunk_quote * first
+    if bounds is not None or len(scores) < ARRAYS_FROM:  # below it, numpy's cost per call is more than the sort's
+        begins = [b[0] for b in bounds] if bounds is not None else starts.tolist()
+        order = sorted(range(len(scores)), key=lambda n: (-scores[n], begins[n]))
+    else:
+        order = np.lexsort((starts, -np.array(scores))).tolist()
+    out = []
+    for n in order[:places] if places is not None else order:
+        u = units[n]
+        if u.memo is None:
+            u.memo = labelled.get(n) or (set(), [])
+        out.append((u, scores[n]))
+    return out
+
+
+def _best_fused(groups: Sequence[tuple[int, int, float]], start: int, end: int) -> float:
+    """The best fused score of the ``groups`` (start, end, score) overlapping these lines (0: none)."""
+    best = 0.0
+    for s, e, f in groups:
+        if not (e < start or s > end) and f > best:
+            best = f
+    return best
 
 
 def _with_names(score: float, defined, held, n_keywords: int, params, first: float) -> float:
@@ -355,24 +421,7 @@ def _with_names(score: float, defined, held, n_keywords: int, params, first: flo
     return score
 
 
-def _rank_arrays(fu, arrays, weights, k, groups, params, first, places, named, n_keywords, quote, keywords, names):
-    """:func:`rank_units` for the first ``places`` from the file's arrays: the same float
-    operations, in the same order, on every unit at once (the ranks' share, then the fused
-    score's, then the ceiling's additions), so the same scores and order."""
-    score = _base_scores(arrays, weights, k, groups, params)
-    ceiling = _ceiling(score, named, n_keywords, quote is not None, params, first)
-    order = np.argsort(-ceiling, kind="stable").tolist()
-    ceilings, scores, units = ceiling.tolist(), score.tolist(), fu.units
-    scored: list[tuple[float, int, int, Unit]] = []  # (-score, start, position, unit), sorted
-    for n in order:
-        if len(scored) >= places and ceilings[n] < -scored[places - 1][0]:
-            break  # neither this unit nor any after it can reach the last place
-        u = units[n]
-        insort(scored, (-_full_score(scores[n], u, names, keywords, n_keywords, params, first, quote), u.start, n, u))
-    return [(u, -neg) for neg, _start, _n, u in scored[:places]]
-
-
-def distinct_units(fu: FileUnits, *args, places: int, **kwargs) -> list[tuple[Unit, float]]:
+def distinct_units(fu: FileUnits, *args, places: int) -> list[tuple[Unit, float]]:
     """:func:`rank_units`'s first ``places`` units whose shown lines overlap no better one's.
 
     A file's chunks can overlap (the windows of a long stretch outside any definition), and
@@ -384,7 +433,7 @@ def distinct_units(fu: FileUnits, *args, places: int, **kwargs) -> list[tuple[Un
         return []
     want = places
     while True:
-        ranked = rank_units(fu, *args, places=want, **kwargs)
+        ranked = rank_units(fu, *args, places=want)
         shown: list[tuple[int, int]] = []
         out = []
         for unit, score in ranked:
@@ -408,7 +457,7 @@ def _base_scores(arrays, weights, k: float, groups, params) -> np.ndarray:
         ranked = r > 0
         score[ranked] += weights.get(arm, 1.0) / (k + r[ranked])
     # Each unit's best fused score among the groups overlapping it (0: none): a maximum, so
-    # the float ``fused_of`` picks. Three groups or more: all at once (units x groups).
+    # the float ``_best_fused`` picks. Three groups or more: all at once (units x groups).
     if len(groups) >= 3:
         s, e, f = (np.array(column) for column in zip(*groups))
         overlap = ~((e[None, :] < starts[:, None]) | (s[None, :] > ends[:, None]))
@@ -418,29 +467,6 @@ def _base_scores(arrays, weights, k: float, groups, params) -> np.ndarray:
         for s, e, f in groups:
             best = np.where(~((e < starts) | (s > ends)) & (f > best), f, best)
     return score + params.chunk_fused * best
-
-
-def _rank_labelled(fu, arrays, weights, k, groups, params, first, places, n_keywords, labelled):
-    """:func:`rank_units` for the first ``places`` when what each unit's names add is known
-    (``labelled``): every unit's score as arrays, the additions made as :func:`_full_score`
-    makes them to the units that have some, then the first ``places`` by score, then the
-    earlier unit, then position (the loop's order). The units placed keep their names' memo."""
-    scores = _base_scores(arrays, weights, k, groups, params).tolist()
-    for n, (defined, held) in labelled.items():
-        scores[n] = _with_names(scores[n], defined, held, n_keywords, params, first)
-    if len(scores) < ARRAYS_FROM:  # below it, numpy's cost per call is more than the sort's
-        starts = arrays[0].tolist()
-        order = sorted(range(len(scores)), key=lambda n: (-scores[n], starts[n]))[:places]
-    else:
-        order = np.lexsort((arrays[0], -np.array(scores)))[:places].tolist()
-    units = fu.units
-    out = []
-    for n in order:
-        u = units[n]
-        if u.memo is None:
-            u.memo = labelled.get(n) or (set(), [])
-        out.append((u, scores[n]))
-    return out
 
 
 def explain(unit: Unit, n_units: int) -> AppliedSignal:

@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
-from .chunkstep import FileUnits, Provider, Skeleton, skeleton, units_of, units_ranked
-from .consolidate import Groups, check_ranking, single_arm
-from .priors import adjuster, apply_priors
-from .ranking import Params, Stage
+from .arms.protocol import IndexSettings, IndexStats
+from .chunkstep import WITHIN_FILE_ARMS, FileUnits, Skeleton, skeleton, units_of, units_ranked
+from .consolidate import check_ranking
+from .labels import single_arm
+from .pipeline import MERGE_ADJACENT, QueryWork, rank
+from .priors import apply_priors
+from .ranking import Params
 from .settings import FusedBy, FusionSettings
 from .store import IndexError_, IndexView, index_dir
 from .tokenize import code_tokens
@@ -30,17 +33,13 @@ from .types import ConsolidatedHit, Hit
 if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an index is built
     import numpy as np
 
-    from .indexer import IndexSettings, IndexStats, NotifyFn, ProgressFn
+    from .indexer import NotifyFn, ProgressFn
 
 MAX_QUERY_CHARS = 1000
 #: An arm's error when the index was deleted from under the engine (see Engine.index_gone).
 INDEX_GONE = "the index folder was deleted: it is being rebuilt"
 MAX_TOP_K = 1000
 DEFAULT_TOP_K = 10
-#: Whether hits that only touch (``end + 1 == start``) merge. Budgeted chunks partition a
-#: file, so neighbours touching says nothing about relevance, and merging them chains
-#: adjacent chunks into wide hits: off, measured in the README (issue #5, step 2).
-MERGE_ADJACENT = False
 
 
 class QueryError(ValueError):
@@ -67,10 +66,6 @@ def check_top_k(top_k: int) -> int:
 
 #: The most chunks a quoted passage marks (a phrase found everywhere tells nothing).
 PHRASE_CHUNKS = 50
-
-#: The arms the chunk step asks to rank every chunk of a top file (:meth:`Engine.file_units`).
-WITHIN_FILE_ARMS = ("bm25", "dense")
-
 
 #: How many candidates each arm ranks for every query, whatever the number of results shown:
 #: one setting, so the terminal UI's rows, ``query --top-k N`` for any N (always a prefix of a
@@ -153,7 +148,7 @@ class Engine:
         self.notify = notify or (lambda _msg: None)
         self._view: IndexView | None = None
         self._arms: dict[str, Arm | ArmUnavailable] = {}
-        self._groups: tuple | None = None  # (key, Groups, rankings kept alive so ids stay unique)
+        self._work: OrderedDict[tuple, QueryWork] = OrderedDict()  # (rankings' ids, query) -> its per-query work
         self._units: OrderedDict[tuple, dict[str, FileUnits]] = OrderedDict()  # (view, query, arms) -> files
         self._quoted: OrderedDict[tuple, dict] = OrderedDict()  # (view, query) -> Engine.quoted's answer
         self._chunks_of: OrderedDict[tuple, tuple] = OrderedDict()  # (view, path) -> its chunk rows and fields
@@ -167,8 +162,6 @@ class Engine:
     def settings(self) -> IndexSettings:
         """Chunking, discovery and model settings (the defaults unless given)."""
         if self._settings is None:
-            from .indexer import IndexSettings
-
             self._settings = IndexSettings()
         return self._settings
 
@@ -411,6 +404,10 @@ class Engine:
         try:
             if settings is None and all(v is None for v in (arms, weights, k, priors, with_deep)):
                 settings = self._root_fusion()
+            elif settings is None and arms is None and with_deep is None and (root := self._root_fusion_or_none()):
+                # The root's settings (kept while its config file stays) with these on top:
+                # what resolving them again gives, without reading the config (a re-fuse).
+                settings = root.with_(weights=weights, k=k, priors=priors)
             elif settings is None:
                 settings = FusionSettings.resolve(
                     self.root,
@@ -433,6 +430,14 @@ class Engine:
         if not settings.arms:
             raise QueryError("no retriever to run")
         return settings
+
+    def _root_fusion_or_none(self) -> FusionSettings | None:
+        """:meth:`_root_fusion`, or None when the root's config cannot be read (resolving with
+        the caller's weights and k may not need it)."""
+        try:
+            return self._root_fusion()
+        except ValueError:  # core.config.ConfigError
+            return None
 
     def _root_fusion(self) -> FusionSettings:
         """This root's own settings (:meth:`FusionSettings.resolve` with nothing on top), kept
@@ -526,14 +531,16 @@ class Engine:
         """Rank cached results with these settings; no arm runs again.
 
         ``settings`` default to :meth:`fusion`'s (``weights``, ``k``, ``priors``, ``stage`` on
-        top), which fuse whatever rankings are given. Settings naming one arm: its own ranking, spans not merged,
-        re-ordered by the priors (with ``priors``) before the ``top_k`` cut. Several: their
-        rankings fused with weighted RRF, overlapping spans merged, then (with ``priors``) the
-        ranking stage (:mod:`core.ranking`: its signals, the path priors of
-        :mod:`core.priors`, diversity): ``score`` is then the final score, ``fused_score`` the
-        RRF score, ``signals`` and ``priors`` what was applied. The stage reads ``query``,
-        else the ``ArmResult``s' ``query``; with a mapping of rankings and no ``query`` it
-        sees an empty query (priors and diversity only).
+        top), which fuse whatever rankings are given. Settings naming one arm: its own ranking,
+        spans not merged, re-ordered by the priors (with ``priors``) before the ``top_k`` cut.
+        Several: the query pipeline (:func:`core.pipeline.rank`): overlapping spans merged,
+        weighted RRF, then (with ``priors``) the ranking stage's file step (:mod:`core.ranking`:
+        its signals, the path priors of :mod:`core.priors`, diversity) and chunk step
+        (:mod:`core.chunkstep`): ``score`` is then the final score, ``fused_score`` the RRF
+        score, ``signals`` and ``priors`` what was applied. The stage reads ``query``, else the
+        ``ArmResult``s' ``query``; with a mapping of rankings and no ``query`` it sees an empty
+        query (priors and diversity only). The query's per-query work is kept: a re-fuse of the
+        same rankings reweights and re-sorts.
         """
         if isinstance(results, Mapping):
             rankings = dict(results)
@@ -552,16 +559,17 @@ class Engine:
             settings = settings.with_(stage=stage)
         if settings.single is not None:
             return rank_single(rankings.get(settings.single, []), settings, query, top_k)
-        # The grouping of the last rankings is kept: a re-fuse of the same rankings (same
-        # list objects) with new weights or k skips validation and grouping.
-        key = tuple(sorted((arm, id(hits)) for arm, hits in rankings.items()))
-        cached = self._groups
-        if cached is None or cached[0] != key:
-            groups = Groups(rankings, MERGE_ADJACENT, check=not checked)
-            cached = self._groups = (key, groups, rankings)
-        units = self.units_provider(query, settings) if settings.priors and query else None
-        quoted = self.quoted(query) if settings.priors and query else None
-        return fuse_groups(cached[1], settings, query, top_k, units, quoted)
+        # A query's per-query work (its groups, the stage's reading of it) is kept: a re-fuse
+        # of the same rankings (same list objects; the work keeps them, so their ids stay
+        # theirs) with new weights or k skips validation and grouping (core.pipeline).
+        key = (tuple(sorted((arm, id(hits)) for arm, hits in rankings.items())), query)
+        with self._lock:
+            work = self._work.get(key)
+        if work is None:
+            work = QueryWork(rankings, query, merge_adjacent=MERGE_ADJACENT, check=not checked)
+            with self._lock:
+                _remember(self._work, key, work, 4)
+        return rank(work, settings, top_k, self)
 
     def quoted(self, query: str) -> dict[str, list[tuple[int, int, str]]]:
         """path -> the chunks (start, end, phrase) holding a passage ``query`` quotes (the
@@ -597,22 +605,13 @@ class Engine:
                     out.setdefault(p, []).append((s, e, " ".join(tokens)))
         return out
 
-    def units_provider(self, query: str, settings: FusionSettings) -> Provider | None:
-        """The chunk step's view of whole files for ``query`` (:mod:`core.chunkstep`), or None
-        with no index open. Each file's chunks are ranked by the arms of ``settings`` that
-        rank within a file (:data:`WITHIN_FILE_ARMS`), once per query and file: a slider move
-        that brings a new file to the top asks only for that file."""
-        if not self.ready:
-            return None
-        arms = tuple(a for a in WITHIN_FILE_ARMS if a in settings.arms)
-        return lambda paths: self.file_units(query, paths, arms)
-
     def file_units(
         self, query: str, paths: Sequence[str], arms: Sequence[str] = WITHIN_FILE_ARMS
     ) -> dict[str, FileUnits]:
         """Every chunk of each file of ``paths`` as :class:`core.chunkstep.FileUnits`, ranked
-        within its file by each of ``arms``; the files not kept for this query yet are ranked
-        together (:meth:`_rank_files`)."""
+        within its file by each of ``arms`` (the chunk step's units, :mod:`core.chunkstep`);
+        the files not kept for this query yet are ranked together (:meth:`_rank_files`), so a
+        slider move that brings a new file to the top asks only for that file."""
         view = self.view
         key = (id(view), view.generation, query, tuple(arms))
         with self._lock:
@@ -722,24 +721,6 @@ def _remember(cache: OrderedDict, key, value, bound: int = 16) -> None:
     cache[key] = value
     while len(cache) > bound:
         cache.popitem(last=False)
-
-
-def fuse_groups(
-    groups: Groups,
-    settings: FusionSettings,
-    query: str | None,
-    top_k: int | None = None,
-    units: Provider | None = None,
-    quoted: Mapping[str, list[tuple[int, int, str]]] | None = None,
-) -> list[ConsolidatedHit]:
-    """Grouped rankings fused with ``settings``: RRF, then the ranking stage when
-    ``settings.priors`` (the one place a fused list is made; :meth:`Engine.fuse` and tuning
-    come here)."""
-    weights = settings.fused_weights()
-    if not settings.priors:
-        return groups.fuse(settings.k, weights, limit=top_k or None)
-    ranking = Stage(query or "", adjuster(query), settings.stage, quoted)
-    return groups.fuse(settings.k, weights, limit=top_k or None, stage=ranking, units=units)
 
 
 def rank_single(

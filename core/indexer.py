@@ -26,7 +26,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +35,10 @@ from . import __version__
 from ._sqlite import sqlite3
 from .applied import fill_options as _fill, json_object as _json_object
 from .arms import REGISTRY
-from .arms.protocol import ArmBuild, Documents, Generation, SegmentMerge
+from .arms.protocol import ArmBuild, Documents, Generation, IndexSettings, IndexStats, SegmentMerge
 from .atomic import publish_folder
 from .bm25 import IndexVocabulary, TokenBatch, TokenMerger, count_batch
-from .chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
+from .chunking import chunk_file
 from .chunktable import ChunkTable
 from .discovery import DiscoveryOptions, FileEntry, discover, load_text
 from .languages import language_for
@@ -77,29 +77,6 @@ FAULT_ENV = "RANKLENS_FAULT"
 _WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
 
 
-@dataclass(frozen=True)
-class IndexSettings:
-    """Everything that decides what an index holds.
-
-    ``options.hidden`` and ``options.no_ignore`` left at None mean "as this index was last
-    built" (False for a new one), so ``ranklens index --hidden`` followed by a plain
-    ``ranklens query`` searches what was indexed instead of dropping it again.
-    """
-
-    window: int = DEFAULT_WINDOW
-    overlap: int = DEFAULT_OVERLAP
-    options: DiscoveryOptions = field(default_factory=DiscoveryOptions)
-    model: str | None = None  # model2vec model for the dense arm; None = the bundled one
-
-    def fingerprint(self) -> str:
-        """The chunking part; a change means every chunk must be rebuilt.
-
-        Discovery options are not in it: they only decide which files are indexed, and the
-        next update adds and removes files to match (the chunks of the others stay valid).
-        """
-        return json.dumps({"window": self.window, "overlap": self.overlap}, sort_keys=True)
-
-
 @dataclass
 class Progress:
     """One step of indexing, for a progress bar: ``done`` of ``total`` in ``stage``."""
@@ -107,47 +84,6 @@ class Progress:
     stage: str
     done: int
     total: int
-
-
-@dataclass
-class IndexStats:
-    """What one indexing pass did."""
-
-    root: str
-    index_dir: str
-    generation: int = 0
-    files: int = 0
-    chunks: int = 0
-    added: int = 0
-    changed: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    embedded: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    kept: int = 0  # files discovery kept (before reading)
-    excluded: list = field(default_factory=list)  # core.discovery.Exclusion per deciding rule
-    discovery: dict = field(default_factory=dict)  # mode, hidden, no_ignore as applied
-    warning: str | None = None  # why the tree looks empty or smaller than expected, if it does
-    redacted: list[tuple[str, list[int]]] = field(default_factory=list)  # (path, lines) read this pass
-    rebuilt: str | None = None  # why the index was rebuilt from scratch, if it was
-    dense: str | None = None  # why the dense arm has no vectors, if it has none
-    deep: str | None = None  # why the deep arm has no vectors, if it has none
-    deep_embedded: int = 0  # texts the deep arm embedded (the rest came from its cache)
-    deep_deferred: int = 0  # texts left for `ranklens index` (more than the caller would wait for)
-    seconds: dict[str, float] = field(default_factory=dict)
-    check: dict = field(default_factory=dict)  # what the freshness check found (core.freshness.Check)
-
-    @property
-    def up_to_date(self) -> bool:
-        return not (self.added or self.changed or self.removed or self.rebuilt)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
-        d["excluded"] = [e.to_dict() for e in self.excluded]
-        d["redacted"] = [{"path": p, "lines": lines} for p, lines in self.redacted]
-        d["up_to_date"] = self.up_to_date
-        return d
 
 
 ProgressFn = Callable[[Progress], None]

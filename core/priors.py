@@ -377,6 +377,8 @@ RULES: tuple[PriorRule, ...] = (
         GENERATED_WORDS,
     ),
 )
+#: Every query word that lifts one of the shipped rules.
+_LIFTERS: frozenset[str] = frozenset().union(*(rule.lifted_by for rule in RULES))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -415,6 +417,13 @@ def applied_to(path: str, words: frozenset[str], rules: Sequence[PriorRule] = RU
     return out
 
 
+@lru_cache(maxsize=1 << 16)
+def _applied_default(path: str, lifting: frozenset[str]) -> tuple[AppliedPrior, ...]:
+    # Kept across queries: what the shipped rules do to a path depends on the path and on the
+    # query words that lift a rule, which most queries have none of.
+    return tuple(applied_to(path, lifting, RULES))
+
+
 def factor_of(applied: Iterable[AppliedPrior]) -> float:
     """The product of the applied factors (1.0 for none)."""
     f = 1.0
@@ -432,11 +441,18 @@ def adjuster(
     """
     words = query_words(query) if enabled else frozenset()
     by_path: dict[str, tuple[float, list[AppliedPrior]]] = {}
+    shipped = rules is RULES
+    lifting = words & _LIFTERS
 
     def adjust(path: str) -> tuple[float, list[AppliedPrior]]:
         found = by_path.get(path)
         if found is None:
-            applied = applied_to(path, words, rules) if enabled else []
+            if not enabled:
+                applied = []
+            elif shipped:
+                applied = list(_applied_default(path, lifting))
+            else:
+                applied = applied_to(path, words, rules)
             found = by_path[path] = (factor_of(applied), applied)
         return found
 
@@ -455,7 +471,7 @@ def apply_priors(
     the score after, ``priors`` what was applied (lifted rules listed with factor 1.0 and the
     lifting word). ``enabled=False`` returns copies with the fused order, ``fused_score ==
     score`` and no priors. Ties are broken by (path, start, end, docid), as consolidation does.
-    (The engine applies the priors as it fuses: :meth:`core.consolidate.Groups.fuse` with an
+    (The engine applies the priors in its ranking stage: :class:`core.ranking.Stage` with an
     :func:`adjuster`.)
     """
     adjust = adjuster(query, enabled, rules)
@@ -467,7 +483,7 @@ def apply_priors(
     out.sort(key=lambda h: (-h.score, h.path, h.start_line, h.end_line, h.docid))
     for rank, hit in enumerate(out, start=1):
         hit.rank = rank
-    from .consolidate import label  # confidence follows the final scores
+    from .labels import label  # confidence follows the final scores
 
     label(out)
     return out

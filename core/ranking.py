@@ -44,14 +44,19 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import attrgetter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
 
 from .tokenize import code_tokens, split_identifier
 from .types import AppliedPrior, AppliedSignal
+
+if TYPE_CHECKING:
+    from .fusion import Fused
 
 # --------------------------------------------------------------------------- the query
 
@@ -376,7 +381,8 @@ class Stage:
         self._prefixes = frozenset(self._by_prefix)
         self._forms: dict[str, tuple[str, ...]] = {}
         self._held_of: dict[frozenset[str], frozenset[str]] = {}
-        self.unit = 0.0  #: the best fused score of the last score(): the boosts' unit
+        self._diversity: dict[tuple[int, bool], AppliedSignal] = {}
+        self._file_parts: dict[tuple[str, ...], dict | None] = {}
 
     def forms(self, word: str) -> tuple[str, ...]:
         """The query's keywords ``word`` is a form of (:func:`_alike`), memoised for the query.
@@ -399,13 +405,6 @@ class Stage:
             self._held_of[words] = found
         return found
 
-    def quote_in(self, path: str, start: int, end: int) -> str | None:
-        """The quoted passage a chunk of ``path`` within ``start``-``end`` holds, if any."""
-        for s, e, phrase in self.quoted.get(path, ()):
-            if (start <= s and e <= end) or (s <= start <= e and s <= end <= e):
-                return phrase
-        return None
-
     def score(
         self,
         paths: list[str],
@@ -413,50 +412,58 @@ class Stage:
         symbols: list[Iterable[str]],
         contexts: list[Iterable[str]] | None = None,
         spans: list[tuple[int, int]] | None = None,
-    ) -> tuple[list[float], list[list[AppliedSignal]]]:
+        at: np.ndarray | None = None,
+    ) -> tuple[list[float], list[list[AppliedSignal]], list[float]]:
         """Boosted scores (before priors and diversity) of hits given their paths, fused
         scores, defined names and breadcrumbs (``path > Class > name``; none: names only),
-        with the signals each received. ``spans`` (their lines) serve the ``quote`` signal."""
+        with the signals each received and the product of their factors (``depth`` and
+        ``name-length``, which :meth:`order` multiplies in). ``spans`` (their lines) serve the
+        ``quote`` signal, ``at`` (a number per file, any) the ``file-evidence`` signal. The
+        boosts are in units of the best of ``fused``."""
         p = self.params
         q = self.shape
         unit = max(fused) if fused else 0.0
         scores = list(fused)
         applied: list[list[AppliedSignal]] = [[] for _ in fused]
+        factors = [1.0] * len(fused)
         if unit <= 0:
-            return scores, applied
-        self.unit = unit
+            return scores, applied, factors
         if (q.names and p.definition) or (self.quoted and spans is not None and p.quote):
             for i, path in enumerate(paths):
-                for signal in self.span_signals(path, spans[i] if spans is not None else None, symbols[i]):
+                for signal in self.span_signals(path, spans[i] if spans is not None else None, symbols[i], unit):
                     scores[i] += signal.boost
                     applied[i].append(signal)
         # path, name-coverage, depth and name-length: each file's once (a query's ~75
         # candidates come from ~35 files), then added to (and listed on) each of its hits.
-        for i, (boosts, signals) in enumerate(self._file_signals(paths, unit)):
+        for i, (boosts, signals, factor) in enumerate(self._file_signals(paths, unit)):
             for boost in boosts:
                 scores[i] += boost
             if signals:
                 applied[i].extend(signals)
+                factors[i] = factor
         if p.file_evidence:
-            totals: dict[str, float] = {}
-            counts: dict[str, int] = {}
-            best: dict[str, int] = {}
-            for i, path in enumerate(paths):
-                totals[path] = totals.get(path, 0.0) + scores[i]
-                counts[path] = counts.get(path, 0) + 1
-                if path not in best or scores[i] > scores[best[path]]:
-                    best[path] = i
-            top = max(totals.values())
+            # Per file: its hits' total (summed in their order), how many, and its best hit
+            # (the first of the highest): all files at once.
+            if at is None:
+                number = {path: n for n, path in enumerate(dict.fromkeys(paths))}
+                at = np.array([number[path] for path in paths])
+            of = np.unique(at, return_inverse=True)[1]
+            got = np.array(scores)
+            totals = np.bincount(of, weights=got).tolist()
+            counts = np.bincount(of).tolist()
+            ranked = np.lexsort((np.arange(len(got)), -got, of))
+            best = ranked[np.searchsorted(of[ranked], np.arange(len(counts)))].tolist()
+            top = max(totals)
             if top > 0:
-                for path, i in best.items():
-                    share = totals[path] / top
+                for f, i in enumerate(best):
+                    share = totals[f] / top
                     boost = unit * p.file_evidence * share
                     scores[i] += boost
-                    reason = REASONS["file-evidence"].format(n=counts[path], share=share)
+                    reason = REASONS["file-evidence"].format(n=counts[f], share=share)
                     applied[i].append(AppliedSignal("file-evidence", reason, boost))
         if q.keywords and not q.lookup and p.coverage:  # after file-evidence: not summed into it
             self._coverage(paths, symbols, contexts, unit, scores, applied)
-        return scores, applied
+        return scores, applied, factors
 
     def _coverage(self, paths, symbols, contexts, unit, scores, applied) -> None:
         """``coverage``: the share of the keywords each file's path words, defined names and
@@ -488,11 +495,33 @@ class Stage:
                 scores[i] += signal.boost
                 applied[i].append(signal)
 
-    def _file_signals(self, paths: list[str], unit: float) -> list[tuple[tuple[float, ...], tuple[AppliedSignal, ...]]]:
+    def _file_signals(
+        self, paths: list[str], unit: float
+    ) -> list[tuple[tuple[float, ...], tuple[AppliedSignal, ...], float]]:
         """Per hit of ``paths``: the boosts its file's ``path`` and ``name-coverage`` signals
-        add (in that order) and the signals, those two then ``depth`` and ``name-length`` (a
+        add (in that order), the signals, those two then ``depth`` and ``name-length`` (a
         factor from where the file sits among the candidates, which :meth:`order` multiplies
-        in); worked out once per file."""
+        in), and the product of their factors; worked out once per file and, but for the
+        boosts (in units of ``unit``), once per query and candidates (a re-fuse keeps them)."""
+        key = tuple(paths)
+        parts = self._file_parts.get(key)
+        if parts is None:
+            if len(self._file_parts) >= 8:  # a weight set to 0 drops candidates; a few sets
+                self._file_parts.clear()
+            parts = self._file_parts[key] = self._files(paths)
+        if parts is None:
+            return [((), (), 1.0)] * len(paths)
+        per_file = {}
+        for path, (specs, steps, factor) in parts.items():
+            signals = tuple(AppliedSignal(name, reason, unit * a * b / c) for name, reason, a, b, c in specs)
+            per_file[path] = (tuple(s.boost for s in signals), signals + steps, factor)
+        return [per_file[path] for path in paths]
+
+    def _files(self, paths: list[str]) -> dict | None:
+        """:meth:`_file_signals` per file but for ``unit``: the ``path`` and ``name-coverage``
+        signals as (name, reason, a, b, c) (the boost is ``unit * a * b / c``), the
+        ``depth`` and ``name-length`` signals and their factors' product; None: no file has
+        any."""
         p, q = self.params, self.shape
         keyed = bool(q.keywords) and not q.lookup
         with_path, with_name = keyed and bool(p.path), keyed and bool(p.name_coverage)
@@ -507,24 +536,24 @@ class Stage:
                     values = sorted(of_file[x][at] for x in paths)
                     steps.append((name, factor, at, ways, values[len(values) // 2]))  # the upper median
         if not (with_path or with_name or steps):
-            return [((), ())] * len(paths)
+            return None
         n_kw = len(q.keywords)
-        per_file: dict[str, tuple[tuple[float, ...], tuple[AppliedSignal, ...]]] = {}
+        per_file: dict[str, tuple[tuple, tuple[AppliedSignal, ...], float]] = {}
         made: dict = {}
         for path in dict.fromkeys(paths):
-            signals: list[AppliedSignal] = []
+            specs = []
             if with_path:
                 found = sorted(self._held(path_words(path)))
                 if found:
                     reason = REASONS["path"].format(words=", ".join(found))
-                    signals.append(AppliedSignal("path", reason, unit * p.path * len(found) / n_kw))
+                    specs.append(("path", reason, p.path, len(found), n_kw))
             if with_name:
                 parts = name_parts(path)
                 named = sum(1 for w in parts if self.forms(w))
                 if named:
                     reason = REASONS["name-coverage"].format(n=named, m=len(parts))
-                    signals.append(AppliedSignal("name-coverage", reason, unit * p.name_coverage * named / len(parts)))
-            boosts = tuple(s.boost for s in signals)
+                    specs.append(("name-coverage", reason, p.name_coverage, named, len(parts)))
+            signals: list[AppliedSignal] = []
             for name, factor, at, (less, more), median in steps:
                 v = of_file[path][at]
                 signal = made.get((at, v), made)
@@ -539,43 +568,48 @@ class Stage:
                     made[(at, v)] = signal
                 if signal is not None:
                     signals.append(signal)
-            per_file[path] = (boosts, tuple(signals))
-        return [per_file[path] for path in paths]
+            per_file[path] = (tuple(specs), tuple(signals), math.prod(map(_FACTOR, signals)))
+        return per_file
 
     def order(
-        self, paths: list[str], scores: list[float], applied: list[list[AppliedSignal]] | None = None
+        self, files: Sequence[str], at: np.ndarray, scores: Sequence[float], factors: Sequence[float]
     ) -> list[tuple[int, float, int]]:
-        """Indexes best first with their final scores (the factors of the signals :meth:`score`
-        gave each hit in ``applied``, ``depth`` and ``name-length``; the priors; then
-        diversity), and how many better hits of the same file each has above it."""
+        """Indexes best first with their final scores (each hit's ``factors``, :meth:`score`'s
+        ``depth`` and ``name-length``; the priors; then diversity), and how many better hits of
+        the same file each has above it. ``files``: the hits' files, sorted; ``at``: each
+        hit's file, its position there. Ties go to the file first in that order, then the
+        earlier hit."""
+        n = len(scores)
+        if not n:
+            return []
         prior = self.priors
-        factor = _FACTOR
-        # Sorted as tuples (-score, path, index, score): the index is unique, so the order is
-        # by score, then path, then index.
-        adjusted = []
-        for i, path in enumerate(paths):
-            s = scores[i] * prior(path)[0] * (math.prod(map(factor, applied[i])) if applied else 1.0)
-            adjusted.append((-s, path, i, s))
-        adjusted.sort()
-        seen: dict[str, int] = {}
-        out = []
-        top = adjusted[0][1] if adjusted else None
-        for _neg, path, i, s in adjusted:
-            n = seen.get(path, 0)
-            seen[path] = n + 1
-            final = s * self.decay(path == top) ** n if n else s
-            out.append((-final, path, i, n, final))
-        out.sort()
-        return [(i, final, n) for _neg, _path, i, n, final in out]
+        s = np.asarray(scores) * np.array([prior(f)[0] for f in files])[at] * np.asarray(factors)
+        # By score, then file, then index (unique): the order of the tuples (-score, file, i).
+        hits = np.arange(n)
+        ranked = np.lexsort((hits, at, -s))
+        file_of = at[ranked]
+        # How many hits of its file each has above it, in that order.
+        by_file = np.argsort(file_of, kind="stable")
+        grouped = file_of[by_file]
+        above = np.empty(n, dtype=np.int64)
+        above[by_file] = hits - np.searchsorted(grouped, grouped)
+        most = int(above.max())
+        # d ** n per file: the first file's decay, the others'; x1.0 for each file's best hit.
+        top, other = ([self.decay(first) ** m for m in range(most + 1)] for first in (True, False))
+        final = s[ranked] * np.where(file_of == file_of[0], np.array(top)[above], np.array(other)[above])
+        again = np.lexsort((ranked, file_of, -final))
+        return list(zip(ranked[again].tolist(), final[again].tolist(), above[again].tolist()))
 
     def decay(self, top: bool) -> float:
         """``diversity``'s factor per further hit of a file (of the first file: ``top``)."""
         return self.params.top_file_diversity if top else self.params.diversity
 
-    def span_signals(self, path: str, span: tuple[int, int] | None, symbols: Iterable[str]) -> list[AppliedSignal]:
-        """The signals a span earns by itself (in the units of the last :meth:`score`):
-        ``definition`` when it defines a name the query names, ``quote`` when it holds a passage
-        the query quotes. The chunk step asks again for the span it places."""
+    def span_signals(
+        self, path: str, span: tuple[int, int] | None, symbols: Iterable[str], unit: float
+    ) -> list[AppliedSignal]:
+        """The signals a span earns by itself (in units of ``unit``, the query's best fused
+        score): ``definition`` when it defines a name the query names, ``quote`` when it holds
+        a passage the query quotes. The chunk step's units are asked again when placed."""
         p, q = self.params, self.shape
         out = []
         if q.names and p.definition:
@@ -583,21 +617,21 @@ class Stage:
             if found:
                 # The longest; the first in order among equals (a set's order differs between processes).
                 reason = REASONS["definition"].format(name=max(sorted(found), key=len))
-                out.append(AppliedSignal("definition", reason, self.definition_boost(path)))
+                out.append(AppliedSignal("definition", reason, self.definition_boost(path, unit)))
         if span is not None and p.quote and path in self.quoted:
-            phrase = self.quote_in(path, *span)
+            phrase = quote_in(self.quoted[path], *span)
             if phrase:
-                out.append(AppliedSignal("quote", REASONS["quote"].format(phrase=phrase), self.unit * p.quote))
+                out.append(AppliedSignal("quote", REASONS["quote"].format(phrase=phrase), unit * p.quote))
         return out
 
-    def definition_boost(self, path: str) -> float:
+    def definition_boost(self, path: str, unit: float) -> float:
         """The ``definition`` boost of a hit of ``path`` defining a name the query names (in
-        the units of the last :meth:`score`)."""
+        units of ``unit``)."""
         p = self.params
         base = p.definition * (1.0 if self.shape.lookup else p.embedded_share)
         norm_names = {name_key(n) for n in self.shape.names}
         bonus = p.stem_bonus if stem_key(path) in norm_names else 1.0
-        return self.unit * base * bonus
+        return unit * base * bonus
 
     def named(self, symbols: Iterable[str]) -> set[str]:
         """The names the query names that ``symbols`` (``symbol`` fields) define."""
@@ -641,8 +675,73 @@ class Stage:
         return {n: (named.get(n, set()), sorted(held[n]) if n in held else []) for n in {*held, *named}}
 
     def diversity_signal(self, n: int, top: bool = False) -> AppliedSignal:
-        """The ``diversity`` step of a file's ``n``-th further hit (``top``: of the first file)."""
-        return AppliedSignal("diversity", REASONS["diversity"].format(n=n), 0.0, self.decay(top) ** n)
+        """The ``diversity`` step of a file's ``n``-th further hit (``top``: of the first file);
+        one (immutable) signal per step and query, shared by the hits it applies to."""
+        found = self._diversity.get((n, top))
+        if found is None:
+            found = AppliedSignal("diversity", REASONS["diversity"].format(n=n), 0.0, self.decay(top) ** n)
+            self._diversity[(n, top)] = found
+        return found
+
+
+def quote_in(quoted: Sequence[tuple[int, int, str]], start: int, end: int) -> str | None:
+    """The passage of ``quoted`` (a file's chunks holding a quoted passage: (start, end,
+    passage)) that a span ``start``-``end`` of the file holds, if any: a chunk holding it lies
+    within the span, or the span within the chunk."""
+    for s, e, phrase in quoted:
+        if (start <= s and e <= end) or (s <= start <= e and s <= end <= e):
+            return phrase
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Files:
+    """The file step's answer (:func:`rank_files`): the fused groups' order and what moved it.
+
+    Per group kept by the fusion (in ``Fused.kept``'s order): its file (``paths``) and the
+    signals it received (``applied``). ``order``: (group, final score, how many better groups
+    of its file are above it), best first. ``unit``: the query's best fused score, the unit
+    of every boost.
+    """
+
+    paths: list[str]
+    applied: list[list[AppliedSignal]]
+    order: list[tuple[int, float, int]]
+    unit: float
+    stage: Stage
+
+    def top(self, n: int) -> list[str]:
+        """The first ``n`` files of the order."""
+        files: list[str] = []
+        for i, _final, _above in self.order:
+            path = self.paths[i]
+            if path not in files:
+                files.append(path)
+                if len(files) >= n:
+                    break
+        return files
+
+    def span_signals(self, path: str, span: tuple[int, int], symbols: Iterable[str]) -> list[AppliedSignal]:
+        """:meth:`Stage.span_signals` of a span of ``path`` (a unit the chunk step placed)."""
+        return self.stage.span_signals(path, span, symbols, self.unit)
+
+
+def rank_files(fused: Fused, stage: Stage) -> Files:
+    """The file step: the fused groups re-scored by the stage's signals (:meth:`Stage.score`)
+    and ordered by them, the priors and diversity (:meth:`Stage.order`)."""
+    kept = fused.kept
+    paths = [g.path for g in kept]
+    at = fused.groups.path_at[fused.index]
+    boosted, applied, factors = stage.score(
+        paths,
+        fused.scores,
+        [g.symbols for g in kept],
+        [g.contexts for g in kept],
+        [(g.start_line, g.end_line) for g in kept],
+        at,
+    )
+    order = stage.order(fused.groups.paths, at, boosted, factors)
+    return Files(paths, applied, order, max(fused.scores) if fused.scores else 0.0, stage)
 
 
 def describe(params: Params = DEFAULT_PARAMS) -> list[dict]:

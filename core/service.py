@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .arms import REGISTRY, default_arms
+from .arms.protocol import IndexSettings
 from .config import ConfigError
 from .discovery import DiscoveryOptions
 from .engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
 from .errors import RequestError
 from .fusion import check_k, check_weight
 from .handoff import envelope
-from .indexer import IndexSettings
 from .settings import FusionSettings
 
 RETRIEVERS = ("all", *REGISTRY)

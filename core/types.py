@@ -6,12 +6,19 @@ Lines are 1-based and inclusive everywhere; paths are POSIX and relative to the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 #: Arm families, used by the confidence rule: agreement across families means more than
 #: agreement inside one.
 LEXICAL = "lexical"
 SEMANTIC = "semantic"
 STRUCTURAL = "structural"
+
+#: The chunk budget: lines per chunk (and per window of a file cut into windows), and the
+#: lines consecutive windows share. An index setting (:class:`core.arms.protocol.IndexSettings`)
+#: that the chunker (:mod:`core.chunking`) applies; here so that neither imports the other.
+DEFAULT_WINDOW = 40
+DEFAULT_OVERLAP = 10
 
 
 def make_docid(path: str, start_line: int, end_line: int) -> str:
@@ -70,9 +77,12 @@ class Hit:
     symbol: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Contribution:
-    """What one arm gave a consolidated hit: its best rank and what that was worth."""
+class Contribution(NamedTuple):
+    """What one arm gave a consolidated hit: its best rank and what that was worth.
+
+    Immutable (a re-fuse hands the same one to the next hit when its arm's weight and k did
+    not change); a named tuple, made in a third of a frozen dataclass's time (a slider move
+    makes one for every candidate the moved arm ranked)."""
 
     arm: str
     rank: int

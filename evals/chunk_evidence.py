@@ -23,8 +23,9 @@ Three measurements (``--part``):
   bm25 and dense, weight ``w``), both sets scored end to end, per repository and language,
   with a leave-one-repository-out choice of ``w`` (0: off).
 
-The experiment wraps :func:`core.chunkstep.rank_units` as :mod:`core.consolidate` calls it;
-nothing in the product changes. Unit texts are read from the files on disk.
+The experiment wraps :func:`core.chunkstep.rank_units` as the chunk step calls it (through
+:func:`core.chunkstep.distinct_units`); nothing in the product changes. Unit texts are read
+from the files on disk.
 
     python -m evals.chunk_evidence                       # all three parts
     python -m evals.chunk_evidence --part e2e --no-bench  # the span set only
@@ -318,14 +319,14 @@ class Injected:
     """The chunk step's ranking with one more within-file ranking (``kind``, weight ``w``)."""
 
     def __init__(self, texts: Texts) -> None:
-        import ranklens.core.consolidate as consolidate
+        import ranklens.core.chunkstep as chunkstep
 
         self.texts = texts
         self.kind: str | None = None
         self.w = 0.0
         self.query = self.root = ""
-        self.original = consolidate.rank_units
-        consolidate.rank_units = self.rank_units
+        self.original = chunkstep.rank_units
+        chunkstep.rank_units = self.rank_units  # distinct_units looks it up at each call
         self.hits_for = codesearch.hits_for
         codesearch.hits_for = self.hits
 
@@ -333,32 +334,15 @@ class Injected:
         self.query, self.root = run.repo.tasks[i].query, str(run.repo.root)
         return self.hits_for(run, i, **kw)
 
-    def rank_units(
-        self,
-        fu,
-        weights,
-        k,
-        fused_of,
-        names,
-        keywords,
-        n_keywords,
-        params,
-        quote=None,
-        places=None,
-        named=True,
-        groups=None,
-    ):
+    def rank_units(self, fu, weights, k, groups, labelled, quoted, n_keywords, params, places=None):
         from ranklens.core.chunkstep import FileUnits
 
+        rest = (groups, labelled, quoted, n_keywords, params)
         if self.kind is None:
-            return self.original(
-                fu, weights, k, fused_of, names, keywords, n_keywords, params, quote, places, named, groups
-            )
+            return self.original(fu, weights, k, *rest, places)
         units = [dataclasses.replace(u, ranks=dict(u.ranks)) for u in fu.units]
         if self.kind in LINKS:
-            ranked = self.original(
-                FileUnits(fu.path, units), weights, k, fused_of, names, keywords, n_keywords, params, quote
-            )
+            ranked = self.original(FileUnits(fu.path, units), weights, k, *rest)
             at = {id(u): i for i, u in enumerate(units)}
             near = set(self.texts.neighbours(self.root, fu.path, units, at[id(ranked[0][0])], LINKS[self.kind]))
             order = [at[id(u)] for u, _ in ranked[1:] if at[id(u)] in near]
@@ -367,9 +351,7 @@ class Injected:
         for r, i in enumerate(order, 1):
             units[i].ranks["extra"] = r
         weights = {**weights, "extra": self.w}
-        return self.original(
-            FileUnits(fu.path, units), weights, k, fused_of, names, keywords, n_keywords, params, quote, places, named
-        )
+        return self.original(FileUnits(fu.path, units), weights, k, *rest, places)
 
 
 def e2e(span_runs, bench_runs, texts: Texts, grid: dict[str, Sequence[float]]) -> None:

@@ -33,11 +33,13 @@ from pathlib import Path
 from evals import codesearch
 from ranklens.core.arms import DEFAULT_ARMS
 from ranklens.core.config import DEFAULT_K, default_weights
-from ranklens.core.consolidate import Groups
-from ranklens.core.engine import MERGE_ADJACENT, Engine, fuse_groups
+from ranklens.core.engine import Engine
 from ranklens.core.evaluation import load_queries, ndcg_at_k
+from ranklens.core.fusion import fuse
+from ranklens.core.labels import label_hits
+from ranklens.core.pipeline import QueryWork, rank
 from ranklens.core.priors import RULES, adjuster
-from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage
+from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage, rank_files
 from ranklens.core.settings import FusionSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +94,7 @@ class Unit:
     scorer: object  # (hits, i) -> nDCG@10
     queries: list[str]
     categories: list[str]
-    groups: list[Groups] = field(default_factory=list)
+    works: list[QueryWork] = field(default_factory=list)
 
 
 def collect(depth: int | None = None) -> list[Unit]:
@@ -106,8 +108,9 @@ def collect(depth: int | None = None) -> list[Unit]:
             return codesearch.ndcg(found, len(task.targets))
 
         unit = Unit(repo.name, repo.language, scorer, [t.query for t in repo.tasks], [t.category for t in repo.tasks])
-        unit.groups = [
-            Groups({a: r.hits for a, r in res.items() if r.ok}, MERGE_ADJACENT, check=False) for res in run.results
+        unit.works = [
+            QueryWork({a: r.hits for a, r in res.items() if r.ok}, q, check=False)
+            for q, res in zip(unit.queries, run.results)
         ]
         units.append(unit)
         print(f"  {repo.name:20s} {run.index_s:5.1f}s", file=sys.stderr)
@@ -122,7 +125,7 @@ def collect(depth: int | None = None) -> list[Unit]:
         unit = Unit(name, "mixed", scorer, [q.query for q in queries], [q.kind or "-" for q in queries])
         for q in queries:
             res = [engine.run_arm(a, q.query, **({"depth": depth} if depth else {})) for a in ARMS]
-            unit.groups.append(Groups({r.arm: r.hits for r in res if r.ok}, MERGE_ADJACENT, check=False))
+            unit.works.append(QueryWork({r.arm: r.hits for r in res if r.ok}, q.query, check=False))
         units.append(unit)
     return units
 
@@ -136,18 +139,19 @@ def _parts(setting: dict) -> tuple[dict, float, Params, tuple]:
 
 def unit_scores(unit: Unit, setting: dict) -> list[float]:
     """Every question's nDCG@10 under ``setting``. With the shipped prior factors this is the
-    engine's own fusion (:func:`core.engine.fuse_groups`); other factors need the stage built
-    here with those rules."""
+    engine's own ranking (:func:`core.pipeline.rank`); other factors need the stage built
+    here with those rules (then the file step and the labelled hits, as the pipeline runs them)."""
     weights, k, params, rules = _parts(setting)
     shipped = all(r.factor == s.factor for r, s in zip(rules, RULES))
     settings = FusionSettings(tuple(weights), weights, k, True, params)
     out = []
-    for i, groups in enumerate(unit.groups):
+    for i, work in enumerate(unit.works):
         if shipped:
-            hits = fuse_groups(groups, settings, unit.queries[i], 10)
+            hits = rank(work, settings, 10)
         else:
             stage = Stage(unit.queries[i], adjuster(unit.queries[i], True, rules), params)
-            hits = groups.fuse(k, weights, limit=10, stage=stage)
+            fused = fuse(work.groups, weights, k)
+            hits = label_hits(fused, rank_files(fused, stage), None, 10)
         out.append(unit.scorer(hits, i))
     return out
 

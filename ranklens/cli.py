@@ -218,7 +218,7 @@ def _run_index(
         if not keep_serving or not engine.open():
             raise
         _note(f"warning: {exc.args[-1]}; answering from it")
-        from .core.indexer import IndexStats
+        from .core.arms.protocol import IndexStats
 
         return IndexStats(
             root=str(engine.root),

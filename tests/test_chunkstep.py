@@ -238,8 +238,8 @@ def test_a_hit_defining_two_named_names_of_one_length_is_explained_alike_in_ever
 
 
 def test_ranking_a_files_units_for_its_first_places_gives_the_first_of_the_whole_ranking(queue_repo):
-    """rank_units with ``places`` skips units that cannot reach them: the units it returns, and
-    their scores, are the first of the ranking of every unit."""
+    """rank_units with ``places`` gives the first units of the ranking of every unit, with
+    their scores."""
     from ranklens.core.chunkstep import rank_units
     from ranklens.core.priors import adjuster
     from ranklens.core.ranking import Stage
@@ -248,24 +248,20 @@ def test_ranking_a_files_units_for_its_first_places_gives_the_first_of_the_whole
         stage = Stage(query, adjuster(query))
         fu = queue_repo.file_units(query, ["jobqueue.py"])["jobqueue.py"]
         assert len(fu.units) >= 4
-        for fused in ({}, {(1, 10): 0.4}):
-
-            def fused_of(start, end, fused=fused):
-                return max((f for (s, e), f in fused.items() if not (e < start or s > end)), default=0.0)
-
+        for groups in ([], [(1, 10, 0.4)]):
             args = (
                 fu,
                 {"bm25": 1.2, "dense": 0.8},
                 5.0,
-                fused_of,
-                stage.named,
-                lambda u, stage=stage: stage.label_keywords(u.symbols, u.context),
+                groups,
+                stage.labelled(fu.shape),
+                None,
                 len(stage.shape.keywords),
                 DEFAULT_PARAMS,
             )
             whole = [(u.start, score) for u, score in rank_units(*args)]
             for places in range(1, len(fu.units)):
-                part = rank_units(*args, places=places, named=bool(stage.shape.names))
+                part = rank_units(*args, places=places)
                 assert [(u.start, score) for u, score in part] == whole[:places]
 
 
@@ -325,36 +321,25 @@ def test_units_ranked_as_arrays_are_the_units_of_the_loop_ties_and_pieces_includ
             ]
             groups = [
                 (s, s + rng.randint(0, 30), rng.choice((0.01, 0.02, 0.03)))
-                for s in rng.sample(range(1, 400), rng.randint(1, 6))
+                for s in rng.sample(range(1, 400), rng.randint(0, 6))
             ]
-
-            def fused_of(start, end, groups=groups):
-                return max((f for s, e, f in groups if not (e < start or s > end)), default=0.0)
-
-            for places in (1, 2, 5):
-                args = (
-                    {"bm25": 1.2, "dense": 0.8},
-                    60.0,
-                    fused_of,
-                    lambda syms: {s for s in syms if s == "x_target"},
-                    lambda u: ["d"] if u.start % 3 == 0 else [],
-                    2,
-                    DEFAULT_PARAMS,
-                )
-                loop_ranked = rank_units(want, *args, places=places)
-                array_ranked = rank_units(got, *args, places=places, groups=groups)
-                assert [(u.start, s) for u, s in array_ranked] == [(u.start, s) for u, s in loop_ranked]
-                # What each unit's names add, given for the units that have some (the others none).
-                labelled = {
-                    n: (args[3](u.symbols), args[4](u))
-                    for n, u in enumerate(want.units)
-                    if args[3](u.symbols) or args[4](u)
-                }
-                fresh = units_ranked(files, found)[path]
-                for wanted in (places, len(want.units)):
-                    loop_ranked = rank_units(want, *args, places=wanted)
-                    given = rank_units(fresh, *args, places=wanted, groups=groups, labelled=labelled)
-                    assert [(u.start, s, u.memo) for u, s in given] == [(u.start, s, u.memo) for u, s in loop_ranked]
+            # What each unit's names add, given for the units that have some (the others none).
+            labelled = {
+                n: ({s for s in u.symbols if s == "x_target"}, ["d"] if u.start % 3 == 0 else [])
+                for n, u in enumerate(want.units)
+                if "x_target" in u.symbols or u.start % 3 == 0
+            }
+            quoted = [(u.start, u.end, "a passage") for u in rng.sample(want.units, min(2, len(want.units)))]
+            for places in (1, 2, 5, None):
+                for quotes in (None, quoted):
+                    args = ({"bm25": 1.2, "dense": 0.8}, 60.0, groups, labelled, quotes, 2, DEFAULT_PARAMS)
+                    fresh = units_ranked(files, found)[path]
+                    loop_ranked = rank_units(units_of(path, shape, loop[path]), *args, places=places)
+                    array_ranked = rank_units(fresh, *args, places=places)
+                    assert [(u.start, s, u.memo) for u, s in array_ranked] == [
+                        (u.start, s, u.memo) for u, s in loop_ranked
+                    ]
+                    assert len(array_ranked) == min(places or len(want.units), len(want.units))
 
 
 def test_what_a_files_units_names_hold_is_what_the_stage_finds_in_each():
@@ -432,7 +417,7 @@ def test_distinct_units_are_the_greedy_pick_of_the_whole_ranking(queue_repo):
     for rank, i in enumerate([5, 6, 0, 11, 2, 9, 1, 3, 7, 10, 4, 8], start=1):
         units[i].ranks["bm25"] = rank
     fu = FileUnits("a.py", units)
-    args = ({"bm25": 1.0}, 60.0, lambda s, e: 0.0, lambda names: set(), lambda u: [], 0, DEFAULT_PARAMS)
+    args = ({"bm25": 1.0}, 60.0, [], {}, None, 0, DEFAULT_PARAMS)
     kept: list[tuple[int, int]] = []
     for unit, _score in rank_units(fu, *args):
         if all(unit.end < s or unit.start > e for s, e in kept):

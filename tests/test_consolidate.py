@@ -1,7 +1,8 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from ranklens.core.consolidate import confidence, consolidate
+from ranklens.core.labels import confidence
+from ranklens.core.pipeline import fuse_rankings
 from ranklens.core.types import Hit, make_docid
 
 
@@ -10,7 +11,7 @@ def hit(arm, path, start, end, rank, score=1.0, context="", text=None):
 
 
 def test_overlapping_spans_of_one_file_merge_and_fuse_best_ranks():
-    out = consolidate(
+    out = fuse_rankings(
         {
             "bm25": [hit("bm25", "a.py", 1, 40, 1), hit("bm25", "a.py", 31, 70, 2)],
             "dense": [hit("dense", "a.py", 10, 20, 3, context="a.py > f")],
@@ -31,10 +32,10 @@ def test_overlapping_spans_of_one_file_merge_and_fuse_best_ranks():
 
 def test_touching_spans_merge_only_when_asked():
     hits = {"bm25": [hit("bm25", "a.py", 1, 10, 1), hit("bm25", "a.py", 11, 20, 2)]}
-    assert len(consolidate(hits)) == 1
-    assert len(consolidate(hits, merge_adjacent=False)) == 2
+    assert len(fuse_rankings(hits)) == 1
+    assert len(fuse_rankings(hits, merge_adjacent=False)) == 2
     gap = {"bm25": [hit("bm25", "a.py", 1, 10, 1), hit("bm25", "a.py", 12, 20, 2)]}
-    assert len(consolidate(gap)) == 2
+    assert len(fuse_rankings(gap)) == 2
 
 
 def piece(arm, start, end, rank, of=(1, 70)):
@@ -42,7 +43,7 @@ def piece(arm, start, end, rank, of=(1, 70)):
 
 
 def test_pieces_of_one_definition_collapse_into_one_hit():
-    out = consolidate(
+    out = fuse_rankings(
         {
             "bm25": [piece("bm25", 1, 30, 1), piece("bm25", 41, 70, 2)],  # the first and last pieces
             "dense": [piece("dense", 41, 70, 1), hit("dense", "a.py", 140, 150, 2)],
@@ -52,7 +53,7 @@ def test_pieces_of_one_definition_collapse_into_one_hit():
     assert [(h.start_line, h.end_line) for h in out] == [(1, 70), (140, 150)]
     assert out[0].provenance == ["bm25", "dense"] and out[0].context == "a.py > big"
     # Pieces of two different definitions stay apart.
-    other = consolidate({"bm25": [piece("bm25", 1, 40, 1), piece("bm25", 200, 240, 2, of=(200, 260))]})
+    other = fuse_rankings({"bm25": [piece("bm25", 1, 40, 1), piece("bm25", 200, 240, 2, of=(200, 260))]})
     assert len(other) == 2
 
 
@@ -61,25 +62,25 @@ def test_a_hit_stays_the_size_of_an_answer():
     the hit would span more than MAX_GROUP_LINES lines."""
     from ranklens.core.consolidate import MAX_GROUP_LINES
 
-    long_def = consolidate(
+    long_def = fuse_rankings(
         {"bm25": [piece("bm25", 1, 40, 1, of=(1, 500)), piece("bm25", 461, 500, 2, of=(1, 500))]},
         merge_adjacent=False,
     )
     assert [(h.start_line, h.end_line) for h in long_def] == [(1, 40), (461, 500)]
-    chain = consolidate({"bm25": [hit("bm25", "a.py", s, s + 39, i) for i, s in enumerate(range(1, 300, 30), 1)]})
+    chain = fuse_rankings({"bm25": [hit("bm25", "a.py", s, s + 39, i) for i, s in enumerate(range(1, 300, 30), 1)]})
     assert all(h.end_line - h.start_line + 1 <= MAX_GROUP_LINES for h in chain)
     assert sorted((h.start_line, h.end_line) for h in chain)[0] == (1, 70)  # two windows joined, no third
     # One chunk longer than the cap is still one hit.
-    assert [(h.start_line, h.end_line) for h in consolidate({"bm25": [hit("bm25", "a.py", 1, 200, 1)]})] == [(1, 200)]
+    assert [(h.start_line, h.end_line) for h in fuse_rankings({"bm25": [hit("bm25", "a.py", 1, 200, 1)]})] == [(1, 200)]
 
 
 def test_same_lines_in_different_files_do_not_merge():
-    out = consolidate({"bm25": [hit("bm25", "a.py", 1, 10, 1), hit("bm25", "b.py", 1, 10, 2)]})
+    out = fuse_rankings({"bm25": [hit("bm25", "a.py", 1, 10, 1), hit("bm25", "b.py", 1, 10, 2)]})
     assert [h.path for h in out] == ["a.py", "b.py"]
 
 
 def test_sorted_by_score_then_path_start_end_docid():
-    out = consolidate(
+    out = fuse_rankings(
         {"x": [hit("x", "b.py", 1, 5, 1)], "y": [hit("y", "a.py", 1, 5, 1)]},
     )
     assert [h.path for h in out] == ["a.py", "b.py"]
@@ -89,21 +90,21 @@ def test_sorted_by_score_then_path_start_end_docid():
 def test_result_does_not_depend_on_dict_order():
     a = {"bm25": [hit("bm25", "a.py", 1, 9, 1)], "dense": [hit("dense", "b.py", 1, 9, 1)]}
     b = dict(reversed(list(a.items())))
-    assert [x.to_dict() for x in consolidate(a)] == [x.to_dict() for x in consolidate(b)]
+    assert [x.to_dict() for x in fuse_rankings(a)] == [x.to_dict() for x in fuse_rankings(b)]
 
 
 def test_weights_scale_contributions_and_zero_weight_does_not_vote():
     hits = {"bm25": [hit("bm25", "a.py", 1, 9, 1)], "dense": [hit("dense", "a.py", 1, 9, 1)]}
-    (h,) = consolidate(hits, k=10, weights={"dense": 2.0})
+    (h,) = fuse_rankings(hits, k=10, weights={"dense": 2.0})
     assert h.score == pytest.approx(1 / 11 + 2 / 11)
-    (h,) = consolidate(hits, k=10, weights={"dense": 0.0})
+    (h,) = fuse_rankings(hits, k=10, weights={"dense": 0.0})
     assert h.provenance == ["bm25"] and h.agreement == 1 and h.confidence == "high"  # the best, one vote
     assert [c.arm for c in h.contributors] == ["bm25", "dense"]
-    assert consolidate({"dense": hits["dense"]}, weights={"dense": 0}) == []
+    assert fuse_rankings({"dense": hits["dense"]}, weights={"dense": 0}) == []
 
 
 def test_context_comes_from_the_strongest_member():
-    out = consolidate(
+    out = fuse_rankings(
         {
             "bm25": [hit("bm25", "a.py", 1, 40, 5, context="a.py")],
             "symbols": [hit("symbols", "a.py", 3, 9, 1, context="a.py > Foo > bar")],
@@ -114,7 +115,7 @@ def test_context_comes_from_the_strongest_member():
 
 def test_same_chunk_id_with_different_text_or_span_is_refused():
     with pytest.raises(ValueError, match="differs"):
-        consolidate(
+        fuse_rankings(
             {
                 "bm25": [hit("bm25", "a.py", 1, 9, 1, text="one")],
                 "fts5": [hit("fts5", "a.py", 1, 9, 1, text="two")],
@@ -122,18 +123,18 @@ def test_same_chunk_id_with_different_text_or_span_is_refused():
         )
     bad = Hit("fts5", "a.py:1-9", "b.py", 1, 9, 1, 1.0)
     with pytest.raises(ValueError, match="differs"):
-        consolidate({"bm25": [hit("bm25", "a.py", 1, 9, 1)], "fts5": [bad]})
+        fuse_rankings({"bm25": [hit("bm25", "a.py", 1, 9, 1)], "fts5": [bad]})
 
 
 def test_duplicate_chunk_in_one_arm_and_bad_scores_are_refused():
     with pytest.raises(ValueError, match="twice"):
-        consolidate({"bm25": [hit("bm25", "a.py", 1, 9, 1), hit("bm25", "a.py", 1, 9, 2)]})
+        fuse_rankings({"bm25": [hit("bm25", "a.py", 1, 9, 1), hit("bm25", "a.py", 1, 9, 2)]})
     with pytest.raises(ValueError, match="non-finite"):
-        consolidate({"bm25": [hit("bm25", "a.py", 1, 9, 1, score=float("nan"))]})
+        fuse_rankings({"bm25": [hit("bm25", "a.py", 1, 9, 1, score=float("nan"))]})
     with pytest.raises(ValueError):
-        consolidate({"bm25": [hit("bm25", "a.py", 1, 9, 1)]}, k=0)
+        fuse_rankings({"bm25": [hit("bm25", "a.py", 1, 9, 1)]}, k=0)
     with pytest.raises(ValueError):
-        consolidate({"bm25": [hit("bm25", "a.py", 1, 9, 1)]}, weights={"bm25": -1})
+        fuse_rankings({"bm25": [hit("bm25", "a.py", 1, 9, 1)]}, weights={"bm25": -1})
 
 
 @pytest.mark.parametrize(
@@ -154,10 +155,10 @@ def test_confidence_rule(share, votes, defines, expected):
 
 
 def test_an_arm_votes_only_for_its_own_top_few():
-    from ranklens.core.consolidate import AGREEMENT_DEPTH
+    from ranklens.core.labels import AGREEMENT_DEPTH
 
     deep = AGREEMENT_DEPTH + 1
-    out = consolidate(
+    out = fuse_rankings(
         {
             "bm25": [hit("bm25", f"f{i}.py", 1, 9, i) for i in range(1, deep + 1)],
             "dense": [hit("dense", f"f{deep}.py", 1, 9, 1)],
@@ -179,7 +180,7 @@ def test_groups_never_overlap_and_cover_every_hit(raw):
     from ranklens.core.consolidate import MAX_GROUP_LINES
 
     ranking = [hit("bm25", p, s, s + n, i + 1) for i, (p, s, n) in enumerate(raw)]
-    out = consolidate({"bm25": ranking})
+    out = fuse_rankings({"bm25": ranking})
     widest = max((n + 1 for _, _, n in raw), default=0)
     for a in out:
         assert a.end_line - a.start_line + 1 <= max(MAX_GROUP_LINES, widest)
@@ -193,7 +194,7 @@ def test_groups_never_overlap_and_cover_every_hit(raw):
 
 
 def test_single_arm_keeps_the_arms_own_ranking_unmerged():
-    from ranklens.core.consolidate import single_arm
+    from ranklens.core.labels import single_arm
 
     ranking = [hit("dense", "a.py", 1, 40, 1, score=0.9), hit("dense", "a.py", 31, 70, 2, score=0.8)]
     out = single_arm(ranking, k=60)
@@ -219,25 +220,20 @@ arm_hits = st.lists(
 @given(
     arm_hits,
     st.integers(1, 12),
-    st.sampled_from(["where is the parser", "test the yaml config", None]),
     st.dictionaries(st.sampled_from(["bm25", "fts5", "dense", "symbols"]), st.sampled_from([0.0, 0.5, 1.0, 2.5])),
     st.sampled_from([1, 20, 60]),
 )
-def test_fusing_with_a_cut_and_priors_equals_priors_over_the_whole_fused_list_then_the_cut(
-    raw, limit, query, weights, k
-):
+def test_fusing_with_a_cut_equals_the_whole_fused_list_then_the_cut(raw, limit, weights, k):
     """The query path scores every group but builds hits only for the kept ones: it must
-    give exactly what fusing everything, applying the priors and cutting gives."""
-    from ranklens.core.consolidate import Groups
-    from ranklens.core.priors import adjuster, apply_priors
+    give exactly what fusing everything and cutting gives."""
+    from ranklens.core.consolidate import group
+    from ranklens.core.fusion import fuse
+    from ranklens.core.labels import label_hits
 
     rankings: dict[str, list[Hit]] = {}
     for arm, path, start, n in raw:
         ranking = rankings.setdefault(arm, [])
         if all(h.docid != make_docid(path, start, start + n) for h in ranking):
             ranking.append(hit(arm, path, start, start + n, len(ranking) + 1))
-    whole = apply_priors(consolidate(rankings, k=k, weights=weights), query)[:limit]
-    fast = Groups(rankings).fuse(k, weights, limit=limit, adjust=adjuster(query))
-    assert [h.to_dict() for h in fast] == [h.to_dict() for h in whole]
-    plain = Groups(rankings).fuse(k, weights, limit=limit)
-    assert [h.to_dict() for h in plain] == [h.to_dict() for h in consolidate(rankings, k=k, weights=weights)[:limit]]
+    cut = label_hits(fuse(group(rankings), weights, k), limit=limit)
+    assert [h.to_dict() for h in cut] == [h.to_dict() for h in fuse_rankings(rankings, k=k, weights=weights)[:limit]]

@@ -16,8 +16,9 @@ import pytest
 
 from ranklens.core.arms import DEFAULT_ARMS, ArmUnavailable, deep, default_arms
 from ranklens.core.arms.deep import build as deep_build, model as deep_model
+from ranklens.core.arms.protocol import IndexSettings
 from ranklens.core.engine import Engine
-from ranklens.core.indexer import Indexer, IndexSettings
+from ranklens.core.indexer import Indexer
 from ranklens.core.install_hint import pip_hint
 
 REPO = Path(__file__).resolve().parent.parent

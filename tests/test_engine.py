@@ -12,8 +12,8 @@ import pytest
 from index_checks import assert_fts_matches_chunks, fts_instances
 
 from ranklens.core._sqlite import sqlite3
+from ranklens.core.arms.protocol import IndexSettings
 from ranklens.core.engine import CANDIDATE_DEPTH, Engine, QueryError, check_query
-from ranklens.core.indexer import IndexSettings
 from ranklens.core.store import index_dir
 
 
@@ -337,7 +337,7 @@ def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_rep
 
 def test_bm25_documents_hold_path_and_symbol_tokens(engine):
     from ranklens.core.arms.bm25 import FIELDS
-    from ranklens.core.indexer import IndexSettings, arm_builds
+    from ranklens.core.indexer import arm_builds
 
     assert (
         FIELDS == {"text": 1, "path": 1, "symbol": 1} and arm_builds(IndexSettings())["bm25"].documents.fields is FIELDS

@@ -10,7 +10,6 @@ from cli_helpers import run
 from hypothesis import given, settings, strategies as st
 
 from ranklens.core.config import default_config
-from ranklens.core.consolidate import consolidate
 from ranklens.core.evaluation import (
     FUSED,
     K_GRID,
@@ -44,6 +43,7 @@ from ranklens.core.evaluation import (
     tune,
 )
 from ranklens.core.evaluation.tuning import _Scorer
+from ranklens.core.pipeline import fuse_rankings
 from ranklens.core.settings import FusionSettings
 from ranklens.core.types import ConsolidatedHit, Hit, make_docid
 
@@ -425,7 +425,7 @@ def _hit(arm, path, start, end, rank):
 
 def _fuse(results, *, weights=None, k=60, top_k=None):
     """What Engine.fuse does with a mapping of rankings."""
-    hits = consolidate(dict(results), k=k, weights=weights)
+    hits = fuse_rankings(dict(results), k=k, weights=weights)
     return hits[:top_k] if top_k else hits
 
 
@@ -501,8 +501,7 @@ _spans = st.tuples(st.sampled_from(["a.py", "b.py", "c.py"]), st.integers(1, 60)
 def test_tuning_scores_the_list_the_engine_ranks(arm_spans, weights, k):
     """The tuner re-fuses through the engine's own fusion: without the ranking stage its list
     is plain consolidation's, with it the stage's (one implementation, nothing to drift)."""
-    from ranklens.core.consolidate import Groups
-    from ranklens.core.engine import fuse_groups
+    from ranklens.core.pipeline import QueryWork, rank
 
     arms = ["bm25", "dense", "symbols"][: len(arm_spans)]
     rankings = {
@@ -512,11 +511,11 @@ def test_tuning_scores_the_list_the_engine_ranks(arm_spans, weights, k):
     run = _run([rankings], [[S("a.py", 1, 10)]], arms=arms)
     setting = Setting(tuple(zip(arms, weights)), float(k))
     tuned = [h.docid for h in _Scorer(run).hits(setting, 0)]
-    plain = consolidate(rankings, k=float(k), weights=setting.weight_map, merge_adjacent=False)[:10]
+    plain = fuse_rankings(rankings, k=float(k), weights=setting.weight_map, merge_adjacent=False)[:10]
     assert tuned == [h.docid for h in plain]
     staged = run.settings.with_(weights=setting.weight_map, k=float(k), priors=True)
     run.settings = staged
-    expected = fuse_groups(Groups(rankings, False), staged, run.queries[0].query.query, 10)
+    expected = rank(QueryWork(rankings, run.queries[0].query.query), staged, 10)
     assert [h.docid for h in _Scorer(run).hits(setting, 0)] == [h.docid for h in expected]
 
 

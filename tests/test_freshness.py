@@ -216,8 +216,8 @@ def test_other_settings_or_a_missing_snapshot_list_the_tree(tree):
     assert engine.ensure_index().check["verdict"] == "unchanged"
     (engine.directory / SNAPSHOT_FILE).write_bytes(b"not a snapshot")
     assert engine.ensure_index().check["verdict"] == "none"
+    from ranklens.core.arms.protocol import IndexSettings
     from ranklens.core.discovery import DiscoveryOptions
-    from ranklens.core.indexer import IndexSettings
 
     hidden = Engine(tree, IndexSettings(options=DiscoveryOptions(hidden=True)))
     stats = hidden.ensure_index()

@@ -138,8 +138,8 @@ def test_the_shipped_defaults_follow_the_arms_installed(monkeypatch):
 
 
 def test_an_index_rebuild_keeps_config_and_judgments(sample_repo):
+    from ranklens.core.arms.protocol import IndexSettings
     from ranklens.core.engine import Engine
-    from ranklens.core.indexer import IndexSettings
 
     engine = Engine(sample_repo)
     engine.ensure_index()

@@ -11,10 +11,10 @@ import textwrap
 
 import pytest
 
-from ranklens.core.consolidate import consolidate
 from ranklens.core.evaluation import EvalRun, LabeledQuery, QueryRun, Setting, Span
 from ranklens.core.evaluation.tuning import _Scorer
 from ranklens.core.languages import language_for
+from ranklens.core.pipeline import fuse_rankings
 from ranklens.core.priors import RULES, apply_priors, describe, matching_rules
 from ranklens.core.types import ConsolidatedHit, Hit, make_docid
 
@@ -497,7 +497,7 @@ def test_applying_the_priors_leaves_the_input_hits_alone():
         Hit("bm25", make_docid(p, 1, 9), p, 1, 9, r, 1.0, p)
         for r, p in enumerate(["tests/test_a.py", "app/a.py", "README.md", "app/b.py"], start=1)
     ]
-    given = consolidate({"bm25": ranking})
+    given = fuse_rankings({"bm25": ranking})
     before = [h.to_dict() for h in given]
     out = apply_priors(given, "where is a")
     assert [h.to_dict() for h in given] == before

@@ -8,10 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from ranklens.core.consolidate import Groups
+from ranklens.core import consolidate, fusion
 from ranklens.core.engine import Engine
+from ranklens.core.labels import label_hits
 from ranklens.core.priors import adjuster
-from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage, name_parts, path_words, shape
+from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage, name_parts, path_words, rank_files, shape
 from ranklens.core.types import Hit, make_docid
 
 
@@ -21,7 +22,8 @@ def hit(arm, path, start, end, rank, symbol=""):
 
 def fuse(rankings, query, params=DEFAULT_PARAMS, k=5.0, limit=None):
     stage = Stage(query, adjuster(query), params)
-    return Groups(rankings, False).fuse(k, None, limit=limit, stage=stage)
+    fused = fusion.fuse(consolidate.group(rankings, False), None, k)
+    return label_hits(fused, rank_files(fused, stage), None, limit)
 
 
 #: Every signal off: each test turns on the one it is about.

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from textual.worker import Worker, WorkerState
 
-from ranklens.core.indexer import STAGES, IndexStats, Progress
+from ranklens.core.arms.protocol import IndexStats
+from ranklens.core.indexer import STAGES, Progress
 from ranklens.tui.messages import DeepDone, DeepProgress, IndexDone, IndexOpened, IndexProgress, while_open
 from ranklens.tui.notes import one_line
 

@@ -16,8 +16,9 @@ from textual.app import App
 from textual.css.query import NoMatches
 from textual.message import Message
 
+from ranklens.core.arms.protocol import IndexStats
 from ranklens.core.engine import ArmResult
-from ranklens.core.indexer import IndexStats, Progress
+from ranklens.core.indexer import Progress
 
 
 @dataclass

@@ -23,7 +23,7 @@ from ..types import SEMANTIC, Chunk, Hit
 from .protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation, SegmentMerge
 
 if TYPE_CHECKING:
-    from ..indexer import IndexSettings, IndexStats
+    from .protocol import IndexSettings, IndexStats
 
 VECTORS_FILE = "dense.usearch"
 #: Texts per model call while indexing.

@@ -13,11 +13,9 @@ with plain windows and plain definitions per arm is in the README (issue #5, ste
 
 from __future__ import annotations
 
-from ..types import Chunk
+from ..types import DEFAULT_OVERLAP, DEFAULT_WINDOW, Chunk
 
 # Why 40/10: see "Defaults" in the module docstring (chunk count vs whole-definition coverage).
-DEFAULT_WINDOW = 40  # lines per window
-DEFAULT_OVERLAP = 10  # lines shared by consecutive windows
 
 #: The kind of a window chunk (``Chunk.kind``).
 WINDOW = "window"

@@ -42,36 +42,36 @@ class Setting:
 class _Scorer:
     """Mean fused nDCG@10 of a set of queries for a setting, from cached rankings.
 
-    Each query's rankings are grouped once (grouping does not depend on the weights or k);
-    every setting is then fused from those groups by :func:`core.engine.fuse_groups`, the
-    function the engine itself ranks with (RRF, then the ranking stage when the run's
-    settings have it on), so tuning optimises exactly the list a user sees.
+    Each query's per-query work (its groups, the stage's reading of it) is made once
+    (:class:`core.pipeline.QueryWork`: it does not depend on the weights or k); every setting
+    is then ranked from it by :func:`core.pipeline.rank`, the function the engine itself ranks
+    with (RRF, then the ranking stage when the run's settings have it on; the chunk step
+    needs the index and is left out).
     """
 
     def __init__(self, run: EvalRun) -> None:
         self.run = run
         self.cache: dict[tuple[Setting, int], float] = {}
-        self._groups: dict[int, object] = {}
+        self._works: dict[int, object] = {}
 
-    def _grouped(self, i: int):
-        found = self._groups.get(i)
+    def _work(self, i: int):
+        found = self._works.get(i)
         if found is None:
-            from ..consolidate import Groups
-            from ..engine import MERGE_ADJACENT
+            from ..pipeline import QueryWork
 
             qr = self.run.queries[i]
             rankings = {a: qr.rankings[a] for a in self.run.arms if a in qr.rankings}
-            found = self._groups[i] = Groups(rankings, MERGE_ADJACENT, check=False) if rankings else None
+            found = self._works[i] = QueryWork(rankings, qr.query.query, check=False) if rankings else None
         return found
 
     def hits(self, setting: Setting, i: int) -> list:
-        from ..engine import fuse_groups
+        from ..pipeline import rank
 
-        groups = self._grouped(i)
-        if groups is None:
+        work = self._work(i)
+        if work is None:
             return []
         settings = self.run.settings.with_(weights=setting.weight_map, k=setting.k)
-        return fuse_groups(groups, settings, self.run.queries[i].query.query, TOP_K)
+        return rank(work, settings, TOP_K)
 
     def query_ndcg(self, setting: Setting, i: int) -> float:
         key = (setting, i)

@@ -586,9 +586,10 @@ def index_repo(
     folders called ``src`` must not replace each other's files.
     """
     from ..arms.dense import document_text
+    from ..arms.protocol import IndexSettings
     from ..chunking import chunk_file
     from ..discovery import DiscoveryOptions, discover, load_text
-    from ..indexer import IndexSettings, _sha
+    from ..indexer import _sha
     from ..languages import language_for
 
     settings = settings or IndexSettings()

@@ -323,7 +323,7 @@ class MilvusEngine(Engine):
         """Open the store for querying (a query never writes a shared index: ``ranklens index
         --store`` does); the returned stats say what it holds. ``fresh`` and ``survey`` are
         :class:`core.engine.Engine`'s, accepted and unused: the store has no local listing."""
-        from ..indexer import IndexStats
+        from ..arms.protocol import IndexStats
 
         view = self._open_store()
         held = [r for n, r in view.repos.items() if self.all_repos or n in self.repos]

@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ranklens.core import calibration
-from ranklens.core.consolidate import AGREEMENT_DEPTH
+from ranklens.core.labels import AGREEMENT_DEPTH
 from ranklens.tui.notes import STAGE, STAGE_OFF
 
 #: The fused score, shown verbatim so the help and the tests agree on it.

@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ranklens.core.consolidate import AGREEMENT_DEPTH, voters
+from ranklens.core.labels import AGREEMENT_DEPTH, voters
 
 if TYPE_CHECKING:
     from ranklens.core.types import ConsolidatedHit

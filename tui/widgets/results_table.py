@@ -36,7 +36,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ranklens.core.consolidate import AGREEMENT_DEPTH, voters
+from ranklens.core.labels import AGREEMENT_DEPTH, voters
 from ranklens.core.types import ConsolidatedHit
 
 #: (path, start_line, end_line) of a hit: what the cursor and the selection remember.
