@@ -139,14 +139,32 @@ class Snapshot:
         return {p for p, c in zip(self.files, self.ctimes) if c == _RACY}
 
 
+def model_key(spec: str | None) -> str:
+    """The dense model asked for, as far as two stats see it without loading it: the spec, and
+    for a local folder (the bundled model's for None) its weights' and tokenizer's size and
+    mtime."""
+    from .embedding import DEFAULT_MODEL_DIR
+
+    folder = Path(spec).expanduser() if spec else DEFAULT_MODEL_DIR
+    stats = []
+    for name in ("model.safetensors", "tokenizer.json"):
+        try:
+            st = (folder / name).stat()
+        except (OSError, ValueError):  # a hub id, or no such file: the spec alone
+            continue
+        stats.append(f"{st.st_size}:{st.st_mtime_ns}")
+    return "|".join([spec or "", *stats])
+
+
 def snapshot_key(options, fingerprint: str, model: str | None) -> str:
     """What the listing and the chunks depend on besides the tree: the discovery options as
     applied (``hidden``/``no_ignore`` resolved), the chunking settings, the model asked for, the
     index format, the credential rules and this version.
 
     An unchanged verdict skips the arms' ``stale(meta)`` too (:class:`core.arms.protocol.ArmBuild`):
-    ``dense`` is stale when its model changes, which ``model`` stands for here (the same spec is
-    taken to load the same model). An arm whose staleness reads anything else must put it here.
+    ``dense`` is stale when its model changes, which :func:`model_key` stands for here (the spec,
+    and a local model's files as stat sees them, so a bundled model replaced under the same
+    version is embedded again). An arm whose staleness reads anything else must put it here.
     """
     from . import __version__
     from .secrets import RULES_VERSION
@@ -162,7 +180,7 @@ def snapshot_key(options, fingerprint: str, model: str | None) -> str:
             "hidden": bool(options.hidden),
             "no_ignore": bool(options.no_ignore),
             "settings": fingerprint,
-            "model": model or "",
+            "model": model_key(model),
             "format": FORMAT_VERSION,
             "secret_rules": RULES_VERSION,
             "ranklens": __version__,

@@ -364,3 +364,26 @@ def test_a_racy_ignore_file_is_compared_by_its_text(tmp_path, monkeypatch):
     stats = engine.ensure_index()
     assert stats.check["verdict"] == "listing" and stats.removed == 1
     assert "src/b.py" not in paths(engine)
+
+
+def test_a_model_replaced_in_place_embeds_the_index_again(tree, monkeypatch):
+    """A bundled or local model whose files change under the same spec (an upgrade, a rebuilt
+    model) is seen by the check: the chunks are embedded again and the dense arm answers."""
+    from ranklens.core import embedding
+
+    model = tree.parent / "model"
+    shutil.copytree(embedding.DEFAULT_MODEL_DIR, model)
+    monkeypatch.setattr(embedding, "DEFAULT_MODEL_DIR", model)
+    engine, _ = build(tree)
+    assert engine.ensure_index().check["verdict"] == "unchanged"
+    spec = json.loads((model / "tokenizer.json").read_text())
+    spec["normalizer"] = {"type": "Lowercase"}
+    (model / "tokenizer.json").write_text(json.dumps(spec))
+    embedding._cache.clear()  # a new process would load the new files
+    stats = engine.ensure_index()
+    assert stats.check["verdict"] != "unchanged"
+    fresh = Engine(tree)
+    assert fresh.ensure_index().check["verdict"] == "unchanged"
+    result = fresh.run_arm("dense", "alpha function")
+    assert result.ok, result.skipped or result.error  # skipped: "index was embedded with ..."
+    assert result.hits
