@@ -71,6 +71,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_pairs, beside this script
+sys.path.append(str(REPO_ROOT))  # ranklens.core (the chunker), from this checkout
 
 DEFAULT_OUT = REPO_ROOT / "core" / "models" / "ranklens-code"
 DEFAULT_PAIRS = Path(tempfile.gettempdir()) / "ranklens-pairs" / "pairs.jsonl"

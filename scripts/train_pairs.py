@@ -40,6 +40,11 @@ HOLDOUT_MOD = 10
 #: epochs took R@1 from 0.286 to 0.387 (0.640 to 0.689 within a file); lr 0.02 gave 0.382, 8
 #: epochs 0.391, temperature 0.02 0.370 (174,508 pairs, 2026-12-04).
 SHIPPED = {"epochs": 3, "lr": 0.005, "temperature": TEMPERATURE, "anchor": ANCHOR, "per_file": PER_FILE, "batch": BATCH}
+#: Where the tokenizer splits an identifier into its words before the teacher's WordPiece
+#: (lowercasing) reads it: ``maxConnections`` -> ``max connections``, ``HTTPServer`` -> ``http
+#: server``. Without it ``maxconnections`` became ``max ##con ##ne ##ctions``; with it alone, on
+#: the untrained table, the dense arm's span NDCG@10 went 0.337 -> 0.375 (evals.dense_probe).
+CAMEL_SPLITS = (r"(?<=[a-z0-9])(?=[A-Z])", r"(?<=[A-Z])(?=[A-Z][a-z])")
 HELDOUT_NOTE = "same recipe, one repository in ten held out: R@1 0.286 -> 0.387 over all held-out codes, 0.640 -> 0.689 within a file"
 
 
@@ -49,6 +54,18 @@ def _log(msg: str) -> None:
 
 def held_out(repo: str) -> bool:
     return int(hashlib.sha1(repo.encode()).hexdigest(), 16) % HOLDOUT_MOD == 0
+
+
+def code_tokenizer(path: Path):
+    """The tokenizer at ``path``, splitting identifiers into words first (:data:`CAMEL_SPLITS`)
+    unless it already does."""
+    from tokenizers import Regex, Tokenizer, normalizers
+
+    tokenizer = Tokenizer.from_file(str(path))
+    if "Replace" not in json.dumps(json.loads(tokenizer.to_str()).get("normalizer")):
+        splits = [normalizers.Replace(Regex(pattern), " ") for pattern in CAMEL_SPLITS]
+        tokenizer.normalizer = normalizers.Sequence([*splits, tokenizer.normalizer])
+    return tokenizer
 
 
 def load_table(model_dir: Path) -> np.ndarray:
@@ -155,12 +172,11 @@ def train(
 ) -> tuple[np.ndarray, dict]:
     """The trained float32 table and the run's statistics."""
     import torch
-    from tokenizers import Tokenizer
 
     torch.manual_seed(seed)
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     work.mkdir(parents=True, exist_ok=True)
-    tokenizer = Tokenizer.from_file(str(start_dir / "tokenizer.json"))
+    tokenizer = code_tokenizer(start_dir / "tokenizer.json")
     unk = tokenizer.token_to_id("[UNK]")
     pairs = [json.loads(line) for line in pairs_path.read_text().splitlines()]
     if not masked:
@@ -211,7 +227,7 @@ def train(
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss)
+            total += float(loss.detach())
         table = bag.weight.detach().numpy().copy()
         row = {
             "epoch": epoch + 1,
@@ -252,7 +268,8 @@ def save_model(table: np.ndarray, start_dir: Path, out: Path, extra_files: dict[
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_file({"embeddings": table.astype(np.float16)}, str(tmp / "model.safetensors"))
-    for name in ("tokenizer.json", "config.json", "modules.json"):
+    code_tokenizer(start_dir / "tokenizer.json").save(str(tmp / "tokenizer.json"))
+    for name in ("config.json", "modules.json"):
         if (start_dir / name).is_file():
             shutil.copy(start_dir / name, tmp / name)
     cfg_path = tmp / "config.json"
