@@ -188,7 +188,7 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
     def compose(self) -> ComposeResult:
         yield Input(
             self.initial_query,
-            placeholder="Search the code…  (enter: search now · ↓ results · ? help · ctrl+q quit)",
+            placeholder="Search the code…  (enter: search now · ↓ results · f1 help · ctrl+q quit)",
             id="query",
         )
         with Horizontal(id="main"):
