@@ -160,8 +160,10 @@ class _Group(click.Group):
         if os.path.lexists(os.path.expanduser(word)) or "/" in word or os.sep in word:
             return
         commands = sorted(self.commands, key=list(self.commands).index)
-        close = difflib.get_close_matches(word, commands, n=1, cutoff=0.6) or [
-            COMMAND_ALIASES[w] for w in (word.lower(),) if w in COMMAND_ALIASES
+        # The closest of the commands and the words that stand for one ('serch': query).
+        close = [
+            COMMAND_ALIASES.get(w, w)
+            for w in difflib.get_close_matches(word.lower(), [*commands, *COMMAND_ALIASES], n=1, cutoff=0.6)
         ]
         listed = ", ".join(commands)
         if close:

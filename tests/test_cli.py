@@ -175,6 +175,8 @@ def test_an_unknown_language_is_one_line_listing_the_known_ones(sample_repo):
         ("qurey", "'qurey' is no command (nor a folder); did you mean 'query'?"),
         ("indx", "did you mean 'index'?"),
         ("search", "did you mean 'query'?"),
+        ("serch", "did you mean 'query'?"),
+        ("Index", "did you mean 'index'?"),
         ("frobnicate", "'frobnicate' is no command and no folder (commands: tui, index, mcp, query"),
     ],
 )

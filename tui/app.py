@@ -135,6 +135,8 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         #: Watch the tree with inotify and re-index what is saved meanwhile (the command line's
         #: default; tests leave it off so a refresh never lands mid-snapshot).
         self.watch_tree = watch
+        #: Set by quit: the terminal is given back at once (tui.driver).
+        self.quitting = False
         # Figures for the status line and the benchmark.
         self.last_query_ms: float | None = None
         self.last_refuse_ms: float | None = None
@@ -186,7 +188,7 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
     def compose(self) -> ComposeResult:
         yield Input(
             self.initial_query,
-            placeholder="Search the code…  (enter: search now · ↓ results · ? help · ctrl+q quit)",
+            placeholder="Search the code…  (enter: search now · ↓ results · f1 help · ctrl+q quit)",
             id="query",
         )
         with Horizontal(id="main"):
@@ -600,9 +602,22 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
     async def action_quit(self) -> None:
         """Quit now: the workers in flight are told to stop and are not waited for (an arm
         mid-search, an indexing pass, the deep build: the index keeps what it committed)."""
+        self.quitting = True  # the terminal is given back without waiting for input (tui.driver)
         self.session.stop_workers()
         self.workers.cancel_all()
         self.exit()
+
+    def get_driver_class(self):
+        """Textual's driver for this platform; on Linux one that quits without waiting for its
+        input thread (:mod:`tui.driver`)."""
+        driver = super().get_driver_class()
+        from textual.drivers.linux_driver import LinuxDriver
+
+        if driver is LinuxDriver:
+            from ranklens.tui.driver import QuitAtOnceDriver
+
+            return QuitAtOnceDriver
+        return driver
 
     def action_help(self) -> None:
         """Open the help. It is built once and kept (installed), so opening it again only

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import textual.constants
 
 from ranklens.core.engine import Engine
 from ranklens.tui.threads import join_all
@@ -25,3 +26,16 @@ def _worker_threads_end():
     let each test's end before the next test starts, as the stock executor did at loop close."""
     yield
     join_all(60)
+
+
+#: The colours the app draws with in every test, whatever terminal runs them. Textual's "auto"
+#: reads TERM and COLORTERM: under tmux or an xterm-256color terminal Rich's syntax gutter took
+#: other styles and the snapshots (recorded with 16 colours) failed there.
+COLOR_SYSTEM = "standard"
+
+
+@pytest.fixture(autouse=True)
+def _one_terminal(monkeypatch):
+    """Draw as in the terminal the snapshots were recorded in (App reads both at start)."""
+    monkeypatch.setattr(textual.constants, "COLOR_SYSTEM", COLOR_SYSTEM)
+    monkeypatch.delenv("NO_COLOR", raising=False)

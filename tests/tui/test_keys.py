@@ -191,3 +191,31 @@ async def test_the_end_of_a_300_column_line_is_visible_in_the_preview(tmp_path) 
             assert LONG_END in app.export_screenshot()
     finally:
         engine.close()
+
+
+def test_quitting_gives_the_terminal_back_without_waiting_for_the_input_thread(monkeypatch) -> None:
+    """Textual's driver joins its key-reading thread, which waits in select for up to 0.2 s:
+    once the app quits, ranklens's does not (tui/driver.py); suspending for $EDITOR still does."""
+    import signal
+    import threading
+    from types import SimpleNamespace
+
+    from ranklens.tui.driver import QuitAtOnceDriver
+
+    monkeypatch.setattr(signal, "signal", lambda *_: None)  # leave this process's handlers alone
+    driver = object.__new__(QuitAtOnceDriver)  # no terminal here: only what disable_input reads
+    driver._app = SimpleNamespace(quitting=True)
+    driver.exit_event = threading.Event()
+    driver.fileno = -1  # tcflush fails, as Textual's own call may: ignored
+    driver._disable_mouse_support = lambda: None
+    joined = []
+    driver._key_thread = SimpleNamespace(join=lambda *_: joined.append(True))
+
+    driver.disable_input()
+    assert driver.exit_event.is_set() and joined == []  # told to stop, not waited for
+
+    driver._app.quitting = False  # suspending: the thread is waited for, then input resumes
+    driver.exit_event.clear()
+    driver.disable_input()
+    assert joined == [True] and not driver.exit_event.is_set()
+    assert RanklensApp.get_driver_class(RanklensApp.__new__(RanklensApp)) is QuitAtOnceDriver

@@ -143,3 +143,12 @@ def test_invalid_query(snap_compare, app) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_the_terminal_running_the_tests_does_not_change_the_drawing(engine, monkeypatch) -> None:
+    # tmux, an xterm-256color or a truecolor terminal: the app draws with the snapshots' 16
+    # colours (tests/tui/conftest.py), so `python3 run_tests.py` passes in any of them.
+    for term, colorterm in (("tmux-256color", ""), ("xterm-256color", "truecolor"), ("xterm", ""), ("dumb", "")):
+        monkeypatch.setenv("TERM", term)
+        monkeypatch.setenv("COLORTERM", colorterm)
+        assert RanklensApp(engine).console.color_system == "standard", (term, colorterm)
