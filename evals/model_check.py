@@ -34,8 +34,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.model is not None:
         embedding.DEFAULT_MODEL_DIR = args.model.resolve()
-    weights = embedding.DEFAULT_MODEL_DIR / "model.safetensors"
-    tag = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
+    folder = embedding.DEFAULT_MODEL_DIR
+    tag = hashlib.sha256((folder / "model.safetensors").read_bytes() + (folder / "tokenizer.json").read_bytes())
+    tag = tag.hexdigest()[:12]
     cache = Path(tempfile.gettempdir()) / "ranklens-model-check" / tag
     os.environ["RANKLENS_CACHE_DIR"] = str(cache)
 

@@ -45,6 +45,12 @@ def load(bench: Path, repos: Sequence[str] = ()) -> list[Repo]:
     return out
 
 
+def span_ndcg(hits: Sequence, targets: Sequence[tuple[str, int, int]], k: int = 10) -> float:
+    """One question's span NDCG@k, as :func:`score` and ``run.py --set spans`` give it."""
+    results = [(h.path, h.start_line, min(h.end_line, h.start_line + MAX_SPAN - 1)) for h in hits[:k]]
+    return ndcg(sorted(set(ranks(results, targets, k))), len(targets), k)
+
+
 def score(runs: Sequence[Run], fuse: Mapping | None = None, k: int = 10) -> list[dict]:
     """Per question: span and file NDCG@k, the first span hit's rank, the top k."""
     rows = []
