@@ -30,20 +30,27 @@ killed half way) picks up where it stopped:
    :data:`MAX_EPOCHS` epochs (see :func:`train`).
 5. ``base``: the fitted table is stored as float16 (the tokenlearn model, cached as
    ``base-model/`` under ``--work-dir``): a general English model fitted to code texts.
-6. ``pairs``: contrastive training of that table on (description, code) pairs mined from
-   public repositories in the benchmark's 19 languages (``scripts/mine_pairs.py``, run first;
+6. ``pairs``: the tokenizer reads an identifier as its words (``maxConnections`` -> ``max
+   connections``: ``train_pairs.CAMEL_SPLIT`` before the teacher's WordPiece), then
+   contrastive training of that table on (description, code) pairs mined from public
+   repositories in the benchmark's 19 languages (``scripts/mine_pairs.py``, run first;
    ``scripts/train_pairs.py`` holds the loss and the batches): every repository is trained on
    here (the held-out figures in the model card come from the same recipe with one repository
    in ten held out). The result is written atomically, with a MODEL_CARD.md describing how it
    was made, to ``core/models/ranklens-code/``.
 
-The whole recipe, from nothing::
+The whole recipe, from nothing (the repositories of ``mine_pairs.REPOSITORIES`` fetched first)::
 
-    python scripts/mine_pairs.py --out /tmp/ranklens-pairs        # after fetching its list
+    python scripts/mine_pairs.py --out /tmp/ranklens-pairs
     /tmp/distill/bin/python scripts/build_model.py --pairs /tmp/ranklens-pairs/pairs.jsonl
 
+``--base DIR`` starts stage 6 from a stage-5 model already made (its MODEL_CARD.md is kept
+in the new card): the shipped model was trained so from the base that stages 1-5 made on
+2026-11-30 (the card gives its sha256); stages 1-5 run again give an equivalent base, not a
+byte-identical one (the corpus follows the installed packages' versions).
+
 Featurizing is the slow stage: 3.4-11 texts/s on a shared 2-core machine, about 50 minutes
-for the default 14,000 texts.
+for the default 14,000 texts; stage 6 takes about 5 minutes.
 """
 
 from __future__ import annotations
@@ -497,12 +504,17 @@ def build(
     n_doc: int = N_DOC,
     max_epochs: int = MAX_EPOCHS,
     stop_after: str | None = None,
+    base: Path | None = None,
 ) -> Path | None:
     work.mkdir(parents=True, exist_ok=True)
     if stop_after != "base" and not pairs.is_file():
         raise SystemExit(f"build_model: no pairs at {pairs}: run scripts/mine_pairs.py first")
-    base_dir = work / "base-model"
-    if not (base_dir / "MODEL_CARD.md").is_file():
+    base_dir = base or work / "base-model"
+    if base is not None:
+        if not (base / "model.safetensors").is_file() or not (base / "MODEL_CARD.md").is_file():
+            raise SystemExit(f"build_model: {base} holds no base model (model.safetensors and MODEL_CARD.md)")
+        _log(f"base: given, {base}")
+    elif not (base_dir / "MODEL_CARD.md").is_file():
         if (
             build_base(
                 base_dir, work, seed=seed, n_code=n_code, n_doc=n_doc, max_epochs=max_epochs, stop_after=stop_after
@@ -531,6 +543,8 @@ def build_pairs(out_dir: Path, base_dir: Path, work: Path, pairs: Path) -> Path:
     t0 = time.perf_counter()
     table, stats = train_pairs.train(base_dir, pairs, work / f"pairs-{key.hexdigest()[:12]}", holdout=False, **recipe)
     stats["seconds"] = round(time.perf_counter() - t0, 1)
+    stats["base"] = base_dir.name
+    stats["base_sha256"] = _sha256(base_dir / "model.safetensors")
     card = (base_dir / "MODEL_CARD.md").read_text(encoding="utf-8")
     extra = {
         "MODEL_CARD.md": _pairs_card(card, manifest, pairs_sha, stats),
@@ -716,6 +730,17 @@ file is model2vec's generated card.
 """
 
 
+#: What the shipped model does in the engine (``python -m evals.model_check``, default install,
+#: deep off, the defaults re-fitted around it; docs/evaluation.md has every step), kept here so
+#: a rebuilt card says it too.
+ENGINE_NOTE = (
+    "span set (120 questions, gold the answering function): span NDCG@10 0.388 -> 0.459, paraphrased 0.129 -> "
+    "0.226, lexical-friendly 0.905 -> 0.926, span@1 0.350 -> 0.392; the dense arm alone 0.399 -> 0.451 "
+    "(paraphrased 0.182 -> 0.244); the benchmark's dev split (by file) 0.887 -> 0.880, its dense arm alone "
+    "0.792 -> 0.790"
+)
+
+
 def _pairs_card(base_card: str, manifest: dict, pairs_sha: str, stats: dict) -> str:
     """The shipped model's card: the pairs stage first, then the base model's card below it."""
     import train_pairs
@@ -729,23 +754,29 @@ def _pairs_card(base_card: str, manifest: dict, pairs_sha: str, stats: dict) -> 
 
 ranklens's own code-search model: a static (model2vec) token table, 256-d, float16, that the
 dense arm and the chunk step embed with. It starts from the base model described below (all-MiniLM-L6-v2
-distilled and fitted to code texts with tokenlearn) and is trained contrastively on (description,
-code) pairs mined from {len(repos)} public repositories in the benchmark's 19 languages, so a
-question in a user's words lands near the code that does it, not only near code that spells it.
+distilled and fitted to code texts with tokenlearn), reads an identifier as its words
+(`maxConnections` -> `max connections`, `HTTPServer` -> `http server`: a `Replace` step in
+`tokenizer.json`'s normalizer before the teacher's lowercasing WordPiece), and is trained
+contrastively on (description, code) pairs mined from {len(repos)} public repositories in the
+benchmark's 19 languages, so a question in a user's words lands near the code that does it,
+not only near code that spells it.
 
 ## Stage 6: contrastive training on (description, code) pairs
 
 | | |
 | --- | --- |
+| tokenizer | the base's WordPiece, with `train_pairs.CAMEL_SPLIT` first: a space where a lower-case letter or digit meets a capital, and before the last capital of a run followed by a lower-case letter |
 | data | `scripts/mine_pairs.py` over fetched snapshots of the repositories in its `REPOSITORIES` list (their commits are in `manifest.json` beside `pairs.jsonl`): a definition's doc comment (first paragraph, tags dropped, >= 5 words) against the definition as the dense arm embeds it with the doc comment removed, and masked copies (identifiers the description repeats dropped from the code side). Excluded: every repository of `training-exclusions.txt` (what ranklens is measured on), vendored folders, files byte-identical to the benchmark's repositories; deduplicated |
 | pairs | {manifest.get("pairs", 0):,} from {len(repos)} repositories (sha256 of `pairs.jsonl`: `{pairs_sha}`) |
 | loss | symmetric InfoNCE of each description against every code of its batch and back, temperature {stats["temperature"]} |
 | batches | {stats["batch"]} pairs made of file groups of <= {stats["per_file"]} pairs of one file, so a definition's siblings are its negatives (the chunk step's choice) |
 | optimiser | Adam, lr {stats["lr"]}, {stats["epochs_run"]} epochs, anchor {stats["anchor"]}, every repository trained on |
 | seed | {stats["seed"]} (batch order per epoch; `torch.manual_seed`) |
+| base | `{stats.get("base", "")}` (sha256 `{stats.get("base_sha256", "")}`) |
 | time (2 shared CPU cores) | {stats["seconds"] / 60:.1f} min |
 | `model.safetensors` sha256 | `{{{{SHA256}}}}` |
 | held-out figures | {train_pairs.HELDOUT_NOTE} |
+| in ranklens | {ENGINE_NOTE} |
 
 | epoch | loss | seconds |
 | --- | ---: | ---: |
@@ -783,6 +814,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--stop-after", choices=("plain", "corpus", "featurize", "base"), help="stop once this stage is cached"
     )
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="a stage-5 model (with its MODEL_CARD.md) to train the pairs stage from, instead of building stages 1-5",
+    )
     args = parser.parse_args(argv)
     out = build(
         args.out.resolve(),
@@ -793,6 +830,7 @@ def main(argv: list[str] | None = None) -> int:
         n_doc=args.n_doc,
         max_epochs=args.max_epochs,
         stop_after=args.stop_after,
+        base=args.base.resolve() if args.base else None,
     )
     if out is not None:
         for p in sorted(out.iterdir()):
