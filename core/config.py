@@ -46,7 +46,7 @@ def default_weights(with_deep: bool | None = None) -> dict[str, float]:
 
 def __getattr__(name: str):
     # Derived from the registry when asked, so no copy goes stale: ``DEFAULT_WEIGHTS``, the
-    # four arms every install has (bm25 1.2, fts5 0.4, dense 0.8, symbols 0.8), and
+    # four arms every install has (bm25 0.4, fts5 0.4, dense 0.8, symbols 0.4), and
     # ``DEFAULT_WEIGHTS_DEEP``, with the deep extra installed and deep fused by default (bm25
     # 0.8, fts5 0.4, dense 0.4, symbols 0.8, deep 1.4: held out 0.762 against bm25's 0.724).
     if name == "DEFAULT_WEIGHTS":

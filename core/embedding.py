@@ -1,7 +1,9 @@
 """Static text embeddings for the dense arm.
 
-The default model is bundled in ``core/models/minilm-l6-static`` (a model2vec distillation of
-all-MiniLM-L6-v2, 256-d, float16; see its MODEL_CARD.md and ``scripts/build_model.py``), so the
+The default model is bundled in ``core/models/ranklens-code``: ranklens's own code-search
+model, a static (model2vec) token table, 256-d, float16, distilled from all-MiniLM-L6-v2 and
+trained on (description, code) pairs from public repositories, with a tokenizer that reads
+an identifier as its words (see its MODEL_CARD.md and ``scripts/build_model.py``), so the
 engine embeds text with no torch and no network. ``load_model(spec)`` also accepts a directory
 holding another model2vec model, or a Hugging Face hub id (which only works where the hub, or a
 populated local hub cache, is reachable).
@@ -31,8 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["DEFAULT_MODEL_DIR", "EmbeddingModel", "ModelUnavailable", "load_model"]
 
-DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parent / "models" / "minilm-l6-static"
-_BUNDLED_LABEL = "bundled:minilm-l6-static"
+DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parent / "models" / "ranklens-code"
+_BUNDLED_LABEL = "bundled:ranklens-code"
 
 #: A Hugging Face repo id: ``name`` or ``owner/name`` made of word characters, ``.`` and ``-``.
 _HUB_ID = re.compile(r"^[A-Za-z0-9_][\w.-]*(/[\w.-]+)?$")
@@ -47,9 +49,10 @@ class ModelUnavailable(Exception):
 class EmbeddingModel:
     """A loaded static embedding model.
 
-    ``name`` identifies the exact weights, for stamping caches: ``bundled:minilm-l6-static@<sha>``
+    ``name`` identifies the exact weights, for stamping caches: ``bundled:ranklens-code@<sha>``
     for the bundled model, ``<resolved dir>@<sha>`` for a local directory and ``hub:<id>@<sha>``
-    for a hub id, where ``<sha>`` is the first 12 hex digits of the weight file's SHA-256.
+    for a hub id, where ``<sha>`` is the first 12 hex digits of the SHA-256 of the weight file
+    followed by its ``tokenizer.json``.
     """
 
     def __init__(self, model: StaticModel, name: str, path: Path | None = None) -> None:
@@ -430,11 +433,14 @@ def _weight_file(folder: Path) -> Path | None:
     return None
 
 
-def _sha12(path: Path) -> str:
+def _sha12(weights: Path) -> str:
+    """The model's stamp: the weight file's bytes, then its tokenizer's (a tokenizer that
+    reads identifiers otherwise gives other vectors from the same table)."""
     h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
+    for path in (weights, weights.parent / "tokenizer.json"):
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
     return h.hexdigest()[:12]
 
 

@@ -320,7 +320,7 @@ class Params:
     diversity: float = 0.3
     #: ... and the first file's (the one the stage ranks best) by ``top_file_diversity ** n``:
     #: the file a reader opens first may show a second function (issue #18).
-    top_file_diversity: float = 0.5
+    top_file_diversity: float = 0.7
     #: A file deeper in the tree than the median candidate's is multiplied by this, a
     #: shallower one divided by it (one level at most; 1.0: off).
     depth: float = 0.85
@@ -333,7 +333,7 @@ class Params:
     chunk_files: int = 5
     #: A unit's chunk score: its arms' ranks within the file (weighted RRF), plus this times
     #: the fused score of its group among the arms' own candidates ...
-    chunk_fused: float = 1.0
+    chunk_fused: float = 1.5
     #: ... plus, in units of an arm's first place, this when it defines a name the query names
     chunk_definition: float = 1.0
     #: ... and this times the share of the query's keywords its breadcrumb and names hold.

@@ -25,7 +25,7 @@ TESTS = Path(__file__).resolve().parent
 def test_the_registry_gives_the_defaults_as_shipped():
     assert arms.DEFAULT_ARMS == ("bm25", "fts5", "dense", "symbols")
     assert list(arms.REGISTRY) == ["bm25", "fts5", "dense", "symbols", "deep", "hybrid", "lexical+ctx"]
-    assert config.DEFAULT_WEIGHTS == {"bm25": 1.2, "fts5": 0.4, "dense": 0.8, "symbols": 0.8}
+    assert config.DEFAULT_WEIGHTS == {"bm25": 0.4, "fts5": 0.4, "dense": 0.8, "symbols": 0.4}
     assert config.DEFAULT_WEIGHTS_DEEP == {"bm25": 0.8, "fts5": 0.4, "dense": 0.4, "symbols": 0.8, "deep": 1.4}
     assert arms.ARM_FAMILIES == {
         "bm25": "lexical",

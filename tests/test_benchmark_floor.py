@@ -26,25 +26,25 @@ BENCH = Path(os.environ.get("RANKLENS_BENCH") or REPO.parent / "shared" / "bench
 #: repository -> fused nDCG@10 floor (a little under what the defaults reach; see the README's
 #: benchmark table for the figures themselves).
 FLOORS = {
-    "redux": 0.93,  # javascript/typescript (0.943)
-    "gin": 0.85,  # go (0.857)
-    "fastapi": 0.81,  # python (0.821)
-    "phoenix": 0.91,  # elixir (0.925)
-    "bats-core": 0.98,  # bash (1.000)
-    "telescope.nvim": 0.89,  # lua (0.901)
+    "redux": 0.93,  # javascript/typescript (0.942)
+    "gin": 0.84,  # go (0.848; 0.857 before ranklens's own model, issue #25)
+    "fastapi": 0.80,  # python (0.805; 0.821 before)
+    "phoenix": 0.93,  # elixir (0.944)
+    "bats-core": 0.97,  # bash (0.982; 1.000 before)
+    "telescope.nvim": 0.87,  # lua (0.882; 0.901 before)
 }
-#: The slice's mean must stay above this (0.908).
-MEAN_FLOOR = 0.90
+#: The slice's mean must stay above this (0.901; 0.908 before).
+MEAN_FLOOR = 0.89
 
 #: The span set (``spans/<repo>.jsonl``): repository -> fused nDCG@10 floor over its 15
 #: questions, as `ranklens eval` scores a span (the lines must overlap the gold function).
 SPAN_FLOORS = {
-    "gin": 0.40,  # go (0.426)
-    "libuv": 0.43,  # c (0.476)
-    "fastapi": 0.43,  # python (0.475)
-    "vitest": 0.43,  # typescript (0.468)
+    "gin": 0.45,  # go (0.483; 0.426 before ranklens's own model)
+    "libuv": 0.49,  # c (0.520; 0.476 before)
+    "fastapi": 0.44,  # python (0.473; 0.475 before)
+    "vitest": 0.52,  # typescript (0.556; 0.468 before)
 }
-SPAN_MEAN_FLOOR = 0.43  # (0.461)
+SPAN_MEAN_FLOOR = 0.48  # (0.508; 0.461 before)
 
 pytestmark = pytest.mark.skipif(
     not (BENCH / "repos.tar.xz").is_file(),

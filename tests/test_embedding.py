@@ -36,6 +36,12 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b)
 
 
+def _stamp(folder: Path) -> str:
+    """What a model's name ends with: the weights' bytes, then the tokenizer's."""
+    data = (folder / "model.safetensors").read_bytes() + (folder / "tokenizer.json").read_bytes()
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
 # ----------------------------------------------------------------------------- bundled model
 
 
@@ -44,14 +50,28 @@ def test_bundled_model_files_are_present():
         assert (DEFAULT_MODEL_DIR / name).is_file(), name
     config = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text())
     assert config["hidden_dim"] == 256 and config["embedding_dtype"] == "float16"
+    # What keeps the wheel small and the index fast: one float16 table, at most ~30 MB.
+    assert (DEFAULT_MODEL_DIR / "model.safetensors").stat().st_size < 30_000_000
+
+
+def test_the_bundled_model_reads_an_identifier_as_its_words():
+    """``maxConnections`` and ``HTTPServer`` are embedded as the words a question uses."""
+    model = load_model()
+    pairs = [
+        ("maxConnections", "max connections"),
+        ("HTTPServerConfig", "http server config"),
+        ("parse_url", "parse _ url"),
+    ]
+    for ident, words in pairs:
+        a, b = model.encode([ident, words])
+        assert _cos(a, b) == pytest.approx(1.0, abs=1e-5), ident
 
 
 def test_bundled_model_loads_and_embeds_related_code_closer():
     model = load_model()
     assert isinstance(model, EmbeddingModel)
     assert model.dim == 256
-    sha = hashlib.sha256((DEFAULT_MODEL_DIR / "model.safetensors").read_bytes()).hexdigest()
-    assert model.name == f"bundled:minilm-l6-static@{sha[:12]}"
+    assert model.name == f"bundled:ranklens-code@{_stamp(DEFAULT_MODEL_DIR)}"
     assert load_model() is model and load_model(None) is model
     assert load_model(str(DEFAULT_MODEL_DIR)) is model
 
@@ -104,7 +124,7 @@ print(model.name, constants.HF_HUB_OFFLINE, os.environ.get("HF_HUB_OFFLINE"))
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     name, const, var = proc.stdout.split()
-    assert name.startswith("bundled:minilm-l6-static@")
+    assert name.startswith("bundled:ranklens-code@")
     assert (const, var) == ("False", "None")
 
 
@@ -179,8 +199,7 @@ def test_local_model_directory_loads(tmp_path: Path):
     model_dir = _write_tiny_model(tmp_path / "tiny")
     model = load_model(str(model_dir))
     assert model.dim == 8
-    sha = hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()
-    assert model.name == f"{model_dir.resolve()}@{sha[:12]}"
+    assert model.name == f"{model_dir.resolve()}@{_stamp(model_dir)}"
     assert load_model(model_dir) is model  # same spec as a Path: same cached model
 
     vecs = model.encode(["read", "open", "cat", "zebra"])
@@ -188,6 +207,21 @@ def test_local_model_directory_loads(tmp_path: Path):
     assert _cos(vecs[0], vecs[1]) > 0.99
     assert _cos(vecs[0], vecs[2]) < 0.9
     assert np.linalg.norm(vecs[3]) == 0  # only unknown tokens
+
+
+def test_a_model_with_another_tokenizer_has_another_name(tmp_path: Path):
+    """The same table read by another tokenizer gives other vectors, so an index embedded
+    with one is never searched with the other."""
+    first = _write_tiny_model(tmp_path / "a")
+    second = tmp_path / "b"
+    second.mkdir()
+    for name in ("model.safetensors", "config.json"):
+        (second / name).write_bytes((first / name).read_bytes())
+    spec = json.loads((first / "tokenizer.json").read_text())
+    spec["normalizer"] = {"type": "Lowercase"}
+    (second / "tokenizer.json").write_text(json.dumps(spec))
+    a, b = load_model(first), load_model(second)
+    assert a.name.split("@")[1] != b.name.split("@")[1]
 
 
 def test_relative_local_path_is_a_directory_spec(tmp_path: Path, monkeypatch):

@@ -374,12 +374,13 @@ def test_a_model_replaced_in_place_embeds_the_index_again(tree, monkeypatch):
     model = tree.parent / "model"
     shutil.copytree(embedding.DEFAULT_MODEL_DIR, model)
     monkeypatch.setattr(embedding, "DEFAULT_MODEL_DIR", model)
+    monkeypatch.setattr(embedding, "_cache", {})  # this test's models never reach another test
     engine, _ = build(tree)
     assert engine.ensure_index().check["verdict"] == "unchanged"
     spec = json.loads((model / "tokenizer.json").read_text())
     spec["normalizer"] = {"type": "Lowercase"}
     (model / "tokenizer.json").write_text(json.dumps(spec))
-    embedding._cache.clear()  # a new process would load the new files
+    embedding._cache.clear()  # as a new process would, load the new files
     stats = engine.ensure_index()
     assert stats.check["verdict"] != "unchanged"
     fresh = Engine(tree)

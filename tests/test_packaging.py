@@ -35,7 +35,7 @@ def test_the_wheel_holds_nothing_but_ranklens(wheel):
     assert tops == {"ranklens", wheel.name.split("-py3")[0] + ".dist-info"}, tops
     assert "ranklens/core/engine.py" in names and "ranklens/tui/app.py" in names
     assert "ranklens/tui/app.tcss" in names and "ranklens/core/schemas/handoff.schema.json" in names
-    assert any(n.startswith("ranklens/core/models/minilm-l6-static/") for n in names)
+    assert any(n.startswith("ranklens/core/models/ranklens-code/") for n in names)
     # The sample repository `python3 start.py` opens outside a repository, in five languages.
     sample = {n.removeprefix("ranklens/sample_repo/") for n in names if n.startswith("ranklens/sample_repo/")}
     assert {"app/auth.py", "web/router.js", "server/main.go", "engine/src/lib.rs", "docs/guide.md"} <= sample

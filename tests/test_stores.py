@@ -569,8 +569,11 @@ def _assert_same_scores(local, shared, arms=LEXICAL, rel: float = 1e-5) -> None:
 @needs_milvus
 def test_arms_score_as_the_local_arms_on_real_code(tmp_path):
     local, shared, _summary = _engines(_copy_real(tmp_path / "real"), tmp_path / "s.db")
-    # dense too: the vectors as the local arm keeps them (float16), compared by cosine.
-    _assert_same_scores(local, shared, [*LEXICAL, "dense"])
+    _assert_same_scores(local, shared)
+    # dense too: the vectors as the local arm keeps them (float16), compared by cosine; the two
+    # engines sum the float16 products in another order (usearch's SIMD, Milvus Lite's numpy),
+    # so the last of float32's digits differ: 1e-4, still far below any gap between two hits.
+    _assert_same_scores(local, shared, ["dense"], rel=1e-4)
     local.close()
     shared.close()
 

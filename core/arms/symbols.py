@@ -77,6 +77,7 @@ SPEC = ArmSpec(
     STRUCTURAL,
     SymbolsArm,
     fused_by_default=True,
-    weight=0.8,
+    weight=0.4,  # 0.8 before ranklens's own model (issue #25); with deep as tuned then
+    weight_with_deep=0.8,
     build=lambda _settings: MatrixBuild(SymbolsArm.matrix_name, FIELDS, include),
 )
