@@ -793,19 +793,31 @@ class BM25Matrix:
         return out
 
     def top(
-        self, query_tokens: Sequence[str], limit: int, allowed: np.ndarray | None = None
+        self,
+        query_tokens: Sequence[str],
+        limit: int,
+        allowed: np.ndarray | None = None,
+        among: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Row positions and scores of the best ``limit`` rows that contain a query term.
 
-        ``allowed`` is a boolean mask over rows (filters, and the rows no longer live). Ties
-        go to the earlier row.
+        ``allowed`` is a boolean mask over rows (filters, and the rows no longer live);
+        ``among``, when given, is its rows (ascending, none twice): a few rows (the chunk
+        step's files) are then looked up in each segment's matched rows instead of masking
+        every matched row (2.2 of 2.3 ms for five kernel files). Ties go to the earlier row.
         """
         empty = np.empty(0, dtype=np.int64), np.empty(0)
         if limit <= 0:
             return empty
         found_rows, found_scores = [], []
         for lo, rows, scores in self._matched(query_tokens):
-            if allowed is not None:
+            if among is not None and rows.size:
+                # rows is ascending (unique / flatnonzero): the rows the mask would keep, in order.
+                sub = among[np.searchsorted(among, lo) : np.searchsorted(among, lo + int(rows[-1]) + 1)] - lo
+                at = np.searchsorted(rows, sub)
+                at = at[rows[at] == sub]
+                rows, scores = rows[at], scores[at]
+            elif allowed is not None:
                 keep = allowed[lo + rows]
                 rows, scores = rows[keep], scores[keep]
             if rows.size == 0:

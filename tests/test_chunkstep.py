@@ -425,3 +425,38 @@ def test_distinct_units_are_the_greedy_pick_of_the_whole_ranking(queue_repo):
     for places in range(6):
         got = [(u.start, u.end) for u, _s in distinct_units(fu, *args, places=places)]
         assert got == kept[:places]
+
+
+@pytest.mark.parametrize("arm_name", ["bm25", "dense"])
+def test_a_files_chunks_rank_as_in_the_whole_index_after_an_update(tmp_path, arm_name):
+    """The chunk step asks an arm for a few files' rows (``among``); after an update (a
+    segment of its own, the old chunks tombstoned) that must rank them exactly as the arm
+    ranks them over the whole index, filtered to those files."""
+    import numpy as np
+
+    (tmp_path / "jobqueue.py").write_text(QUEUE)
+    for i in range(6):
+        (tmp_path / f"mod{i}.py").write_text(QUEUE.replace("JobQueue", f"Queue{i}").replace("retry", f"retry{i}"))
+    engine = Engine(tmp_path)
+    try:
+        engine.ensure_index(deep=False)
+        (tmp_path / "jobqueue.py").write_text(QUEUE.replace("capped", "capped at five minutes"))
+        (tmp_path / "mod2.py").write_text(QUEUE.replace("JobQueue", "Other"))
+        engine.ensure_index(deep=False)
+        query = "how long does a failed job wait before the next retry"
+        arm, _ = engine._arm_on_view(arm_name)
+        view = engine.view
+        paths = ["jobqueue.py", "mod2.py", "mod4.py"]
+        rows = np.sort(np.concatenate([view.chunks.rows_of_path(p) for p in paths]))
+        allowed = np.zeros(len(view.chunks), dtype=bool)
+        allowed[rows] = True
+        got_rows, got_scores = arm.scores(query, len(rows), allowed, rows)
+        every_rows, every_scores = arm.scores(query, len(view.chunks) + 100)
+        keep = np.isin(every_rows, rows)
+        assert got_rows.tolist() == every_rows[keep].tolist()
+        assert np.allclose(got_scores, every_scores[keep], rtol=1e-6)
+        masked_rows, _ = arm.scores(query, len(rows), allowed)
+        assert got_rows.tolist() == masked_rows.tolist()
+        assert len(got_rows) >= 3
+    finally:
+        engine.close()

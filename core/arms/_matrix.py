@@ -30,6 +30,17 @@ class MatrixArm:
         # Matrix row i is chunk row i (every chunk in it, in order: the usual case): a mask
         # over the chunk rows is one over the matrix rows as it is.
         self._same_rows = self.base is None and np.array_equal(self.chunk_rows, np.arange(len(self.chunk_rows)))
+        self._of_chunk: np.ndarray | None = None  # chunk row -> matrix row (see _matrix_rows)
+
+    def _matrix_rows(self) -> np.ndarray:
+        """Each chunk row's matrix row (-1: none), made on the first search within files."""
+        found = self._of_chunk
+        if found is None:
+            live = np.flatnonzero(self.chunk_rows >= 0)
+            found = np.full(int(self.chunk_rows.max(initial=-1)) + 1, -1, dtype=np.int64)
+            found[self.chunk_rows[live]] = live
+            self._of_chunk = found
+        return found
 
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
         rows, scores = self.scores(query, limit, allowed)
@@ -39,15 +50,25 @@ class MatrixArm:
         self, query: str, limit: int, allowed: np.ndarray | None = None, among: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """The best ``limit`` chunk rows and their scores, without building hits (the chunk
-        step ranks every chunk of a file by them), among ``allowed`` (``among``, its rows
-        when the caller has them, is not needed: the mask is read where a term matched)."""
+        step ranks every chunk of a file by them), among ``allowed`` (``among``: its rows,
+        ascending, when the caller has them; a few rows are then looked up where the query's
+        terms matched rather than masking every match)."""
         mask = self.base
+        rows_among = None
         if allowed is not None:
             if self._same_rows and allowed.dtype == bool and len(allowed) == len(self.chunk_rows):
                 mask = allowed
+                rows_among = among  # matrix rows are chunk rows
+            elif among is not None:
+                # An index with tombstones or chunks outside the matrix: the few rows mapped to
+                # matrix rows, not a mask over all of them (1.6 ms a call at 1.1M chunks).
+                of = self._matrix_rows()
+                mapped = of[among[among < len(of)]]
+                rows_among = np.sort(mapped[mapped >= 0])
+                mask = None
             else:
                 mask = (self.chunk_rows >= 0) & allowed[np.maximum(self.chunk_rows, 0)]
-        rows, scores = self.matrix.top(code_tokens(query), limit, mask)
+        rows, scores = self.matrix.top(code_tokens(query), limit, mask, rows_among)
         return self.chunk_rows[np.asarray(rows, dtype=np.int64)], scores
 
 

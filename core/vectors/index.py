@@ -576,6 +576,8 @@ class SegmentedVectors:
             if among is not None and span is not None:
                 # The segment's share of the rows: its rows lo..hi-1 are the caller's in order.
                 lo, hi = np.searchsorted(among, span)
+                if lo == hi:
+                    continue  # none of its rows asked for (the chunk step's few files)
                 rows, sims = part.search_rows(vector, k, among=among[lo:hi] - span[0])
             elif allowed is not None:
                 if span is not None and allowed.dtype == bool:
