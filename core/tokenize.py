@@ -8,6 +8,7 @@ match either the exact symbol or the words inside it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 # Runs of letters, digits and '_' — what FTS5's unicode61 tokenizer (with '_' as a token
 # character) calls a token, so the lexical arms agree on word boundaries. \w is
@@ -58,3 +59,33 @@ def code_tokens(text: str) -> list[str]:
     for word in WORD.findall(text):
         out.extend(expansion(word))
     return out
+
+
+#: Longest run of a question's words joined into one identifier (``JSON object`` ->
+#: ``jsonobject``, ``json_object``; ``connection pool limits`` -> ``connectionpoollimits``).
+COMPOUND_WORDS = 3
+
+
+def compounds(text: str) -> list[str]:
+    """A question's runs of 2 to :data:`COMPOUND_WORDS` adjacent words, each joined as an
+    identifier would be tokenized whole: run together and with ``_`` (in order, no repeats;
+    only runs of plain words, a few letters in all). The caller keeps those an index holds: a
+    question that names a class in words ("the JSON object") then matches its definition."""
+    words = [w.lower() for w in WORD.findall(text)]
+    out: dict[str, None] = {}
+    for n in range(2, COMPOUND_WORDS + 1):
+        for i in range(len(words) - n + 1):
+            run = words[i : i + n]
+            if all(w.isalpha() and w.isascii() for w in run) and sum(map(len, run)) >= 6:
+                out["".join(run)] = None
+                out["_".join(run)] = None
+    return list(out)
+
+
+def query_terms(text: str, known: Callable[[list[str]], list[bool]]) -> list[str]:
+    """:func:`code_tokens` of a query, then those of its :func:`compounds` the tokens do not
+    already have and ``known`` (the index's vocabulary, asked once for all) holds."""
+    tokens = code_tokens(text)
+    seen = set(tokens)
+    extra = [c for c in compounds(text) if c not in seen]
+    return tokens + [c for c, ok in zip(extra, known(extra) if extra else []) if ok]

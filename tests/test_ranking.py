@@ -374,6 +374,33 @@ def test_the_symbols_arm_puts_the_exact_definition_of_a_bare_identifier_first(tm
         engine.close()
 
 
+def test_a_class_named_in_words_is_found_by_its_definition(tmp_path, monkeypatch):
+    """ "JSON object with named fields" (gson): no arm ranked JsonObject's file in its first 30
+    while tests named after every word of the question filled them; the symbols arm reads the
+    question's adjacent words joined too (``jsonobject``), so the class comes first."""
+    from ranklens.core.arms.symbols import SymbolsArm
+
+    (tmp_path / "JsonObject.java").write_text(
+        "/** A tree node holding members. */\npublic final class JsonObject extends JsonElement {\n"
+        "  private final Map<String, JsonElement> members = new LinkedHashMap<>();\n"
+        "  public void add(String property, JsonElement value) { members.put(property, value); }\n}\n"
+    )
+    for i in range(12):
+        (tmp_path / f"Uses{i}Test.java").write_text(
+            f"class JsonObjectWithNamedFields{i}Test {{\n  /** A JSON object with named fields. */\n"
+            f'  void testJsonObjectWithNamedFields{i}() {{ new JsonObject().add("named", null); }}\n}}\n'
+        )
+    engine = Engine(tmp_path)
+    try:
+        engine.ensure_index(deep=False)
+        question = "JSON object with named fields"
+        assert engine.run_arm("symbols", question, depth=5).hits[0].path == "JsonObject.java"
+        monkeypatch.setattr(SymbolsArm, "compounds", False)  # the words alone: the tests first
+        assert engine.run_arm("symbols", question, depth=5).hits[0].path != "JsonObject.java"
+    finally:
+        engine.close()
+
+
 def test_a_hits_words_are_those_of_its_names_and_of_each_breadcrumb():
     """``coverage`` asks one set of words per hit: its names' and each of its breadcrumbs'
     (without their paths), the same words as asking each apart."""

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ..store import IndexView
-from ..tokenize import code_tokens
+from ..tokenize import code_tokens, query_terms
 from ..types import Chunk, Hit
 from .protocol import ArmBuild, Documents, Generation, SegmentMerge
 
@@ -18,6 +18,8 @@ class MatrixArm:
 
     name = ""
     matrix_name = ""
+    #: Whether a question's adjacent words also count joined (``JSON object`` -> ``jsonobject``).
+    compounds = False
 
     def __init__(self, view: IndexView) -> None:
         self.view = view
@@ -31,6 +33,13 @@ class MatrixArm:
         # over the chunk rows is one over the matrix rows as it is.
         self._same_rows = self.base is None and np.array_equal(self.chunk_rows, np.arange(len(self.chunk_rows)))
         self._of_chunk: np.ndarray | None = None  # chunk row -> matrix row (see _matrix_rows)
+
+    def query_tokens(self, query: str) -> list[str]:
+        """The query's tokens; with :attr:`compounds`, also its runs of words joined as one
+        identifier that the index holds (:func:`core.tokenize.query_terms`)."""
+        if not self.compounds:
+            return code_tokens(query)
+        return query_terms(query, lambda terms: [c is not None for c in self.matrix.vocab.columns(terms)])
 
     def _matrix_rows(self) -> np.ndarray:
         """Each chunk row's matrix row (-1: none), made on the first search within files."""
@@ -68,7 +77,7 @@ class MatrixArm:
                 mask = None
             else:
                 mask = (self.chunk_rows >= 0) & allowed[np.maximum(self.chunk_rows, 0)]
-        rows, scores = self.matrix.top(code_tokens(query), limit, mask, rows_among)
+        rows, scores = self.matrix.top(self.query_tokens(query), limit, mask, rows_among)
         return self.chunk_rows[np.asarray(rows, dtype=np.int64)], scores
 
 

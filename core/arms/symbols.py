@@ -40,6 +40,7 @@ def include(chunk: Chunk) -> bool:
 class SymbolsArm(MatrixArm):
     name = "symbols"
     matrix_name = "symbols"
+    compounds = True
 
     def search(self, query: str, limit: int, allowed: np.ndarray | None = None) -> list[Hit]:
         ranked = super().search(query, limit, allowed)

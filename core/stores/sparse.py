@@ -246,6 +246,10 @@ def query_vector(arm: str, query: str, stats: TermStats) -> dict[int, float]:
         from ..arms.fts5 import _kept_terms
 
         counts = Counter(_kept_terms(query, {"n": stats.n, "df": TermsDf(stats)}))
+    elif arm == "symbols":  # a question's words joined as an identifier too, as locally
+        from ..tokenize import query_terms
+
+        counts = Counter(query_terms(query, lambda terms: (stats.df([term_index(t) for t in terms]) > 0).tolist()))
     else:
         counts = Counter(code_tokens(query))
     if not counts or not stats.n:
