@@ -116,6 +116,7 @@ def test_every_segment_written_by_the_dense_build_carries_both_companions(small_
     from ranklens.core.vectors import scan, storage
 
     monkeypatch.setattr(scan.Int8Scan, "MIN_VECTORS", 10)
+    monkeypatch.setattr(scan.Int8Scan, "MIN_SEGMENT", 10)
     monkeypatch.setattr(scan.SignBits, "MIN_ROWS", 200)
     monkeypatch.setattr(scan.SignBits, "CANDIDATES", 150)
     repo = tmp_path / "repo"

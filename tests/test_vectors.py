@@ -219,6 +219,7 @@ def test_empty_index_round_trip(tmp_path: Path):
 
 def test_save_is_atomic_and_leaves_no_temp_files(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(scan.Int8Scan, "MIN_VECTORS", 10)  # with its int8 companion
+    monkeypatch.setattr(scan.Int8Scan, "MIN_SEGMENT", 10)
     keys, vecs = _data(60)
     path = tmp_path / "sub" / "v.idx"
     _index(keys, vecs).save(path)
@@ -330,6 +331,7 @@ def test_float32_copy_follows_modifications():
 
 def _coarse_scan_count(monkeypatch) -> list[int]:
     monkeypatch.setattr(scan.Int8Scan, "MIN_VECTORS", 100)
+    monkeypatch.setattr(scan.Int8Scan, "MIN_SEGMENT", 100)
     calls: list[int] = []
     real = scan.Int8Scan.candidates
 
@@ -438,7 +440,7 @@ def test_the_companion_is_scanned_whatever_was_imported_before(tmp_path: Path):
         "_usearch.index()\n"
         "import onnxruntime\n"
         "from ranklens.core.vectors import VectorIndex, scan\n"
-        "scan.Int8Scan.MIN_VECTORS = 100\n"
+        "scan.Int8Scan.MIN_VECTORS = 100; scan.Int8Scan.MIN_SEGMENT = 100\n"
         "rng = np.random.default_rng(0)\n"
         "x = VectorIndex(16); x.add(np.arange(3000), rng.normal(size=(3000, 16)))\n"
         f"x.save(scan.Path({str(path)!r}))\n"
@@ -458,7 +460,7 @@ def test_without_numkong_a_view_scans_every_vector_with_the_same_results(tmp_pat
         "import sys, numpy as np\n"
         "sys.modules['numkong'] = None\n"  # numkong missing: importing it fails
         "from ranklens.core.vectors import VectorIndex, scan\n"
-        "scan.Int8Scan.MIN_VECTORS = 100\n"
+        "scan.Int8Scan.MIN_VECTORS = 100; scan.Int8Scan.MIN_SEGMENT = 100\n"
         "rng = np.random.default_rng(0)\n"
         "x = VectorIndex(16); x.add(np.arange(3000), rng.normal(size=(3000, 16)))\n"
         f"x.save(scan.Path({str(path)!r}))\n"
@@ -478,6 +480,7 @@ def test_segments_with_companions_share_one_candidate_pool(tmp_path: Path, monke
     the exact top-k over the live rows."""
 
     monkeypatch.setattr(scan.Int8Scan, "MIN_VECTORS", 300)
+    monkeypatch.setattr(scan.Int8Scan, "MIN_SEGMENT", 300)
     scanned: list[int] = []
     real = scan.Int8Scan.sims
     monkeypatch.setattr(scan.Int8Scan, "sims", lambda self, q: scanned.append(len(self.codes)) or real(self, q))
@@ -498,6 +501,32 @@ def test_segments_with_companions_share_one_candidate_pool(tmp_path: Path, monke
     allowed[::3] = True
     got_rows, got_sims = segmented.search(rng.normal(size=DIM).astype(np.float32), 10, allowed)
     assert allowed[got_rows].all()
+
+
+def test_a_small_tail_segment_joins_the_pool_and_a_small_index_stays_exact(tmp_path: Path, monkeypatch):
+    """A segment of MIN_SEGMENT rows or more carries its companions, so the tail segment of a
+    larger index joins the other segments' candidate pool (one int8 scan, not a float32 scan of
+    its own); fewer than MIN_VECTORS rows searched together are scanned exactly, companions or
+    not. Each answer is the exact top-k."""
+    monkeypatch.setattr(scan.Int8Scan, "MIN_VECTORS", 1000)
+    monkeypatch.setattr(scan.Int8Scan, "MIN_SEGMENT", 300)
+    scanned: list[int] = []
+    real = scan.Int8Scan.sims
+    monkeypatch.setattr(scan.Int8Scan, "sims", lambda self, q: scanned.append(len(self.codes)) or real(self, q))
+    keys, vecs = _data(2000, seed=5)
+    segmented, all_live, live_vecs = _segmented(tmp_path / "big", keys, vecs, [0, 1500, 1900, 2000], every=11)
+    rng = np.random.default_rng(2)
+    for q in rng.normal(size=(10, DIM)).astype(np.float32):
+        got_rows, got_sims = segmented.search(q, 10)
+        _agree(all_live[got_rows], got_sims, *_brute(all_live, live_vecs, q, 10))
+    assert sorted(set(scanned)) == [400, 1500] and len(scanned) == 10 * 2  # the 100-row tail has none
+    scanned.clear()
+    small, small_live, small_vecs = _segmented(tmp_path / "small", keys[:900], vecs[:900], [0, 500, 900], every=11)
+    for q in rng.normal(size=(5, DIM)).astype(np.float32):
+        got_rows, got_sims = small.search(q, 10)
+        _agree(small_live[got_rows], got_sims, *_brute(small_live, small_vecs, q, 10))
+    assert scanned == []  # 900 rows: exact, though both segments carry companions
+    assert len(list((tmp_path / "small").glob("*.i8"))) == 2
 
 
 # -- sign bits: candidates for the int8 scan in very large indexes -------------------------
@@ -566,6 +595,7 @@ def _clustered(n: int, dim: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def _bits_on(monkeypatch, min_rows: int = 1000, candidates: int = 1500) -> list[int]:
     """Sign bits pick candidates among ``min_rows`` rows or more; the Hamming scans' sizes."""
     monkeypatch.setattr(scan.Int8Scan, "MIN_VECTORS", 200)
+    monkeypatch.setattr(scan.Int8Scan, "MIN_SEGMENT", 200)
     monkeypatch.setattr(scan.SignBits, "MIN_ROWS", min_rows)
     monkeypatch.setattr(scan.SignBits, "CANDIDATES", candidates)
     scanned: list[int] = []
@@ -680,7 +710,7 @@ def test_sign_bits_need_no_numkong(tmp_path: Path):
         "import sys, numpy as np\n"
         "sys.modules['numkong'] = None\n"
         "from ranklens.core.vectors import VectorIndex, scan\n"
-        "scan.Int8Scan.MIN_VECTORS = 100; scan.SignBits.MIN_ROWS = 1000\n"
+        "scan.Int8Scan.MIN_VECTORS = 100; scan.Int8Scan.MIN_SEGMENT = 100; scan.SignBits.MIN_ROWS = 1000\n"
         "rng = np.random.default_rng(0)\n"
         "x = VectorIndex(64); x.add(np.arange(3000), rng.normal(size=(3000, 64)))\n"
         f"x.save(scan.Path({str(path)!r}))\n"

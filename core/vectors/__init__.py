@@ -10,7 +10,8 @@ import-order constraint left, with its cause).
 
 Which scan answers
 ------------------
-* A saved index of 20k vectors or more has two companions: int8 codes and sign bits. A view
+* A saved index (a segment) of 4,096 vectors or more has two companions: int8 codes and sign
+  bits. Searching 20k rows or more (an index, or the segments searched together), a view
   scans the codes with numkong's int8 dot kernel (the query packed, the codes as they are
   mapped) for 128 candidates (or 4 x k), re-scored exactly from the float16 vectors.
 * Past 131,072 rows (:attr:`~core.vectors.scan.SignBits.MIN_ROWS`: an index, or the
@@ -18,7 +19,7 @@ Which scan answers
   nearest by Hamming distance are the only ones the int8 codes score (with numpy), then the
   pool is re-scored exactly. An index written before the sign bits (no ``.b1``) scans every
   int8 code as above.
-* Smaller indexes, filtered searches and indexes being modified scan every vector in float32
+* Fewer rows, filtered searches and indexes being modified scan every vector in float32
   with numpy, over a copy made on the first search.
 * An index whose float32 copy would pass 512 MB (~500k vectors of 256) is scanned by
   usearch's exact float16 kernel, multi-threaded, with no copy.

@@ -81,9 +81,12 @@ def _as_range(rows: np.ndarray) -> tuple[int, int] | None:
 
 
 def _coarse_usable(coarse: tuple[Int8Scan | None, SignBits | None], rows: int) -> bool:
-    """Whether a view's companions can pick candidates among ``rows`` rows: by sign bits, or by
+    """Whether a view's companions pick candidates among ``rows`` rows: there are
+    :attr:`Int8Scan.MIN_VECTORS` of them or more (fewer are scanned exactly), by sign bits or by
     the int8 scan of every row (which needs :func:`numkong`)."""
-    return coarse[0] is not None and (_by_bits(coarse[1], rows) or numkong() is not None)
+    return (
+        coarse[0] is not None and rows >= Int8Scan.MIN_VECTORS and (_by_bits(coarse[1], rows) or numkong() is not None)
+    )
 
 
 def _coarse_candidates(
@@ -617,8 +620,8 @@ class SegmentedVectors:
         if any(not use_bits or f[2] is None for f in found) and numkong() is None:
             found = [f for f in found if use_bits and f[2] is not None]  # the others need numkong
         pool = max(Int8Scan.MIN_POOL, 4 * int(k))
-        if not found or sum(f[3] for f in found) <= pool:
-            return set()  # so few rows: each segment scans its own
+        if not found or sum(f[3] for f in found) <= pool or sum(f[3] for f in found) < Int8Scan.MIN_VECTORS:
+            return set()  # so few rows: each segment scans its own, exactly
         which = [f[0] for f in found]
         picked: list[np.ndarray | None] = [None] * len(found)  # None: every row
         by_bits = [j for j, f in enumerate(found) if use_bits and f[2] is not None]

@@ -66,14 +66,14 @@ def companion_path(path: Path, stamp: int, suffix: str = _COMPANION) -> Path:
 
 def write(path: Path, dim: int, keys: np.ndarray, vecs: np.ndarray, coarse: Int8Scan | None) -> None:
     """Write ``keys`` and their float16 ``vecs`` atomically (temp file, fsync, rename), with
-    companions when there are :attr:`Int8Scan.MIN_VECTORS` or more (the int8 codes:
+    companions when there are :attr:`Int8Scan.MIN_SEGMENT` or more (the int8 codes:
     ``coarse``, when it mirrors these rows, or new ones; the sign bits) and no other companion
     of ``path`` left behind."""
     n = len(keys)
     keys_off = _HEADER_SIZE
     vecs_off = _align(keys_off + 8 * n)
     path.parent.mkdir(parents=True, exist_ok=True)
-    stamp = int.from_bytes(os.urandom(8), "little") | 1 if n >= Int8Scan.MIN_VECTORS else 0
+    stamp = int.from_bytes(os.urandom(8), "little") | 1 if n >= Int8Scan.MIN_SEGMENT else 0
     companion, bits = companion_path(path, stamp), companion_path(path, stamp, _BITS)
     if stamp:
         try:
