@@ -620,8 +620,9 @@ class SegmentedVectors:
         if any(not use_bits or f[2] is None for f in found) and numkong() is None:
             found = [f for f in found if use_bits and f[2] is not None]  # the others need numkong
         pool = max(Int8Scan.MIN_POOL, 4 * int(k))
-        if not found or sum(f[3] for f in found) <= pool or sum(f[3] for f in found) < Int8Scan.MIN_VECTORS:
-            return set()  # so few rows: each segment scans its own, exactly
+        total = sum(f[3] for f in found)
+        if total <= pool or total < Int8Scan.MIN_VECTORS:
+            return set()  # so few rows (or none): each segment scans its own, exactly
         which = [f[0] for f in found]
         picked: list[np.ndarray | None] = [None] * len(found)  # None: every row
         by_bits = [j for j, f in enumerate(found) if use_bits and f[2] is not None]
