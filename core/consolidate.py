@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .types import Contribution, Hit, make_docid
+from .types import Hit, make_docid
 
 
 def check_ranking(arm: str, hits: Sequence[Hit]) -> None:
@@ -99,10 +99,9 @@ class Group:
         self.best = best  # each arm's best-ranked member, sorted by arm name
         self.symbols = symbols  # the names its members define (Hit.symbol fields)
         self.contexts = tuple(h.context for h in best)  # its members' breadcrumbs
-        #: Per member of ``best``: (weight, k, its Contribution) of the last fuse that built
-        #: this group's hit. A slider moves one weight: the other arms' contributions are the
-        #: same (immutable) objects as before, not made again.
-        self.memo: list[tuple[float, float, Contribution] | None] = [None] * len(best)
+        #: (its arms' weights (one: a float; several: a list), k, what its hit showed of its
+        #: arms: :func:`core.labels._parts`) of the last fuse that made its hit; None before.
+        self.memo: tuple | None = None
 
     def lead_key(self, i: int) -> tuple[bool, str]:
         """Among members contributing equally, the one whose breadcrumb the hit shows: a

@@ -108,7 +108,7 @@ def label_hits(
             applies = prior_of.get(path)
             if applies is None:
                 applies = prior_of[path] = priors(path)[1]
-            hit = _hit(kept[i], weight_of, kf, final, len(out) + 1, scores[i], applies[:], signals)
+            hit = _hit(kept[i], weight_of, kf, final, len(out) + 1, scores[i], applies, signals)
             assert hit is not None  # it had a vote
         else:
             if above >= len(pick.chosen):
@@ -120,7 +120,7 @@ def label_hits(
             signals += files.span_signals(path, (unit.start, unit.end), unit.symbols)
             signals.append(pick.explain(unit))
             hit.score, hit.rank = final, len(out) + 1
-            hit.priors = priors(path)[1][:]
+            hit.priors = priors(path)[1]
             hit.signals = [*signals, diversity(above, path == top_path)] if above else signals
         out.append(hit)
     # Only the stage's definition signal makes a hit's confidence high whatever its score.
@@ -163,29 +163,57 @@ def _hit(
     """The explained hit of one group (None when no arm votes for it: every weight 0), made
     at once with its ``score`` (default: its RRF score), ``rank``, ``fused`` score, ``priors``
     and ``signals``."""
+    parts = _parts(group, weight_of, kf)
+    if parts is None:
+        return None
+    contributors, provenance, votes, context, rrf = parts
+    return ConsolidatedHit(
+        group.path,
+        group.start_line,
+        group.end_line,
+        group.docid,
+        context,
+        rrf if score is None else score,
+        rank,
+        provenance,
+        votes,
+        LOW,  # set once the query's best score is known (label)
+        contributors,
+        fused,
+        [] if priors is None else priors,
+        [] if signals is None else signals,
+        "",
+        {},
+    )
+
+
+def _parts(group: Group, weight_of, kf: float) -> tuple | None:
+    """What a group's hit shows of its arms with these weights and k: (contributors,
+    provenance, votes, context, RRF score), None when no arm votes. Kept on the group
+    (``Group.memo``) for the last weights of its arms and k: a slider moves one weight, so
+    most groups' hits are made again from what they showed before."""
     best, memo = group.best, group.memo
     if len(best) == 1:  # most groups
         h = best[0]
         w = weight_of[h.arm]
-        cached = memo[0]
-        if cached is None or cached[0] != w or cached[1] != kf:
-            cached = memo[0] = (w, kf, Contribution(h.arm, h.rank, h.docid, h.score, rrf_share(w, kf, h.rank)))
-        c = cached[2]
-        if c.contribution <= 0:
-            return None
-        contributors = [c]
-        provenance, votes, context, rrf = [h.arm], 1 if h.rank <= AGREEMENT_DEPTH else 0, h.context, c.contribution
-    else:
-        contributors = []
-        for i, h in enumerate(best):
-            w = weight_of[h.arm]
-            cached = memo[i]
-            if cached is None or cached[0] != w or cached[1] != kf:
-                cached = memo[i] = (w, kf, Contribution(h.arm, h.rank, h.docid, h.score, rrf_share(w, kf, h.rank)))
-            contributors.append(cached[2])
-        voting = [i for i, c in enumerate(contributors) if c.contribution > 0]
-        if not voting:
-            return None
+        if memo is not None and memo[0] == w and memo[1] == kf:
+            return memo[2]
+        c = Contribution(h.arm, h.rank, h.docid, h.score, rrf_share(w, kf, h.rank))
+        parts = None
+        if c.contribution > 0:
+            votes = 1 if h.rank <= AGREEMENT_DEPTH else 0
+            parts = ([c], [h.arm], votes, h.context or group.path, c.contribution)
+        group.memo = (w, kf, parts)
+        return parts
+    weights = [weight_of[h.arm] for h in best]
+    if memo is not None and memo[0] == weights and memo[1] == kf:
+        return memo[2]
+    contributors = [
+        Contribution(h.arm, h.rank, h.docid, h.score, rrf_share(w, kf, h.rank)) for h, w in zip(best, weights)
+    ]
+    voting = [i for i, c in enumerate(contributors) if c.contribution > 0]
+    parts = None
+    if voting:
         if len(voting) == 1:
             lead_i = voting[0]
             rrf = contributors[lead_i].contribution
@@ -201,25 +229,9 @@ def _hit(
             rrf = fused_score([contributors[i].contribution for i in voting])
         provenance = [best[i].arm for i in voting]
         votes = sum(1 for i in voting if best[i].rank <= AGREEMENT_DEPTH)
-        context = best[lead_i].context
-    return ConsolidatedHit(
-        group.path,
-        group.start_line,
-        group.end_line,
-        group.docid,
-        context or group.path,
-        rrf if score is None else score,
-        rank,
-        provenance,
-        votes,
-        LOW,  # set once the query's best score is known (label)
-        contributors,
-        fused,
-        [] if priors is None else priors,
-        [] if signals is None else signals,
-        "",
-        {},
-    )
+        parts = (contributors, provenance, votes, best[lead_i].context or group.path, rrf)
+    group.memo = (weights, kf, parts)
+    return parts
 
 
 def _unit_hit(path: str, unit: Unit, mine, kept, scores, weight_of, kf) -> ConsolidatedHit:

@@ -424,7 +424,7 @@ class Stage:
         q = self.shape
         unit = max(fused) if fused else 0.0
         scores = list(fused)
-        applied: list[list[AppliedSignal]] = [[] for _ in fused]
+        applied: list[list[AppliedSignal]] = [_NO_SIGNALS] * len(fused)  # a list made at its first
         factors = [1.0] * len(fused)
         if unit <= 0:
             return scores, applied, factors
@@ -432,14 +432,14 @@ class Stage:
             for i, path in enumerate(paths):
                 for signal in self.span_signals(path, spans[i] if spans is not None else None, symbols[i], unit):
                     scores[i] += signal.boost
-                    applied[i].append(signal)
+                    _add(applied, i, signal)
         # path, name-coverage, depth and name-length: each file's once (a query's ~75
         # candidates come from ~35 files), then added to (and listed on) each of its hits.
         for i, (boosts, signals, factor) in enumerate(self._file_signals(paths, unit)):
             for boost in boosts:
                 scores[i] += boost
             if signals:
-                applied[i].extend(signals)
+                applied[i] = [*applied[i], *signals]
                 factors[i] = factor
         if p.file_evidence:
             # Per file: its hits' total (summed in their order), how many, and its best hit
@@ -460,7 +460,7 @@ class Stage:
                     boost = unit * p.file_evidence * share
                     scores[i] += boost
                     reason = REASONS["file-evidence"].format(n=counts[f], share=share)
-                    applied[i].append(AppliedSignal("file-evidence", reason, boost))
+                    _add(applied, i, AppliedSignal("file-evidence", reason, boost))
         if q.keywords and not q.lookup and p.coverage:  # after file-evidence: not summed into it
             self._coverage(paths, symbols, contexts, unit, scores, applied)
         return scores, applied, factors
@@ -493,7 +493,7 @@ class Stage:
             signal = signals[path]
             if signal is not None:
                 scores[i] += signal.boost
-                applied[i].append(signal)
+                _add(applied, i, signal)
 
     def _file_signals(
         self, paths: list[str], unit: float
@@ -595,8 +595,9 @@ class Stage:
         above[by_file] = hits - np.searchsorted(grouped, grouped)
         most = int(above.max())
         # d ** n per file: the first file's decay, the others'; x1.0 for each file's best hit.
-        top, other = ([self.decay(first) ** m for m in range(most + 1)] for first in (True, False))
-        final = s[ranked] * np.where(file_of == file_of[0], np.array(top)[above], np.array(other)[above])
+        steps = range(most + 1)  # Python's float powers, as the hits' diversity signals say
+        top, other = (np.array([d**m for m in steps]) for d in (self.decay(True), self.decay(False)))
+        final = s[ranked] * np.where(file_of == file_of[0], top[above], other[above])
         again = np.lexsort((ranked, file_of, -final))
         return list(zip(ranked[again].tolist(), final[again].tolist(), above[again].tolist()))
 
@@ -682,6 +683,18 @@ class Stage:
             found = AppliedSignal("diversity", REASONS["diversity"].format(n=n), 0.0, self.decay(top) ** n)
             self._diversity[(n, top)] = found
         return found
+
+
+#: The signals of a hit none moved: one empty list, shared (a hit's lists are read, never changed).
+_NO_SIGNALS: list[AppliedSignal] = []
+
+
+def _add(applied: list[list[AppliedSignal]], i: int, signal: AppliedSignal) -> None:
+    """Append ``signal`` to the ``i``-th hit's signals (made at the first)."""
+    if applied[i] is _NO_SIGNALS:
+        applied[i] = [signal]
+    else:
+        applied[i].append(signal)
 
 
 def quote_in(quoted: Sequence[tuple[int, int, str]], start: int, end: int) -> str | None:
