@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -128,6 +128,9 @@ class Groups:
     member_arm: np.ndarray
     member_rank: np.ndarray
     bounds: np.ndarray
+    #: What later stages work out of the groups alone, once per query (the file step's
+    #: columns: :func:`core.ranking.rank_files`).
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def group(per_arm_hits: Mapping[str, Sequence[Hit]], merge_adjacent: bool = True, check: bool = True) -> Groups:

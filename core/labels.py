@@ -124,7 +124,8 @@ def label_hits(
             hit.signals = [*signals, diversity(above, path == top_path)] if above else signals
         out.append(hit)
     # Only the stage's definition signal makes a hit's confidence high whatever its score.
-    label(out, defines=bool(stage.shape.names and stage.params.definition))
+    # The hits are in the order's (final scores, best first): the first is the best.
+    label(out, out[0].score if out else 0.0, defines=bool(stage.shape.names and stage.params.definition))
     return out
 
 

@@ -742,17 +742,22 @@ class Files:
 def rank_files(fused: Fused, stage: Stage) -> Files:
     """The file step: the fused groups re-scored by the stage's signals (:meth:`Stage.score`)
     and ordered by them, the priors and diversity (:meth:`Stage.order`)."""
-    kept = fused.kept
-    paths = [g.path for g in kept]
-    at = fused.groups.path_at[fused.index]
-    boosted, applied, factors = stage.score(
-        paths,
-        fused.scores,
-        [g.symbols for g in kept],
-        [g.contexts for g in kept],
-        [(g.start_line, g.end_line) for g in kept],
-        at,
-    )
+    groups = fused.groups
+    columns = groups.memo.get("files")
+    if columns is None:  # the groups' paths, names, breadcrumbs and lines: the query's, kept
+        listed = groups.groups
+        columns = groups.memo["files"] = (
+            [g.path for g in listed],
+            [g.symbols for g in listed],
+            [g.contexts for g in listed],
+            [(g.start_line, g.end_line) for g in listed],
+        )
+    if len(fused.kept) < len(groups.groups):  # an arm weighted 0: the groups some arm votes for
+        kept = fused.index.tolist()
+        columns = tuple([column[i] for i in kept] for column in columns)
+    paths, symbols, contexts, spans = columns
+    at = groups.path_at[fused.index]
+    boosted, applied, factors = stage.score(paths, fused.scores, symbols, contexts, spans, at)
     order = stage.order(fused.groups.paths, at, boosted, factors)
     return Files(paths, applied, order, max(fused.scores) if fused.scores else 0.0, stage)
 
