@@ -383,6 +383,7 @@ class Stage:
         self._held_of: dict[frozenset[str], frozenset[str]] = {}
         self._diversity: dict[tuple[int, bool], AppliedSignal] = {}
         self._file_parts: dict[tuple[str, ...], dict | None] = {}
+        self._decays: dict[bool, np.ndarray] = {}
 
     def forms(self, word: str) -> tuple[str, ...]:
         """The query's keywords ``word`` is a form of (:func:`_alike`), memoised for the query.
@@ -595,11 +596,21 @@ class Stage:
         above[by_file] = hits - np.searchsorted(grouped, grouped)
         most = int(above.max())
         # d ** n per file: the first file's decay, the others'; x1.0 for each file's best hit.
-        steps = range(most + 1)  # Python's float powers, as the hits' diversity signals say
-        top, other = (np.array([d**m for m in steps]) for d in (self.decay(True), self.decay(False)))
+        top, other = self._powers(True, most), self._powers(False, most)
         final = s[ranked] * np.where(file_of == file_of[0], top[above], other[above])
         again = np.lexsort((ranked, file_of, -final))
         return list(zip(ranked[again].tolist(), final[again].tolist(), above[again].tolist()))
+
+    def _powers(self, top: bool, most: int) -> np.ndarray:
+        """:meth:`decay` to the powers 0..``most`` at least (kept for the query): Python's float
+        powers, as the hits' diversity signals say."""
+        found = self._decays.get(top)
+        if found is None or len(found) <= most:
+            d = self.decay(top)
+            found = self._decays[top] = np.array(
+                [d**m for m in range(max(most + 1, 0 if found is None else 2 * len(found)))]
+            )
+        return found
 
     def decay(self, top: bool) -> float:
         """``diversity``'s factor per further hit of a file (of the first file: ``top``)."""
