@@ -71,6 +71,7 @@ class EmbeddingModel:
             and getattr(model, "weights", None) is None
         ):
             self._table = _Table(model.embedding)
+        self._words: _WordTokens | None = _WordTokens.of(model.tokenizer) if self._table is not None else None
 
     def __repr__(self) -> str:
         return f"EmbeddingModel(name={self.name!r}, dim={self.dim})"
@@ -108,8 +109,7 @@ class EmbeddingModel:
         if max_length is not None and any(len(t) > max_length for t in texts):
             cap = max_length * model.median_token_length
             texts = [t[:cap] for t in texts]
-        encodings = model.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-        ids = [e.ids for e in encodings]
+        ids = self._words.ids(texts) if self._words is not None else _tokenizer_ids(model.tokenizer, texts)
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         # chain.from_iterable keeps the flattening in C: a generator expression here would hold
         # the GIL for every token and stall the indexer's other thread.
@@ -146,6 +146,90 @@ class EmbeddingModel:
             tokens, counts = np.unique(flat[rows == i], return_counts=True)
             if tokens.size:
                 np.sum(counts.astype(np.float32)[:, None] * table.rows(tokens), axis=0, out=out[i])
+        return out
+
+
+def _tokenizer_ids(tokenizer, texts: list[str]) -> list[list[int]]:
+    return [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+
+
+class _WordTokens:
+    """A text's token ids from its words' cached ids: the same ids as the tokenizer, ~5x faster.
+
+    With the tokenizers this applies to (BERT's pre-tokeniser, and normalisers that change a
+    character alone or split an identifier where its case changes), a text of printable ASCII
+    is tokenized as its words are, one after the other: a run of letters and digits, or one
+    punctuation mark, and nothing joins across whitespace or punctuation. Code repeats its
+    words, so each is tokenized once (by the tokenizer itself) and a text's ids are its words'
+    ids chained in C, cut at the tokenizer's truncation length. Any other text (a control
+    character, anything beyond ASCII) goes to the tokenizer whole. Embedding is most of a
+    cold build's time, and the tokenizer most of embedding's (Linux 6.1: 500 -> 100 us a chunk).
+    """
+
+    #: Normalisers that map each ASCII character on its own (no joins, no reordering).
+    _PER_CHARACTER = frozenset({"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"})
+    #: The one Replace normaliser allowed: ``train_pairs.CAMEL_SPLIT``'s identifier split, whose
+    #: matches lie inside a run of letters and digits.
+    _CAMEL = r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])"
+    #: Tokenized whole, never from words: anything but printable ASCII, tab, newline and CR.
+    _NOT_PLAIN = re.compile(r"[^\x20-\x7e\t\n\r]")
+    _WORD = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
+    #: Words kept at most (~90 MB); a full cache starts again empty.
+    LIMIT = 1 << 19
+
+    def __init__(self, tokenizer, limit: int | None) -> None:
+        self.tokenizer = tokenizer
+        self.limit = limit
+        self.cache: dict[str, tuple[int, ...]] = {}
+
+    @classmethod
+    def of(cls, tokenizer) -> _WordTokens | None:
+        """The word path for ``tokenizer``, or None where its output could differ."""
+        try:
+            spec = json.loads(tokenizer.to_str())
+        except (AttributeError, ValueError):
+            return None
+        pre, norm = spec.get("pre_tokenizer") or {}, spec.get("normalizer")
+        steps = [] if norm is None else norm.get("normalizers", []) if norm.get("type") == "Sequence" else [norm]
+        for step in steps:
+            if step.get("type") == "Replace":
+                if step.get("pattern") != {"Regex": cls._CAMEL} or step.get("content") != " ":
+                    return None
+            elif step.get("type") not in cls._PER_CHARACTER:
+                return None
+        padding, truncation = tokenizer.padding, tokenizer.truncation
+        if pre.get("type") != "BertPreTokenizer" or (padding is not None and padding.get("length") != 0):
+            return None
+        if truncation is not None and (truncation.get("direction") != "right" or truncation.get("stride")):
+            return None
+        return cls(tokenizer, None if truncation is None else int(truncation["max_length"]))
+
+    def ids(self, texts: list[str]) -> list[list[int]]:
+        out: list = [None] * len(texts)
+        words: list = [None] * len(texts)
+        whole = []
+        plain, split = self._NOT_PLAIN.search, self._WORD.findall
+        for i, text in enumerate(texts):
+            if plain(text) is None:
+                words[i] = split(text)
+            else:
+                whole.append(i)
+        cache = self.cache  # a local: another thread may start a new cache meanwhile
+        seen = set(itertools.chain.from_iterable(w for w in words if w is not None))
+        new = seen.difference(cache)
+        if len(cache) + len(new) > self.LIMIT:
+            cache = self.cache = {}
+            new = seen
+        if new:
+            new = list(new)
+            cache.update(zip(new, map(tuple, _tokenizer_ids(self.tokenizer, new))))
+        get, chain, limit = cache.__getitem__, itertools.chain.from_iterable, self.limit
+        for i, w in enumerate(words):
+            if w is not None:
+                out[i] = list(itertools.islice(chain(map(get, w)), limit))
+        if whole:
+            for i, ids in zip(whole, _tokenizer_ids(self.tokenizer, [texts[i] for i in whole])):
+                out[i] = ids
         return out
 
 

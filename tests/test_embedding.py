@@ -356,6 +356,83 @@ def test_a_query_is_pooled_from_the_float16_rows_and_equals_the_batch_path():
     np.testing.assert_array_equal(model.encode(queries), few)
 
 
+def _tokenizer_vectors(model: EmbeddingModel, texts: list[str]) -> np.ndarray:
+    """``model.encode`` with every text given to the tokenizer whole (the reference)."""
+    words, model._words = model._words, None
+    try:
+        return model.encode(texts)
+    finally:
+        model._words = words
+
+
+def test_a_text_is_tokenized_from_its_words_exactly_as_the_tokenizer_does():
+    """The word cache (a plain ASCII text's tokens are its words' tokens in order) gives the
+    tokenizer's own ids and vectors: on real source files, identifiers split by case, every
+    ASCII punctuation mark, words over the tokenizer's 100 characters, text past the 512-token
+    cap, and texts the cache must leave to the tokenizer (control characters, non-ASCII)."""
+    import random
+    import string
+
+    from ranklens.core.chunking import chunk_file
+    from ranklens.core.embedding import _tokenizer_ids
+
+    model = load_model()
+    assert model._words is not None  # the bundled tokenizer qualifies
+    texts = []
+    for path in sorted((REPO / "core").glob("*.py"))[:12]:
+        texts += [c.text for c in chunk_file(path.name, path.read_text(encoding="utf-8"))]
+    texts += [
+        "getHTTPResponse2XX maxConnections HTMLParser.parseURL(myURLs) a1B2 ABCDef",
+        string.punctuation + " x" + string.punctuation.join("abc"),
+        "w" * 150 + " ok",
+        "tab\tnew\nline\rreturn",
+        "nul\x00joins vt\x0bff\x0cdel\x7fus\x1f",
+        "ünïcödé naïveCafé ☃ 中文Names",
+        "class LRUCache:\n    # least recently used\n" * 200,
+        "",
+    ]
+    rng = random.Random(7)
+    alphabet = string.printable + "\x00\x0b\x7fé中"
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(60))) for _ in range(500)]
+    cap = model._model.max_length * model._model.median_token_length
+    capped = [t[:cap] for t in texts]
+    assert model._words.ids(capped) == _tokenizer_ids(model._model.tokenizer, capped)
+    np.testing.assert_array_equal(model.encode(texts), _tokenizer_vectors(model, texts))
+
+
+def test_a_full_word_cache_starts_again_and_still_tokenizes_right(monkeypatch):
+    from ranklens.core.embedding import _tokenizer_ids, _WordTokens
+
+    model = load_model()
+    words = _WordTokens.of(model._model.tokenizer)
+    monkeypatch.setattr(_WordTokens, "LIMIT", 5)
+    texts = ["alpha beta gamma", "delta epsilon zetaEta theta", "alpha iota kappa lambda mu"]
+    for text in texts:
+        assert words.ids([text]) == _tokenizer_ids(model._model.tokenizer, [text])
+        assert len(words.cache) <= 5
+    assert words.ids(texts) == _tokenizer_ids(model._model.tokenizer, texts)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}},
+        {"normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": ""}},
+        {"normalizer": {"type": "Prepend", "prepend": "▁"}},
+    ],
+)
+def test_a_tokenizer_that_could_join_or_split_across_words_is_used_whole(change):
+    """Where a text's tokens might not be its words' tokens in order, there is no word cache."""
+    from tokenizers import Tokenizer
+
+    from ranklens.core.embedding import _WordTokens
+
+    spec = json.loads((DEFAULT_MODEL_DIR / "tokenizer.json").read_text(encoding="utf-8"))
+    assert _WordTokens.of(Tokenizer.from_str(json.dumps(spec))) is not None
+    spec.update(change)
+    assert _WordTokens.of(Tokenizer.from_str(json.dumps(spec))) is None
+
+
 def test_safetensors_are_memory_mapped_or_left_to_safetensors(tmp_path: Path):
     import json
     import struct
