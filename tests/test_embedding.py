@@ -433,6 +433,28 @@ def test_a_tokenizer_that_could_join_or_split_across_words_is_used_whole(change)
     assert _WordTokens.of(Tokenizer.from_str(json.dumps(spec))) is None
 
 
+def test_token_counts_are_the_csr_matrix_scipy_makes_of_the_pairs():
+    """The counts the table is multiplied by: each row's distinct tokens ascending with their
+    counts, as scipy's COO -> CSR makes them, so the vectors are the same bit for bit."""
+    from scipy import sparse
+
+    from ranklens.core.embedding import _counts
+
+    rng = np.random.default_rng(3)
+    for n, nnz in [(9, 0), (9, 40), (300, 20_000), (50, 3)]:
+        rows = np.sort(rng.integers(0, n, nnz))
+        flat = rng.integers(0, 60, nnz)
+        got = _counts(n, rows, flat, 60)
+        want = sparse.csr_matrix((np.ones(nnz, dtype=np.float32), (rows, flat)), shape=(n, 60))
+        want.sum_duplicates()
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got.indptr, want.indptr)
+        np.testing.assert_array_equal(got.indices, want.indices)
+        np.testing.assert_array_equal(got.data, want.data)
+        table = rng.normal(size=(60, 8)).astype(np.float32)
+        np.testing.assert_array_equal(got @ table, want @ table)
+
+
 def test_safetensors_are_memory_mapped_or_left_to_safetensors(tmp_path: Path):
     import json
     import struct
