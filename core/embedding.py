@@ -101,6 +101,12 @@ class EmbeddingModel:
         np.divide(vecs, norms, out=vecs, where=norms > 0)
         return vecs
 
+    def forget_words(self) -> None:
+        """Drop the word cache (an index pass's vocabulary; a query's words come back as
+        needed), so a long-lived process does not keep a large tree's words after indexing it."""
+        if self._words is not None:
+            self._words.cache = {}
+
     def _encode_sparse(self, texts: list[str]) -> np.ndarray:
         model = self._model
         max_length = model.max_length
@@ -186,7 +192,7 @@ class _WordTokens:
     #: Tokenized whole, never from words: anything but printable ASCII, tab, newline and CR.
     _NOT_PLAIN = re.compile(r"[^\x20-\x7e\t\n\r]")
     _WORD = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
-    #: Words kept at most (~90 MB); a full cache starts again empty.
+    #: Words kept at most (~110 MB at the limit); a full cache starts again empty.
     LIMIT = 1 << 19
 
     def __init__(self, tokenizer, limit: int | None) -> None:

@@ -474,3 +474,20 @@ def test_safetensors_are_memory_mapped_or_left_to_safetensors(tmp_path: Path):
     (tmp_path / "bf16.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
     assert _mapped_tensors(tmp_path / "junk.safetensors") is None
     assert _mapped_tensors(tmp_path / "bf16.safetensors") is None
+
+
+def test_an_index_pass_leaves_no_word_cache_behind(sample_repo):
+    """The words a pass tokenized are dropped when it ends: a long-lived UI or MCP server does
+    not keep a large tree's vocabulary; queries still embed as before."""
+    from ranklens.core.engine import Engine
+
+    model = load_model()
+    model.encode([f"someWord{i} other_words here" for i in range(20)])
+    assert model._words.cache
+    engine = Engine(sample_repo)
+    try:
+        engine.ensure_index()
+        assert model._words.cache == {}
+        assert engine.search("read a file").hits
+    finally:
+        engine.close()

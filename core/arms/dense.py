@@ -277,6 +277,7 @@ class _Embedder:
     def close(self) -> None:
         self._queue.put(self._END)
         self._thread.join()
+        self.model.forget_words()
 
     def abandon(self) -> None:
         """Stop after the batch or save in flight, and wait for it: the indexer then removes
