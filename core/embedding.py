@@ -172,7 +172,7 @@ def _tokenizer_ids(tokenizer, texts: list[str]) -> list[list[int]]:
 
 
 class _WordTokens:
-    """A text's token ids from its words' cached ids: the same ids as the tokenizer, ~5x faster.
+    """A text's token ids from its words' cached ids: the same ids as the tokenizer, ~4x faster.
 
     With the tokenizers this applies to (BERT's pre-tokeniser, and normalisers that change a
     character alone or split an identifier where its case changes), a text of printable ASCII
@@ -181,7 +181,8 @@ class _WordTokens:
     words, so each is tokenized once (by the tokenizer itself) and a text's ids are its words'
     ids chained in C, cut at the tokenizer's truncation length. Any other text (a control
     character, anything beyond ASCII) goes to the tokenizer whole. Embedding is most of a
-    cold build's time, and the tokenizer most of embedding's (Linux 6.1: 500 -> 100 us a chunk).
+    cold build's time, and the tokenizer most of embedding's: with :func:`_counts`, 470 -> 156
+    us a kernel chunk on one thread (``benchmarks/bench_encode.py``).
     """
 
     #: Normalisers that map each ASCII character on its own (no joins, no reordering).
