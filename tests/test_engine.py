@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -284,19 +285,79 @@ def test_fts5_over_its_scoring_budget_makes_the_rarest_terms_that_fit_it_match()
 
     big = SCORE_BUDGET // 2
     common = {"n": 10**7, "floor": 2000, "df": {"lock": big, "with": big + 1, "disabled": big - 5}}
-    # Under the budget: the one OR query, as match_expression makes it.
-    assert match_plan("spin lock", common) == ['"spin" OR "lock"']
-    # Over it: "spin" (unlisted: at most the floor) and "disabled" fit, the rest must come along.
-    assert match_plan("spin lock with disabled", common) == [
+    # Over it: "spin" (unlisted: at most the floor) and "disabled" fit, the rest must come along;
+    # the chunks holding only the rest are left out (no rest query).
+    plan = match_plan("spin lock with disabled", common)
+    assert plan.exprs == [
         '("spin" OR "disabled") AND ("lock" OR "with")',
         '("spin" OR "disabled") NOT ("lock" OR "with")',
     ]
+    assert plan.rest is None
     # One term alone over the budget: nothing to leave out.
-    assert match_plan("lock", {**common, "df": {"lock": SCORE_BUDGET * 2}}) == ['"lock"']
-    # A list written without the floor (or none) plans the plain query.
-    assert match_plan("spin lock with disabled", {"n": 10**7, "df": common["df"]}) == [
-        '"spin" OR "lock" OR "with" OR "disabled"'
-    ]
+    assert match_plan("lock", {**common, "df": {"lock": SCORE_BUDGET * 2}}).exprs == ['"lock"']
+    # A list written without the floor (or none) plans the plain query, in the query's order.
+    assert match_plan("spin lock with disabled", {"n": 10**7, "df": common["df"]}) == (
+        ['"spin" OR "lock" OR "with" OR "disabled"'],
+        None,
+        math.inf,
+    )
+
+
+def test_fts5_scores_terms_unlisted_first_then_by_chunks_and_splits_off_the_listed_ones():
+    from ranklens.core.arms import fts5
+
+    common = {"n": 100_000, "floor": 2000, "df": {"with": 9_500, "lock": 9_000}}
+    plan = fts5.match_plan("lock spin free", common)
+    # The rare terms (unlisted) as the query has them, then the listed ones.
+    assert plan.exprs == ['("spin" OR "free") AND ("lock")', '("spin" OR "free") NOT ("lock")']
+    assert plan.rest == '("lock") NOT ("spin" OR "free")'
+    assert plan.bound == pytest.approx(2.2 * math.log((1.01e5 + 10 - 0.99 * 9_000 + 0.5) / (0.99 * 9_000 + 0.5)))
+    # No unlisted term: the rarest listed one is split off.
+    assert fts5.match_plan("with lock", common).exprs == ['("lock") AND ("with")', '("lock") NOT ("with")']
+    # Listed terms in too few chunks to be worth a split, or none: the one OR query.
+    few = {**common, "df": {"lock": fts5.SPLIT_ROWS - 1}}
+    assert fts5.match_plan("spin lock", few) == (['"spin" OR "lock"'], None, math.inf)
+    assert fts5.match_plan("spin free", common).exprs == ['"spin" OR "free"']
+    # Listed terms that may add more than one unlisted term can (the rest query would mostly
+    # run too): the one OR query, fewest chunks first among the listed.
+    assert fts5.match_plan("with spin lock", common).exprs == ['"spin" OR "lock" OR "with"']
+
+
+def test_fts5_split_plan_ranks_as_the_whole_or_query_to_the_last_bit(tmp_path, monkeypatch):
+    from ranklens.core.arms import fts5
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for i in range(60):  # "rare" in a few files, "mid" in two thirds, "common" in all
+        words = (
+            ["common"] * (1 + i % 3)
+            + (["rare"] * (1 + i % 2) if i % 10 == 0 else [])
+            + (["mid"] * (1 + i % 4) if i % 3 else [])
+        )
+        (repo / f"f{i:02d}.txt").write_text(" ".join(words) + f" filler{i}\n")
+    engine = Engine(repo, cache_dir=tmp_path / "cache")
+    engine.ensure_index()
+    arm = engine.arm("fts5")
+    conn = arm.view.connection()
+    # The true counts, every term listed (floor 1), nothing pruned.
+    arm.common = {"n": 60, "floor": 1, "df": {"rare": 6, "mid": 40, "common": 60}}
+    monkeypatch.setattr(fts5, "PRUNE_FRACTION", 1.0)
+    monkeypatch.setattr(fts5, "SPLIT_ROWS", 1)
+    plan = fts5.match_plan("common mid rare", arm.common)
+    assert plan.rest is not None
+    whole_sql = "SELECT rowid, bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts), rowid LIMIT ?"
+    statements = []
+    conn.set_trace_callback(statements.append)
+    for limit, runs in ((3, 2), (100, 3)):  # the bound spares the rest query; too few rows do not
+        statements.clear()
+        rows, scores = arm.scores("common mid rare", limit)
+        assert sum("MATCH" in s for s in statements) == runs
+        conn.set_trace_callback(None)
+        whole = conn.execute(whole_sql, ('"rare" OR "mid" OR "common"', limit)).fetchall()
+        conn.set_trace_callback(statements.append)
+        assert rows.tolist() == arm.view.chunks.rows_for([r[0] for r in whole]).tolist()
+        assert scores.tolist() == [-r[1] for r in whole]  # exactly: the same sums in the same order
+    conn.set_trace_callback(None)
 
 
 def test_fts5_over_budget_scores_every_chunk_holding_a_rare_term_as_the_whole_query_does(tmp_path, monkeypatch):
@@ -314,7 +375,8 @@ def test_fts5_over_budget_scores_every_chunk_holding_a_rare_term_as_the_whole_qu
     arm.common = {"n": 10_000, "floor": 1, "df": {"rare": 6, "mid": 40, "common": 60}}
     whole = arm.search("rare mid common", 100)
     monkeypatch.setattr(fts5, "SCORE_BUDGET", 10)
-    assert len(fts5.match_plan("rare mid common", arm.common)) == 2
+    plan = fts5.match_plan("rare mid common", arm.common)
+    assert len(plan.exprs) == 2 and plan.rest is None
     budgeted = arm.search("rare mid common", 100)
     holding_rare = [(h.path, h.score) for h in whole if "rare" in (repo / h.path).read_text()]
     assert [(h.path, h.score) for h in budgeted] == pytest.approx(holding_rare) and len(budgeted) == 6

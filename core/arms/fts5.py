@@ -13,6 +13,15 @@ before: CPU p50 9.2 -> 4.3 ms, the top 10 keeps 96 % of its members; on the labe
 nDCG@10 is unchanged (0.661 and 0.921) and this arm alone moves 0.575 -> 0.576 on this
 repository and 0.814 -> 0.792 on polyglot (where 10 % of its few chunks is a handful).
 
+A chunk holding only the commoner kept terms seldom reaches the top: a query holding terms the
+common-terms file lists (in at least its floor of chunks, :data:`SPLIT_ROWS` in all) besides
+rarer ones runs ``(rare) AND (listed)`` and ``(rare) NOT (listed)``, which score every chunk
+holding a rare term as the whole OR query does, and asks for ``(listed) NOT (rare)`` only
+when the rows found do not all outscore what a chunk holding listed terms alone can score
+(each term's idf times ``k1 + 1``). Every expression names the terms in one order, rare
+before listed (``bm25()`` adds their shares in that order), so the ranking is the whole OR
+query's to the last bit, without scoring most of the chunks that hold only common words.
+
 On a large tree the kept terms can still match hundreds of thousands of chunks (0.45 µs a
 chunk for ``bm25()``: 91 ms for "spin lock with interrupts disabled" over the 1.1M chunks of
 the Linux sources). When the kept terms' chunks add up to more than :data:`SCORE_BUDGET`, the
@@ -28,7 +37,9 @@ most 10 % of the chunks), so the public benchmark's rankings do not change.
 from __future__ import annotations
 
 import json
+import math
 import re
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,6 +52,9 @@ from .protocol import ArmBuild, ArmSpec, Generation
 PRUNE_FRACTION = 0.1
 #: Chunks a query may score before its rarest terms must match (~14 ms of ``bm25()``).
 SCORE_BUDGET = 30_000
+#: Listed terms' chunks (in all) worth the plan's split: fewer cost less to score than the
+#: one or two statements more.
+SPLIT_ROWS = 1_000
 #: Written per generation: the document frequency of every term in at least
 #: min(5 % of the chunks, 2,000 chunks), that floor, and N.
 COMMON_TERMS_FILE = "fts5-common.json"
@@ -80,29 +94,79 @@ def _kept_terms(query: str, common: dict | None) -> list[str]:
     return terms
 
 
-def match_plan(query: str, common: dict | None = None) -> list[str]:
-    """The MATCH expressions to run for a query, whose rows merged by score are its ranking:
-    :func:`match_expression`'s alone, or, when its terms' chunks exceed :data:`SCORE_BUDGET`,
-    ``(rare) AND (rest)`` and ``(rare) NOT (rest)`` (see the module's docstring). A term the
-    common-terms file does not list counts as in ``floor`` chunks (it is in fewer)."""
+class Plan(NamedTuple):
+    """How to run a query's MATCH (:func:`match_plan`): the rows of ``exprs``, merged by score,
+    are its ranking, unless ``rest`` is set and the worst of the rows kept does not beat
+    ``bound``: then ``rest``'s rows are merged in too. ``rest`` matches the rows ``exprs``
+    leave out, each scoring below ``bound``; None: those rows are left out (over the budget)."""
+
+    exprs: list[str]
+    rest: str | None = None
+    bound: float = math.inf
+
+
+def _ordered(terms: list[str], common: dict) -> list[str]:
+    """The order the terms are scored in: those the common-terms file does not list (fewer
+    chunks than its floor) as the query has them, then the listed ones, fewest chunks first.
+    ``bm25()`` adds the terms' shares in the expression's order, so every expression of a
+    plan names them in this one order (rare before common) and a chunk scores the same to the
+    last bit whichever expression matched it."""
+    df = common["df"]
+    return [t for t in terms if t not in df] + sorted((t for t in terms if t in df), key=lambda t: (df[t], t))
+
+
+def _bound(terms: list[str], common: dict) -> float:
+    """More than any chunk can score on ``terms`` alone: ``bm25()`` gives a term at most
+    ``idf * (k1 + 1)`` (its count without end, a document of no length), with FTS5's idf
+    ``log((N - n + 0.5) / (n + 0.5))`` taken at a larger N and a smaller n than recorded
+    (a bound too high only costs the query it would have saved)."""
+    n_rows, df = common["n"] * 1.01 + 10, common["df"]
+    return sum(2.2 * max(1e-6, math.log((n_rows - 0.99 * df[t] + 0.5) / (0.99 * df[t] + 0.5))) for t in terms)
+
+
+def match_plan(query: str, common: dict | None = None) -> Plan:
+    """The :class:`Plan` of a query (its terms: :func:`match_expression`'s, in
+    :func:`_ordered`'s order).
+
+    Under :data:`SCORE_BUDGET`, when the query holds terms the common-terms file lists
+    (:data:`SPLIT_ROWS` chunks or more in all) besides rarer ones: ``(rare) AND (listed)``
+    and ``(rare) NOT (listed)``, then ``(listed) NOT (rare)`` only when the rows found do not
+    outscore the listed terms' :func:`_bound` (the same ranking as the whole OR query, to the
+    last bit, without scoring the chunks that hold only common terms). Over the budget: the
+    rarest terms that fit it must match, ``(rare) AND (rest)`` and ``(rare) NOT (rest)`` (see
+    the module's docstring). A term the file does not list counts as in ``floor`` chunks.
+    """
     terms = _kept_terms(query, common)
     if not terms:
-        return []
+        return Plan([])
     if not common or "floor" not in common:
-        return [_quoted(terms)]
+        return Plan([_quoted(terms)])
+    terms = _ordered(terms, common)
     df, floor = common["df"], common["floor"]
-    rows = {t: df.get(t, floor) for t in terms}
-    if sum(rows.values()) <= SCORE_BUDGET:
-        return [_quoted(terms)]
-    rare, total = [], 0
-    for term in sorted(terms, key=lambda t: (rows[t], t)):
-        if rare and total + rows[term] > SCORE_BUDGET:
-            break
-        rare.append(term)
-        total += rows[term]
-    rest = [t for t in terms if t not in rare]
-    if not rest:
-        return [_quoted(terms)]
+    rows = [df.get(t, floor) for t in terms]
+    if sum(rows) > SCORE_BUDGET:
+        cut, total = 0, 0
+        while cut < len(terms) and (not cut or total + rows[cut] <= SCORE_BUDGET):
+            total += rows[cut]
+            cut += 1
+        if cut == len(terms):
+            return Plan([_quoted(terms)])
+        return Plan(_split(terms[:cut], terms[cut:]))
+    cut = sum(1 for t in terms if t not in df) or 1  # the unlisted terms, else the rarest
+    listed = terms[cut:]
+    if not listed or sum(df[t] for t in listed) < SPLIT_ROWS:
+        return Plan([_quoted(terms)])
+    rare, bound = terms[:cut], _bound(listed, common)
+    # The rest query is needed when the rows found score below the bound: seldom when one
+    # unlisted term alone (at most idf at the floor) may add more than the listed ones can;
+    # otherwise the split's three statements cost more than the one.
+    n = common["n"]
+    if bound > 2.2 * math.log((n - floor + 0.5) / (floor + 0.5)):
+        return Plan([_quoted(terms)])
+    return Plan(_split(rare, listed), f"({_quoted(listed)}) NOT ({_quoted(rare)})", bound)
+
+
+def _split(rare: list[str], rest: list[str]) -> list[str]:
     return [f"({_quoted(rare)}) AND ({_quoted(rest)})", f"({_quoted(rare)}) NOT ({_quoted(rest)})"]
 
 
@@ -167,7 +231,7 @@ class Fts5Arm:
         phrases = quoted_phrases(query)
         if not phrases or limit <= 0:
             return self._ranked(match_plan(query, self.common), limit, allowed)
-        first, first_scores = self._ranked([phrase_expression(phrases)], limit, allowed)
+        first, first_scores = self._ranked(Plan([phrase_expression(phrases)]), limit, allowed)
         rest, rest_scores = self._ranked(match_plan(query, self.common), limit + len(first), allowed)
         keep = ~np.isin(rest, first)
         rest, rest_scores = rest[keep], rest_scores[keep]
@@ -179,25 +243,31 @@ class Fts5Arm:
     def phrase_rows(self, phrases: list[list[str]], limit: int) -> np.ndarray:
         """The chunk rows holding any of ``phrases`` (token runs), best first; none when more
         than ``limit`` do (a passage found everywhere marks nothing)."""
-        rows, _ = self._ranked([phrase_expression(phrases)], limit + 1, None)
+        rows, _ = self._ranked(Plan([phrase_expression(phrases)]), limit + 1, None)
         return rows if len(rows) <= limit else np.empty(0, dtype=np.int64)
 
-    def _ranked(self, plan: list[str], limit: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _ranked(self, plan: Plan, limit: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         empty = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-        if not plan or limit <= 0:
+        if not plan.exprs or limit <= 0:
             return empty
         conn = self.view.connection()
         chunks = self.view.chunks
         fetch = limit if allowed is None else limit * 4
-        while True:
-            rows = []
-            for expr in plan:  # their rows are disjoint and scored alike
+
+        def run(exprs: list[str], rows: list) -> list:
+            merge = len(exprs) > 1 or bool(rows)
+            for expr in exprs:  # their rows are disjoint and scored alike
                 rows += conn.execute(
                     "SELECT rowid, bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts), rowid LIMIT ?",
                     (expr, fetch),
                 ).fetchall()
-            if len(plan) > 1:
-                rows = sorted(rows, key=lambda r: (r[1], r[0]))[:fetch]
+            return sorted(rows, key=lambda r: (r[1], r[0]))[:fetch] if merge else rows
+
+        while True:
+            rows = run(plan.exprs, [])
+            # bm25() is negative: the rows the plan left out score above -bound.
+            if plan.rest is not None and (len(rows) < fetch or rows[-1][1] >= -plan.bound):
+                rows = run([plan.rest], rows)
             ids = np.array([r[0] for r in rows], dtype=np.int64)
             pos = chunks.rows_for(ids)
             keep = pos >= 0
