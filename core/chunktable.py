@@ -283,7 +283,7 @@ class ChunkRows:
         self._masks: dict[tuple[str | None, str | None], np.ndarray] = {}
         self._definers: dict[tuple[str, bool], list[int]] = {}
         self._by_path: dict[str, np.ndarray] = {}
-        self._path_codes: list[dict[str, list[int]] | None] = [None] * len(tables)  # per segment: path -> codes
+        self._path_codes: list[dict[str, int | list[int]] | None] = [None] * len(tables)  # per segment: path -> its code(s)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -432,15 +432,15 @@ class ChunkRows:
             parts = []
             for i, table in enumerate(self.tables):
                 codes = self._path_codes[i]
-                if codes is None:  # a value may have several codes in a concatenated table
-                    codes = {}
-                    for c, value in enumerate(table.paths.values):
-                        codes.setdefault(value, []).append(c)
-                    self._path_codes[i] = codes
+                if codes is None:
+                    codes = self._path_codes[i] = _codes_of(table.paths.values)
                 wanted = codes.get(path)
-                if not wanted:
+                if wanted is None:
                     continue
-                local = np.flatnonzero(np.isin(table.paths.codes, wanted))
+                if isinstance(wanted, int):
+                    local = np.flatnonzero(table.paths.codes == wanted)
+                else:
+                    local = np.flatnonzero(np.isin(table.paths.codes, wanted))
                 rows = self.segment_rows_of(i, local.astype(np.int64))
                 parts.append(rows[rows >= 0])
             found = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
@@ -483,3 +483,16 @@ class ChunkRows:
             with self._lock:
                 self._masks[key] = cached
         return cached
+
+
+def _codes_of(values: list[str]) -> dict[str, int | list[int]]:
+    """Each value's code, or its codes where a concatenated table holds it twice: one dict
+    made in C for a segment's (~2,000 at the kernel's scale) distinct paths, the loop only
+    when some repeat (a fresh query builds this for every segment)."""
+    codes: dict[str, int | list[int]] = dict(zip(values, range(len(values))))
+    if len(codes) == len(values):
+        return codes
+    many: dict[str, list[int]] = {}
+    for c, value in enumerate(values):
+        many.setdefault(value, []).append(c)
+    return {v: c[0] if len(c) == 1 else c for v, c in many.items()}
