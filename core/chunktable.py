@@ -283,7 +283,8 @@ class ChunkRows:
         self._masks: dict[tuple[str | None, str | None], np.ndarray] = {}
         self._definers: dict[tuple[str, bool], list[int]] = {}
         self._by_path: dict[str, np.ndarray] = {}
-        self._path_codes: list[dict[str, int | list[int]] | None] = [None] * len(tables)  # per segment: path -> its code(s)
+        #: per segment: path -> its code (its codes where it repeats), made on first use
+        self._path_codes: list[dict[str, int | list[int]] | None] = [None] * len(tables)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
