@@ -1231,3 +1231,20 @@ def test_explain_asks_git_which_line_ignores_a_path(tmp_path: Path) -> None:
     # From a root below the work tree's top, the ignore file is named relative to that root.
     assert discovery.explain(repo / "pkg", "gen/out.py").rule == discovery.Rule("ignore", ".gitignore", 2, "/gen/")
     assert discovery.explain(repo, "pkg/m.py").kept
+
+
+@settings(max_examples=150, deadline=None)
+@given(rules=st.lists(st.one_of(st.sampled_from(_PATTERNS), _built_pattern), min_size=4, max_size=12))
+def test_an_ignore_file_asked_at_once_gives_its_patterns_verdicts(rules) -> None:
+    from ranklens.core.discovery.ignore import _compile
+    from ranklens.core.discovery.results import Rule
+
+    spec = _compile((line, Rule("ignore", ".gitignore", n, line)) for n, line in enumerate(rules, start=1))
+    if spec is None:
+        return
+    one_by_one = _compile((line, Rule("ignore", ".gitignore", n, line)) for n, line in enumerate(rules, start=1))
+    one_by_one.any_full = None  # its patterns one by one, as before the at-once check
+    folders = {rel.rsplit("/", i)[0] for rel in _TREE for i in range(1, rel.count("/") + 1)}
+    for rel in [*_TREE, *folders, "a/b/c/d.txt", "deep/deep/x[1].txt"]:
+        for is_dir in (False, True):
+            assert spec.verdict(rel, is_dir) == one_by_one.verdict(rel, is_dir), (rules, rel, is_dir)

@@ -44,17 +44,37 @@ class _IgnoreFile:
     names the line that decided.
     """
 
-    __slots__ = ("rules",)
+    __slots__ = ("any_full", "any_loose", "any_marked", "rules")
 
     def __init__(self, patterns: list[tuple[bool, re.Pattern[str], Rule]]) -> None:
         # Newest first: the first self-match found is the last one in file order.
         self.rules: list[tuple[bool, re.Pattern[str], bool, Rule]] = [
             (include, rx, _DIR_MARK in rx.groupindex, rule) for include, rx, rule in reversed(patterns)
         ]
+        # Most paths match none of a file's patterns, and every path below a folder is asked
+        # about each of its ancestors' files (the kernel's top .gitignore has 92): a file of
+        # several patterns first asks them all at once, as alternations that match wherever
+        # one of its patterns could, and its patterns one by one only then.
+        self.any_full = self.any_loose = self.any_marked = None
+        if len(self.rules) >= _AT_ONCE:
+            self.any_full = _either(rx for _, rx, _, _ in self.rules)
+            self.any_loose = _either(rx for _, rx, marks, _ in self.rules if not marks)
+            self.any_marked = _either(rx for _, rx, marks, _ in self.rules if marks)
 
     def verdict(self, rel: str, is_dir: bool) -> tuple[bool, Rule] | None:
         """(True: ignored, False: negated; and the deciding rule), or None when no pattern
         is about ``rel``."""
+        if (
+            self.any_full is not None
+            and self.any_full.fullmatch(rel) is None
+            and (self.any_loose is None or self.any_loose.search(rel) is None)
+            and not (
+                is_dir
+                and self.any_marked is not None
+                and (self.any_marked.fullmatch(rel + "/") or self.any_marked.match(rel + "/", len(rel)))
+            )
+        ):
+            return None
         for include, rx, marks_dirs, rule in self.rules:
             if rx.fullmatch(rel) is not None:
                 return include, rule
@@ -68,6 +88,28 @@ class _IgnoreFile:
                 if m is not None and m.group(_DIR_MARK) is not None:
                     return include, rule
         return None
+
+
+#: A file with this many patterns or more is first asked with all of them at once.
+_AT_ONCE = 4
+#: How pathspec starts a pattern that matches at any depth (``foo``, ``*.o``, ``**/bar``).
+_ANY_DEPTH = "^(?:.+/)?"
+
+
+def _either(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str] | None:
+    """One pattern matching wherever one of ``patterns`` does (their ``ps_d`` groups made
+    plain: a name may not be defined twice, and this answers only whether one matches)."""
+    patterns = list(patterns)
+    if not patterns or len({rx.flags for rx in patterns}) != 1:
+        return None  # (one set of flags: pathspec's are the default)
+    plain = [rx.pattern.replace("(?P<" + _DIR_MARK + ">", "(?:") for rx in patterns]
+    # Those that match at any depth (most) share their leading "any folders": matched once,
+    # not once a pattern, ahead of their alternation.
+    deep = [p[len(_ANY_DEPTH) :] for p in plain if p.startswith(_ANY_DEPTH)]
+    parts = [f"(?:{p})" for p in plain if not p.startswith(_ANY_DEPTH)]
+    if deep:
+        parts.append(_ANY_DEPTH + "(?:" + "|".join(f"(?:{p})" for p in deep) + ")")
+    return re.compile("|".join(parts), patterns[0].flags)
 
 
 # Each ignore layer is (directory prefix relative to root, "" or "a/b/", its patterns).
