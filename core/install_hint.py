@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -34,6 +33,8 @@ def _python() -> str:
 
 def _source() -> tuple[str, bool] | None:
     """Where the installed distribution came from (a local path) and whether it is editable."""
+    from importlib import metadata  # ~30 ms to import: only when a hint is asked for
+
     try:
         raw = metadata.distribution("ranklens").read_text("direct_url.json")
     except (metadata.PackageNotFoundError, OSError):

@@ -7,8 +7,6 @@ import os
 import re
 from collections.abc import Iterable
 
-import pathspec
-
 from .results import Rule
 
 # Ignore files read while walking; git mode reads only the last two (git has already
@@ -128,6 +126,8 @@ def _normalise_line(line: str) -> str:
 def _compile(lines: Iterable[tuple[str, Rule]]) -> _IgnoreFile | None:
     """Compile gitignore lines, each with the rule naming it; a malformed line is dropped
     (as git does), not fatal. None when no line is a pattern."""
+    import pathspec  # ~30 ms to import: a process that lists nothing does not
+
     patterns: list[tuple[bool, re.Pattern[str], Rule]] = []
     for line, rule in lines:
         if not line or line.startswith("#"):

@@ -56,7 +56,6 @@ from .model import (
     BATCH,
     DIM,
     ENV_SWITCH,
-    INSTALL_HINT,
     MAX_CHARS,
     MAX_TOKENS,
     MODEL_DIR,
@@ -67,6 +66,13 @@ from .model import (
     model_id,
     unavailable,
 )
+
+
+def __getattr__(name: str) -> str:
+    if name == "INSTALL_HINT":  # made when first read (core.arms.deep.model)
+        return _model.INSTALL_HINT
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Fused by default where the extra is installed (and ``RANKLENS_DEEP`` is not 0); its vectors
 #: are built after the index commits, so it has no part in the indexer's build.

@@ -33,7 +33,26 @@ MAX_CHARS = 8192
 #: loaded machine) but costs memory (peak RSS 268 / 389 / 831 MB), and one text at a time
 #: lets a stop land within a fraction of a second. ``encode`` batches when asked to.
 BATCH = 1
-INSTALL_HINT = f"not installed: {pip_hint('deep')}"
+
+
+def _install_hint() -> str:
+    """:data:`INSTALL_HINT`, worked out when first read: it may read the installation's
+    metadata, which a process that never asks about this arm should not pay for."""
+    global _HINT
+    if _HINT is None:
+        _HINT = f"not installed: {pip_hint('deep')}"
+    return _HINT
+
+
+_HINT: str | None = None
+
+
+def __getattr__(name: str) -> str:
+    if name == "INSTALL_HINT":  # "not installed: <the command that adds the extra here>"
+        return _install_hint()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 #: ``RANKLENS_DEEP=0`` keeps the arm out of the default fusion (and ``ranklens index``) even
 #: when it is installed; ``--retriever deep`` still uses it.
 ENV_SWITCH = "RANKLENS_DEEP"
@@ -47,13 +66,13 @@ def unavailable() -> str | None:
         except (ImportError, ValueError):
             found = None
         if found is None:
-            return INSTALL_HINT
+            return _install_hint()
     if not TOKENIZER_FILE.is_file():
         return f"the tokenizer is missing ({TOKENIZER_FILE})"
     try:
         path = _model_path()
     except ImportError:
-        return INSTALL_HINT
+        return _install_hint()
     if not path.is_file():
         return f"the model file is missing ({path}); reinstall: {pip_hint('deep')}"
     return None
