@@ -55,6 +55,8 @@ SCORE_BUDGET = 30_000
 #: Listed terms' chunks (in all) worth the plan's split: fewer cost less to score than the
 #: one or two statements more.
 SPLIT_ROWS = 1_000
+#: The most a term's count adds in ``bm25()``, per unit of its idf: ``k1 + 1`` (FTS5's k1 is 1.2).
+_MOST_PER_IDF = 2.2
 #: Written per generation: the document frequency of every term in at least
 #: min(5 % of the chunks, 2,000 chunks), that floor, and N.
 COMMON_TERMS_FILE = "fts5-common.json"
@@ -121,7 +123,7 @@ def _bound(terms: list[str], common: dict) -> float:
     ``log((N - n + 0.5) / (n + 0.5))`` taken at a larger N and a smaller n than recorded
     (a bound too high only costs the query it would have saved)."""
     n_rows, df = common["n"] * 1.01 + 10, common["df"]
-    return sum(2.2 * max(1e-6, math.log((n_rows - 0.99 * df[t] + 0.5) / (0.99 * df[t] + 0.5))) for t in terms)
+    return sum(_MOST_PER_IDF * max(1e-6, math.log((n_rows - 0.99 * df[t] + 0.5) / (0.99 * df[t] + 0.5))) for t in terms)
 
 
 def match_plan(query: str, common: dict | None = None) -> Plan:
@@ -132,7 +134,9 @@ def match_plan(query: str, common: dict | None = None) -> Plan:
     (:data:`SPLIT_ROWS` chunks or more in all) besides rarer ones: ``(rare) AND (listed)``
     and ``(rare) NOT (listed)``, then ``(listed) NOT (rare)`` only when the rows found do not
     outscore the listed terms' :func:`_bound` (the same ranking as the whole OR query, to the
-    last bit, without scoring the chunks that hold only common terms). Over the budget: the
+    last bit, without scoring the chunks that hold only common terms); not when that bound is
+    above the most one unlisted term can add (the rest query would then mostly run too, so
+    the one OR query costs less). Over the budget: the
     rarest terms that fit it must match, ``(rare) AND (rest)`` and ``(rare) NOT (rest)`` (see
     the module's docstring). A term the file does not list counts as in ``floor`` chunks.
     """
@@ -161,7 +165,7 @@ def match_plan(query: str, common: dict | None = None) -> Plan:
     # unlisted term alone (at most idf at the floor) may add more than the listed ones can;
     # otherwise the split's three statements cost more than the one.
     n = common["n"]
-    if bound > 2.2 * math.log((n - floor + 0.5) / (floor + 0.5)):
+    if bound > _MOST_PER_IDF * math.log((n - floor + 0.5) / (floor + 0.5)):
         return Plan([_quoted(terms)])
     return Plan(_split(rare, listed), f"({_quoted(listed)}) NOT ({_quoted(rare)})", bound)
 
