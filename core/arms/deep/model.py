@@ -33,6 +33,7 @@ MAX_CHARS = 8192
 #: loaded machine) but costs memory (peak RSS 268 / 389 / 831 MB), and one text at a time
 #: lets a stop land within a fraction of a second. ``encode`` batches when asked to.
 BATCH = 1
+_HINT: str | None = None  # INSTALL_HINT once made
 
 
 def _install_hint() -> str:
@@ -42,9 +43,6 @@ def _install_hint() -> str:
     if _HINT is None:
         _HINT = f"not installed: {pip_hint('deep')}"
     return _HINT
-
-
-_HINT: str | None = None
 
 
 def __getattr__(name: str) -> str:
