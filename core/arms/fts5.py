@@ -117,13 +117,18 @@ def _ordered(terms: list[str], common: dict) -> list[str]:
     return [t for t in terms if t not in df] + sorted((t for t in terms if t in df), key=lambda t: (df[t], t))
 
 
+def _idf(n_rows: float, n: float) -> float:
+    """FTS5's idf for a term in ``n`` of ``n_rows`` chunks (``bm25()`` floors it at 1e-6)."""
+    return max(1e-6, math.log((n_rows - n + 0.5) / (n + 0.5)))
+
+
 def _bound(terms: list[str], common: dict) -> float:
     """More than any chunk can score on ``terms`` alone: ``bm25()`` gives a term at most
     ``idf * (k1 + 1)`` (its count without end, a document of no length), with FTS5's idf
     ``log((N - n + 0.5) / (n + 0.5))`` taken at a larger N and a smaller n than recorded
     (a bound too high only costs the query it would have saved)."""
     n_rows, df = common["n"] * 1.01 + 10, common["df"]
-    return sum(_MOST_PER_IDF * max(1e-6, math.log((n_rows - 0.99 * df[t] + 0.5) / (0.99 * df[t] + 0.5))) for t in terms)
+    return sum(_MOST_PER_IDF * _idf(n_rows, 0.99 * df[t]) for t in terms)
 
 
 def match_plan(query: str, common: dict | None = None) -> Plan:
@@ -165,7 +170,7 @@ def match_plan(query: str, common: dict | None = None) -> Plan:
     # unlisted term alone (at most idf at the floor) may add more than the listed ones can;
     # otherwise the split's three statements cost more than the one.
     n = common["n"]
-    if bound > _MOST_PER_IDF * math.log((n - floor + 0.5) / (floor + 0.5)):
+    if bound > _MOST_PER_IDF * _idf(n, floor):
         return Plan([_quoted(terms)])
     return Plan(_split(rare, listed), f"({_quoted(listed)}) NOT ({_quoted(rare)})", bound)
 
