@@ -54,6 +54,9 @@ WITHIN_FILE_ARMS = ("bm25", "dense")
 #: A unit no arm ranked, in :func:`units_ranked`'s arrays (np.iinfo costs a few µs a call).
 _UNRANKED = int(np.iinfo(np.int64).max)
 
+#: A hit carries at most this many of its file's runners-up (:meth:`Pick.runners_up`).
+ALTERNATIVES = 3
+
 #: A file of this many units or more is ranked as arrays by :func:`rank_units` (below it,
 #: numpy's cost per call is more than the loop's).
 ARRAYS_FROM = 40
@@ -291,15 +294,23 @@ class Question:
 class Pick:
     """The chunk step's answer for one file: its groups (positions in ``Fused.kept``), the
     units chosen for its places, best first, with their chunk scores, and how many units the
-    file has."""
+    file has; ``more``: the next units of the same ranking whose lines overlap none before
+    them, up to :data:`ALTERNATIVES` (the file's runners-up when all its places are shown)."""
 
     mine: list[int]
     chosen: list[tuple[Unit, float]]
     n_units: int
+    more: list[tuple[Unit, float]] = field(default_factory=list)
 
     def explain(self, unit: Unit) -> AppliedSignal:
         """The ``chunk`` signal of one of its units: why this chunk of the file."""
         return explain(unit, self.n_units)
+
+    def runners_up(self, shown: int) -> list[tuple[Unit, float]]:
+        """The units ranked next when the file's first ``shown`` places are in the list, best
+        first, at most :data:`ALTERNATIVES`: a chosen unit whose place the list cut off, then
+        the units after the chosen; none overlaps a unit before it in that order."""
+        return [*self.chosen[shown:], *self.more][:ALTERNATIVES]
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,7 +324,9 @@ def choose(fused: Fused, files: Sequence[str], found: Mapping[str, FileUnits], q
     """The chunk step for the top ``files`` (the file step's order, first files first): each
     file's units (``found``, ranked within it by the arms) compete for the file's places in
     the list, as many as it has groups, on the chunk-level evidence of :func:`rank_units`; no
-    two units chosen show overlapping lines (:func:`distinct_units`)."""
+    two units chosen show overlapping lines (:func:`distinct_units`). The next
+    :data:`ALTERNATIVES` units of the same greedy pick are kept as the file's runners-up
+    (:attr:`Pick.more`): a longer prefix of that pick, so the units chosen are the same."""
     kept, scores = fused.kept, fused.scores
     of_file: dict[str, list[int]] = {}
     for i, g in enumerate(kept):
@@ -326,7 +339,7 @@ def choose(fused: Fused, files: Sequence[str], found: Mapping[str, FileUnits], q
             continue
         mine = of_file.get(path, [])
         groups = [(kept[i].start_line, kept[i].end_line, scores[i]) for i in mine]
-        chosen = distinct_units(
+        distinct = distinct_units(
             fu,
             fused.weights,
             fused.k,
@@ -335,9 +348,9 @@ def choose(fused: Fused, files: Sequence[str], found: Mapping[str, FileUnits], q
             question.quoted.get(path),
             question.keywords,
             params,
-            places=len(mine),
+            places=len(mine) + ALTERNATIVES,
         )
-        picks[path] = Pick(mine, chosen, len(fu.units))
+        picks[path] = Pick(mine, distinct[: len(mine)], len(fu.units), distinct[len(mine) :])
     return Chunks(picks)
 
 

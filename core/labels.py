@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .fusion import check_k, fused_score, rrf_share
-from .types import ConsolidatedHit, Contribution, Hit, make_docid
+from .types import Alternative, ConsolidatedHit, Contribution, Hit, make_docid
 
 if TYPE_CHECKING:
     from .chunkstep import Chunks, Unit
@@ -84,7 +84,8 @@ def label_hits(
     start, end, docid). With them, in the stage's order: each hit's ``score`` is its final
     score, ``fused_score`` the RRF score, ``signals`` and ``priors`` what moved it; a file
     the chunk step chose units for (``chunks``) shows them in its places, each with the
-    ``chunk`` signal saying why.
+    ``chunk`` signal saying why, and the first of them its file's runners-up
+    (``alternatives``: what the chunk step ranked next, overlapping no hit of the file shown).
     """
     if files is None:
         return _plain(fused, limit)
@@ -96,6 +97,7 @@ def label_hits(
     picks = chunks.picks if chunks is not None else {}
     out: list[ConsolidatedHit] = []
     prior_of: dict[str, list] = {}
+    placed: dict[str, list] = {}  # path -> [its first hit the chunk step placed, how many]
     for i, final, above in files.order:
         if limit and len(out) >= limit:
             break
@@ -122,7 +124,14 @@ def label_hits(
             hit.score, hit.rank = final, len(out) + 1
             hit.priors = priors(path)[1]
             hit.signals = [*signals, diversity(above, path == top_path)] if above else signals
+            held = placed.get(path)
+            if held is None:
+                placed[path] = [hit, 1]
+            else:
+                held[1] += 1
         out.append(hit)
+    for path, (first, shown) in placed.items():
+        first.alternatives = _alternatives(picks[path], shown)
     # Only the stage's definition signal makes a hit's confidence high whatever its score.
     # The hits are in the order's (final scores, best first): the first is the best.
     label(out, out[0].score if out else 0.0, defines=bool(stage.shape.names and stage.params.definition))
@@ -259,6 +268,20 @@ def _unit_hit(path: str, unit: Unit, mine, kept, scores, weight_of, kf) -> Conso
     hit.context = unit.context or path
     hit.within = {arm: r for arm, r in unit.ranks.items() if weight_of.get(arm, 1.0) > 0}  # as rank_units weighs
     return hit
+
+
+def _alternatives(pick, shown: int) -> list[Alternative]:
+    """The runners-up of a file whose first ``shown`` places are in the list
+    (:meth:`core.chunkstep.Pick.runners_up`), as its first hit carries them."""
+    from .chunkstep import shown_span
+
+    out = []
+    for unit, score in pick.runners_up(shown):
+        start, end = shown_span(unit)
+        why = pick.explain(unit).reason
+        names = tuple(dict.fromkeys(name for symbol in unit.symbols for name in symbol.split()))
+        out.append(Alternative(start, end, unit.context, names, score, why, dict(unit.ranks)))
+    return out
 
 
 def _order(hit: ConsolidatedHit) -> tuple:

@@ -125,6 +125,36 @@ class AppliedSignal:
         return {"name": self.name, "reason": self.reason, "boost": self.boost, "factor": self.factor}
 
 
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """One of a hit's runners-up in its file: a unit the chunk step ranked below the one the
+    hit shows (:mod:`core.chunkstep`), its lines overlapping no hit of the file shown.
+
+    ``names``: the names it defines; ``score``: the chunk step's score of the unit within its
+    file (the hit's own unit scored at least as much); ``why``: the ``chunk`` signal's reason
+    for it; ``within``: each arm's rank of it among the file's units.
+    """
+
+    start_line: int
+    end_line: int
+    context: str
+    names: tuple[str, ...]
+    score: float
+    why: str
+    within: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self, path: str) -> dict:
+        return {
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "docid": make_docid(path, self.start_line, self.end_line),
+            "context": self.context,
+            "names": list(self.names),
+            "score": self.score,
+            "why": self.why,
+        }
+
+
 @dataclass(slots=True)
 class ConsolidatedHit:
     """A group of overlapping spans of one file, fused across arms.
@@ -162,6 +192,10 @@ class ConsolidatedHit:
     #: ``provenance`` is theirs over the whole index (a chunk no arm ranked there can still be
     #: the file's best). In the JSON it is the ``chunk`` signal's reason.
     within: dict[str, int] = field(default_factory=dict)
+    #: The file's runners-up (:class:`Alternative`, best first), on the first hit of its file
+    #: the chunk step placed: what a user shown one unit per file would otherwise miss. Not
+    #: part of the ranking: nothing about the hits' order or scores depends on them.
+    alternatives: list[Alternative] = field(default_factory=list, repr=False)
 
     @property
     def prior_factor(self) -> float:
@@ -197,4 +231,5 @@ class ConsolidatedHit:
             ],
             "priors": [p.to_dict() for p in self.priors],
             "signals": [s.to_dict() for s in self.signals],
+            **({"alternatives": [a.to_dict(self.path) for a in self.alternatives]} if self.alternatives else {}),
         }

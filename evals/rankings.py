@@ -158,8 +158,9 @@ def record(engine, queries: Iterable[str], keep: Callable[[list], object] = dige
 
 
 def as_data(hits: list) -> list:
-    """Every field of every hit, floats rounded (:func:`rounded`)."""
-    return [rounded(h) for h in hits]
+    """Every field of every hit, floats rounded (:func:`rounded`), but its runners-up
+    (``alternatives``: not the ranking, and not in ``repr``, so :func:`digest` skips them too)."""
+    return [{k: v for k, v in rounded(h).items() if k != "alternatives"} for h in hits]
 
 
 def _floats(value, out: list) -> object:

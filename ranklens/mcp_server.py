@@ -232,7 +232,9 @@ def build_server(service: AgentService) -> MCPServer:
         `agreement` (how many of the `retrievers` that answered found it), `confidence`
         (high: retrievers of different kinds agree; medium; low: one lexical or structural
         retriever alone), `provenance` (which found it), `sha256` of the span's text and the
-        `text` itself (until `max_chars` is spent; `text_truncated` when cut). Also `notes`
+        `text` itself (until `max_chars` is spent; `text_truncated` when cut). The first hit of
+        a file may carry `alternatives`: the file's next best places (lines, `names`, `score`,
+        `why`), worth a `read_span` when the hit is the right file but not the right code. Also `notes`
         (e.g. the index was being updated), `query_ms` and `generation`. Keep the result: pass
         it to `check_handoff` later to learn whether its spans changed.
         """
