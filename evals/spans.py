@@ -9,6 +9,7 @@ per question, so re-fusing with other settings runs no arm again.
 
     python -m evals.spans                    # default settings: span, span@1, file, per kind
     python -m evals.spans --repo gin --misses
+    python -m evals.spans --alternatives     # also: is the gold a hit or one of its runners-up?
 """
 
 from __future__ import annotations
@@ -100,6 +101,32 @@ def summary(rows: Sequence[dict]) -> dict:
     }
 
 
+def _touches(path: str, start: int, end: int, targets: Sequence[tuple[str, int, int]]) -> bool:
+    end = min(end, start + MAX_SPAN - 1)
+    return any(p == path and not (end < s or start > e) for p, s, e in targets)
+
+
+def with_alternatives(runs: Sequence[Run], rows: Sequence[dict]) -> dict[str, dict[str, int]]:
+    """Per kind (and ``all``), of :func:`score`'s rows: questions, those with a top-10 hit in
+    a gold file (``file``), a top-10 hit on a gold span (``hit``), and a gold span a top-10
+    hit shows or one of its runners-up (``alternatives``: ``ConsolidatedHit.alternatives``,
+    each clipped as a hit is)."""
+    targets = [t.targets for run in runs for t in run.repo.tasks]
+    out: dict[str, dict[str, int]] = {}
+    for row, gold in zip(rows, targets, strict=True):
+        hits = row["hits"]
+        hit = any(_touches(h.path, h.start_line, h.end_line, gold) for h in hits)
+        alt = hit or any(_touches(h.path, a.start_line, a.end_line, gold) for h in hits for a in h.alternatives)
+        in_file = any(h.path == p for h in hits for p, _s, _e in gold)
+        for kind in (row["kind"], "all"):
+            c = out.setdefault(kind, {"n": 0, "file": 0, "hit": 0, "alternatives": 0})
+            c["n"] += 1
+            c["file"] += in_file
+            c["hit"] += hit
+            c["alternatives"] += alt
+    return out
+
+
 def line(label: str, s: dict) -> str:
     return (
         f"{label}: span={s['span']:.3f} span@1={s['at1']:.3f} file={s['file']:.3f} "
@@ -113,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repo", action="append", default=[])
     ap.add_argument("--no-priors", action="store_true")
     ap.add_argument("--misses", action="store_true", help="print the questions whose gold is not first")
+    ap.add_argument(
+        "--alternatives", action="store_true", help="count the gold among the top 10 hits and their runners-up"
+    )
     args = ap.parse_args(argv)
     runs = []
     for repo in load(bench_dir(args.bench), args.repo):
@@ -123,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     s = summary(rows)
     print(line("ranklens", s))
     print("by repo: " + "  ".join(f"{k}={v:.3f}" for k, v in s["by_repo"].items()))
+    if args.alternatives:
+        for kind, c in sorted(with_alternatives(runs, rows).items()):
+            print(
+                f"{kind:17s} of {c['n']}: gold file in the top 10 {c['file']}, gold span a hit {c['hit']}, "
+                f"a hit or one of its runners-up {c['alternatives']}"
+            )
     if args.misses:
         for r in rows:
             if not r["ranks"] or min(r["ranks"]) > 1:

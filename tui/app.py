@@ -49,7 +49,7 @@ from ranklens.tui.notes import STAGE, StatusNotes, one_line
 from ranklens.tui.screens.help import HelpScreen
 from ranklens.tui.threads import DaemonExecutor
 from ranklens.tui.widgets.arm_status import ArmStatus
-from ranklens.tui.widgets.preview import Preview
+from ranklens.tui.widgets.preview import Preview, describe_runner_up
 from ranklens.tui.widgets.results_table import ResultsTable, rank_shifts, via_legend
 from ranklens.tui.widgets.tuning import TuningPanel
 
@@ -66,6 +66,7 @@ HELP_KEYS: list[tuple[str, str]] = [
     ("↓ / esc (in the query)", "move to the results"),
     ("↑ ↓ pgup pgdn home end", "move in the results; the preview follows"),
     ("space", "select / unselect the hit (● in the table)"),
+    ("a", "show / hide the hit's runners-up: the next parts of its file the chunk step ranked (↳ rows)"),
     ("c", "clear the selection"),
     ("+ / -", "judge the hit relevant (✓) / not relevant (✗) for the query; again clears it"),
     ("p", f"{STAGE} on / off (code-aware signals, priors and diversity; off: the plain fused list)"),
@@ -450,6 +451,18 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
     def _cursor_moved(self, _event: ResultsTable.CursorMoved) -> None:
         self._update_preview()
 
+    @on(ResultsTable.RunnersUpRefused)
+    def _runners_up_refused(self, event: ResultsTable.RunnersUpRefused) -> None:
+        self.notify(event.reason.capitalize() + ".", title="Runners-up")
+
+    def _runner_up_trace(self):
+        """The preview's trace for the runner-up under the cursor (None: a hit is)."""
+        found = self.table.current_runner_up
+        if found is None:
+            return None
+        parent, place = found
+        return describe_runner_up(parent, self.table.current_hit, place)
+
     def _update_preview(self) -> None:
         """Show the hit under the cursor: its trace now, its code a moment later.
 
@@ -481,7 +494,11 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         if self._preview_code == (hit.docid, self.query_text):
             # Only the fusion changed: leave the highlighted code alone.
             self._preview_key = key
-            self.preview.show_trace(hit, self.answered())
+            note = self._runner_up_trace()
+            if note is not None:
+                self.preview.show_note(hit, note)
+            else:
+                self.preview.show_trace(hit, self.answered())
             return
         self._preview_timer = self.set_timer(PREVIEW_DELAY, self._show_code)
 
@@ -514,6 +531,7 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
             query=self.query_text,
             hit=hit,
             arms=self.answered(),
+            trace=self._runner_up_trace(),
         )
 
     def read_file(self, path: str, repo: str = "") -> str | None:

@@ -193,6 +193,27 @@ def describe_rescoring(hit: ConsolidatedHit) -> Text | None:
     return out
 
 
+def describe_runner_up(parent: ConsolidatedHit, view: ConsolidatedHit, place: int) -> Text:
+    """The trace of a runner-up (``view``, the ``place``-th, 0-based, of ``parent``'s
+    runners-up): under which hit, why the chunk step ranks it there, its score in the file."""
+    total = len(parent.alternatives)
+    why = "; ".join(s.reason for s in view.signals if s.name == "chunk")
+    return Text.assemble(
+        ("runner-up ", "dim"),
+        f"{place + 1} of {total}",
+        ("  in its file, under hit ", "dim"),
+        (f"#{parent.rank}", "bold"),
+        f" ({parent.start_line}-{parent.end_line})",
+        "\n",
+        ("why this chunk ", "dim"),
+        why or "—",
+        "\n",
+        ("score in its file ", "dim"),
+        _fmt_score(view.score),
+        ("  (the hit's own part scored at least as much; a shows / hides them)", "dim"),
+    )
+
+
 class Preview(VerticalScroll):
     """Scrollable preview of one hit: header, highlighted code, fused trace.
 
@@ -270,7 +291,7 @@ class Preview(VerticalScroll):
         self.cut_at: int | None = None  # last line shown when a long span was cut
         self.theme = theme
         self._syntax: Syntax | None = None
-        self._trace: Group | None = None
+        self._trace: Group | Text | None = None
         self.add_class("-empty")
 
     def compose(self) -> ComposeResult:
@@ -287,7 +308,7 @@ class Preview(VerticalScroll):
         return self._syntax
 
     @property
-    def trace(self) -> Group | None:
+    def trace(self) -> Group | Text | None:
         """The trace renderable currently shown (``None`` when cleared or without a hit)."""
         return self._trace
 
@@ -301,6 +322,7 @@ class Preview(VerticalScroll):
         query: str,
         hit: ConsolidatedHit | None,
         arms: list[str],
+        trace: Text | None = None,
     ) -> None:
         """Show ``span`` of ``path`` with context, emphasised ``query`` terms and the trace.
 
@@ -321,10 +343,12 @@ class Preview(VerticalScroll):
         arms:
             Arms to list in the trace, in order (the arms that answered the query); the
             agreement's denominator is their number.
+        trace:
+            Shown instead of the hit's fused trace (a runner-up's: :func:`describe_runner_up`).
         """
         start, end = span
         self._syntax = self._build_syntax(path, text, first_line, start, end, query)
-        self._trace = None if hit is None else self.build_trace(hit, arms)
+        self._trace = trace if trace is not None else None if hit is None else self.build_trace(hit, arms)
         self.query_one("#preview-header", Static).update(self._header(path, start, end, hit))
         self.query_one("#preview-code", Static).update(self._syntax)
         self.query_one("#preview-trace", Static).update(self._trace or "")
@@ -345,6 +369,12 @@ class Preview(VerticalScroll):
         trace = self.query_one("#preview-trace", Static)
         same_height = self._trace_height(trace, self._trace) == trace.content_size.height
         trace.update(self._trace, layout=not same_height)
+
+    def show_note(self, hit: ConsolidatedHit, trace: Text) -> None:
+        """Replace only the header and the trace with ``trace`` (a runner-up's, after a re-fuse)."""
+        self._trace = trace
+        self.query_one("#preview-header", Static).update(self._header(hit.path, hit.start_line, hit.end_line, hit))
+        self.query_one("#preview-trace", Static).update(trace)
 
     def _trace_height(self, widget: Static, trace: Group) -> int:
         """Lines ``trace`` takes in ``widget`` at its current width (-1: unknown).

@@ -18,6 +18,11 @@ it no longer does, it never did here: sorting, cell cursors, multi-line rows, ro
 Rendering: each row's line is built once per content, cursor/hover state and style, and
 cached; a re-rank rebuilds only the rows whose cells changed (a rank and a score), a cursor
 move only the two rows it leaves and enters.
+
+Runners-up: ``a`` expands, under a hit that carries them, its file's runners-up
+(``ConsolidatedHit.alternatives``), one row each, and folds them again. A runner-up's row is
+the hit's view of it (:func:`runner_up_hit`): the cursor, the preview, ``o`` and the judgments
+take it as a span of its own; the selection (what is exported) holds hits only.
 """
 
 from __future__ import annotations
@@ -36,8 +41,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ranklens.core.labels import AGREEMENT_DEPTH, voters
-from ranklens.core.types import ConsolidatedHit
+from ranklens.core.labels import AGREEMENT_DEPTH, LOW, voters
+from ranklens.core.types import Alternative, AppliedSignal, ConsolidatedHit, make_docid
 
 #: (path, start_line, end_line) of a hit: what the cursor and the selection remember.
 Span = tuple[str, int, int]
@@ -71,6 +76,41 @@ HEADER = -1
 
 def span_of(hit: ConsolidatedHit) -> Span:
     return (hit.path, hit.start_line, hit.end_line)
+
+
+#: Marks a runner-up's row (in its location cell).
+RUNNER_UP_MARK = "↳ "
+
+
+def runner_up_hit(parent: ConsolidatedHit, alternative: Alternative) -> ConsolidatedHit:
+    """A runner-up of ``parent``'s file as a row of the table: its lines, breadcrumb and the
+    arms' ranks of it within the file, the ``chunk`` signal saying why, ``score`` its score
+    within the file and ``rank`` its hit's; no arm ranked it over the whole index."""
+    start, end = alternative.start_line, alternative.end_line
+    return ConsolidatedHit(
+        parent.path,
+        start,
+        end,
+        make_docid(parent.path, start, end),
+        alternative.context or parent.path,
+        alternative.score,
+        parent.rank,
+        [],
+        0,
+        LOW,
+        signals=[AppliedSignal("chunk", alternative.why)],
+        repo=parent.repo,
+        within=dict(alternative.within),
+    )
+
+
+class Row(NamedTuple):
+    """One row of the table: a hit (``alternative`` -1), or one of its runners-up."""
+
+    hit: int
+    alternative: int
+    #: What the row shows: the hit, or :func:`runner_up_hit` of the runner-up.
+    shown: ConsolidatedHit
 
 
 def _overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> int:
@@ -202,6 +242,7 @@ class ResultsTable(ScrollView, can_focus=True):
         Binding("end,ctrl+end", "cursor_last", "Bottom", show=False),
         Binding("space", "toggle_select", "Select"),
         Binding("o", "open", "Open"),
+        Binding("a", "toggle_runners_up", "Runners-up"),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -291,6 +332,17 @@ class ResultsTable(ScrollView, can_focus=True):
             return self.table
 
     @dataclass
+    class RunnersUpRefused(Message):
+        """``a`` found no runners-up to show under the hit: ``reason`` says why."""
+
+        table: ResultsTable
+        reason: str
+
+        @property
+        def control(self) -> ResultsTable:
+            return self.table
+
+    @dataclass
     class SelectionChanged(Message):
         """The set of selected hits changed."""
 
@@ -315,6 +367,10 @@ class ResultsTable(ScrollView, can_focus=True):
         self.arms: list[str] = []
         self._letters: dict[str, str] = {}
         self._selected: list[Span] = []
+        #: The hits whose runners-up are shown under them (by span, as the selection).
+        self._expanded: list[Span] = []
+        #: What each row shows, in order (:class:`Row`).
+        self.rows: list[Row] = []
         self._verdict: VerdictFn | None = None
         self._steady: dict[tuple, list[Text]] = {}
         #: Content width of each column, by key (COLUMNS gives the starting ones).
@@ -342,7 +398,7 @@ class ResultsTable(ScrollView, can_focus=True):
 
     @property
     def row_count(self) -> int:
-        return len(self.hits)
+        return len(self.rows)
 
     @property
     def location_width(self) -> int:
@@ -350,9 +406,22 @@ class ResultsTable(ScrollView, can_focus=True):
 
     @property
     def current_hit(self) -> ConsolidatedHit | None:
-        """The hit under the cursor (None when the table is empty)."""
+        """The hit under the cursor, or the runner-up's view of it (:func:`runner_up_hit`);
+        None when the table is empty."""
         row = self._cursor
-        return self.hits[row] if 0 <= row < len(self.hits) else None
+        return self.rows[row].shown if 0 <= row < len(self.rows) else None
+
+    @property
+    def current_runner_up(self) -> tuple[ConsolidatedHit, int] | None:
+        """(its hit, its place among the hit's runners-up) when the cursor is on a runner-up."""
+        row = self._cursor
+        if not 0 <= row < len(self.rows) or self.rows[row].alternative < 0:
+            return None
+        return self.hits[self.rows[row].hit], self.rows[row].alternative
+
+    def expanded(self, hit: ConsolidatedHit) -> bool:
+        """Whether ``hit``'s runners-up are shown under it."""
+        return span_of(hit) in self._expanded
 
     @property
     def selected_hits(self) -> list[ConsolidatedHit]:
@@ -396,6 +465,8 @@ class ResultsTable(ScrollView, can_focus=True):
             self.widths["via"] = max(len("via"), sum(len(tag) for tag in self._letters.values()))
             self._fit_columns(redraw=False)
         self._selected = self._remap_selection(self._selected)
+        self._expanded = self._remap_expanded()
+        self.rows = self._make_rows()
 
         wanted = {hit.docid for hit in self.hits}
         if sum(docid not in wanted for docid in old_docids) > len(old_docids) // 2:
@@ -404,8 +475,8 @@ class ResultsTable(ScrollView, can_focus=True):
             self.scroll_to(0, 0, animate=False, immediate=True)
         row = 0
         if cursor == "keep" and old_span is not None:
-            found = successor(old_span, self.hits)
-            row = found if found is not None else min(old_row, max(0, len(self.hits) - 1))
+            found = successor(old_span, [r.shown for r in self.rows])
+            row = found if found is not None else min(old_row, max(0, len(self.rows) - 1))
         self._update_rows()
         if self.hits:
             self.move_cursor(row=row, animate=False, scroll=True)
@@ -413,20 +484,22 @@ class ResultsTable(ScrollView, can_focus=True):
     def clear_hits(self) -> None:
         """Empty the table (the selection is forgotten)."""
         self.hits = []
+        self.rows = []
         self.shifts = {}
         self._selected = []
+        self._expanded = []
         self._cursor = self._hover = 0
         self._update_rows()
         self.scroll_to(0, 0, animate=False, immediate=True)
 
     def move_cursor(self, *, row: int, animate: bool = False, scroll: bool = True) -> None:
         """Put the cursor on ``row`` (clamped to the rows); ``scroll`` brings it into view."""
-        row = clamp(row, 0, len(self.hits) - 1) if self.hits else 0
+        row = clamp(row, 0, len(self.rows) - 1) if self.rows else 0
         moved = row != self._cursor
         self._cursor = row
         if moved:
             self.refresh()
-            self.post_message(self.CursorMoved(self, self.hits[row]))
+            self.post_message(self.CursorMoved(self, self.rows[row].shown))
         if moved or scroll:
             self._scroll_cursor_into_view(animate=animate and scroll)
 
@@ -467,9 +540,41 @@ class ResultsTable(ScrollView, can_focus=True):
     # -- actions --------------------------------------------------------------------------
 
     def action_toggle_select(self) -> None:
+        if self.current_runner_up is not None:
+            self.post_message(self.RunnersUpRefused(self, "the selection holds hits: read a runner-up with o"))
+            return
         hit = self.current_hit
         if hit is not None:
             self.toggle_selected(hit)
+
+    def action_toggle_runners_up(self) -> None:
+        """Show the runners-up of the hit under the cursor under it, or fold them (from the
+        hit's row or one of theirs: the cursor goes back to the hit)."""
+        if not self.rows:
+            return
+        current = self.rows[self._cursor]
+        hit = self.hits[current.hit]
+        span = span_of(hit)
+        if span in self._expanded:
+            self._expanded.remove(span)
+        elif hit.alternatives:
+            self._expanded.append(span)
+        else:
+            first = next((h for h in self.hits if h.path == hit.path and h.alternatives), None)
+            reason = (
+                f"the runners-up of {hit.path} are under its hit #{first.rank}"
+                if first is not None and first is not hit
+                else "no runners-up: the chunk step placed no other part of its file"
+            )
+            self.post_message(self.RunnersUpRefused(self, reason))
+            return
+        self.rows = self._make_rows()
+        self._update_rows()
+        row = next(i for i, r in enumerate(self.rows) if r.hit == current.hit and r.alternative < 0)
+        if row != self._cursor:
+            self.move_cursor(row=row, scroll=True)
+        else:
+            self._scroll_cursor_into_view()
 
     def action_open(self) -> None:
         hit = self.current_hit
@@ -495,14 +600,14 @@ class ResultsTable(ScrollView, can_focus=True):
 
     def action_cursor_last(self) -> None:
         self._set_hover(False)
-        self.move_cursor(row=len(self.hits) - 1, scroll=False)
+        self.move_cursor(row=len(self.rows) - 1, scroll=False)
 
     def action_page_down(self) -> None:
         """A page down: the view scrolls by its height and the cursor moves as far."""
         self._set_hover(False)
         height = self._page_height()
         self.scroll_relative(y=height, animate=False, force=True)
-        self.move_cursor(row=self._cursor + min(height, len(self.hits) - 1 - self._cursor), scroll=False)
+        self.move_cursor(row=self._cursor + min(height, len(self.rows) - 1 - self._cursor), scroll=False)
 
     def action_page_up(self) -> None:
         self._set_hover(False)
@@ -573,13 +678,13 @@ class ResultsTable(ScrollView, can_focus=True):
         return sum(self._render_width(key) for key, _label, _width in self.COLUMNS)
 
     def _update_size(self) -> None:
-        self.virtual_size = Size(self._table_width, 1 + len(self.hits))
+        self.virtual_size = Size(self._table_width, 1 + len(self.rows))
 
     def _page_height(self) -> int:
         return self.scrollable_content_region.height - 1  # the header stays
 
     def _scroll_cursor_into_view(self, animate: bool = False) -> None:
-        if not self.hits:
+        if not self.rows:
             return
         region = Region(int(self.scroll_x), 1 + self._cursor, max(self.size.width, self._table_width), 1)
         self.scroll_to_region(region, animate=animate, spacing=Spacing(1, 0, 0, 0), force=True)
@@ -595,8 +700,9 @@ class ResultsTable(ScrollView, can_focus=True):
         """
         previous = {docid: (cells, version) for docid, cells, version in zip(self._docids, self._cells, self._versions)}
         rows, versions = [], []
-        for hit in self.hits:
-            cells = self._build_cells(hit)
+        for row in self.rows:
+            hit = row.shown
+            cells = self._build_cells(hit) if row.alternative < 0 else self._runner_up_cells(hit)
             found = previous.get(hit.docid)
             if found is not None and all(_same_cell(a, b) for a, b in zip(found[0], cells)):
                 rows.append(found[0])
@@ -605,15 +711,15 @@ class ResultsTable(ScrollView, can_focus=True):
             rows.append(cells)
             versions.append(self._new_version())
         self._cells, self._versions = rows, versions
-        self._docids = [hit.docid for hit in self.hits]
+        self._docids = [row.shown.docid for row in self.rows]
         self._update_size()
         self.refresh()
 
     def _refresh_rank_cells(self) -> None:
         """Redraw the rank cells (selection marks and judgments) of the rows that changed."""
         changed = False
-        for i, hit in enumerate(self.hits):
-            cell = self._rank_cell(hit)
+        for i, row in enumerate(self.rows):
+            cell = self._rank_cell(row.shown, row.alternative >= 0)
             if not _same_cell(self._cells[i][0], cell):
                 self._cells[i] = [cell, *self._cells[i][1:]]
                 self._versions[i] = self._new_version()
@@ -743,12 +849,58 @@ class ResultsTable(ScrollView, can_focus=True):
                 out.append(new)
         return out
 
-    def _rank_cell(self, hit: ConsolidatedHit) -> Text:
+    def _remap_expanded(self) -> list[Span]:
+        """The expanded hits' spans after a redraw: each as its successor's (spans grow as
+        arms land); a hit gone from the rows is forgotten."""
+        out: list[Span] = []
+        for span in self._expanded:
+            index = successor(span, self.hits)
+            if index is not None and span_of(self.hits[index]) not in out:
+                out.append(span_of(self.hits[index]))
+        return out
+
+    def _make_rows(self) -> list[Row]:
+        """A row per hit, and under each expanded one a row per runner-up."""
+        rows = []
+        expanded = set(self._expanded)
+        for i, hit in enumerate(self.hits):
+            rows.append(Row(i, -1, hit))
+            if hit.alternatives and span_of(hit) in expanded:
+                rows.extend(Row(i, n, runner_up_hit(hit, a)) for n, a in enumerate(hit.alternatives))
+        return rows
+
+    def _rank_cell(self, hit: ConsolidatedHit, runner_up: bool = False) -> Text:
         style = "dim" if hit.confidence == "low" else ""
-        mark = (SELECTED_MARK, "bold magenta") if self._is_selected(hit) else " "
+        mark = (SELECTED_MARK, "bold magenta") if not runner_up and self._is_selected(hit) else " "
         verdict = self.verdict_of(hit)
         judged = " " if verdict is None else VERDICT_MARKS[verdict]
-        return Text.assemble(mark, judged, (f"{hit.rank:>2}", style))
+        return Text.assemble(mark, judged, ("  " if runner_up else f"{hit.rank:>2}", style))
+
+    def _runner_up_cells(self, hit: ConsolidatedHit) -> list[Text]:
+        """A runner-up's row: no score, agreement or confidence of its own (no arm ranked it
+        over the whole index); ``via`` the arms that ranked it within its file, in lowercase;
+        its file's name and lines after :data:`RUNNER_UP_MARK` (the hit's row above has its
+        path) and its breadcrumb."""
+        via = Text()
+        for arm in self.arms:
+            tag = self._letters[arm]
+            if arm in hit.within:
+                via.append(tag.lower(), style="dim")
+            else:
+                via.append("·" * len(tag), style="dim")
+        width = self.location_width - len(RUNNER_UP_MARK)
+        where = f"{hit.path.rsplit('/', 1)[-1]}:{hit.start_line}-{hit.end_line}"
+        where = where if len(where) <= width else "…" + where[-(width - 1) :]
+        return [
+            self._rank_cell(hit, runner_up=True),
+            Text(""),
+            Text(""),
+            Text(""),
+            Text(""),
+            via,
+            Text(RUNNER_UP_MARK + where, style="dim"),
+            Text(breadcrumb(hit), style="dim italic", overflow="ellipsis"),
+        ]
 
     def _build_cells(self, hit: ConsolidatedHit) -> list[Text]:
         style = "dim" if hit.confidence == "low" else ""
