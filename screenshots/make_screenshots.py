@@ -5,7 +5,8 @@
 
 The app runs headless (Textual's ``run_test``) at a fixed terminal size and is driven with
 a Pilot, key by key, exactly as a user would: type a query, move the cursor, open the tuning
-panel and move a slider, select hits and open the export modal, open the help. The index of
+panel and move a slider, open a hit's runners-up (``a``), select hits and open the export
+modal, open the help. The index of
 the repository is brought up to date first, so the app starts warm.
 """
 
@@ -29,6 +30,7 @@ SHOTS = (
     "ranklens-tuning.svg",
     "ranklens-export.svg",
     "ranklens-help.svg",
+    "ranklens-runners-up.svg",
 )
 
 
@@ -58,6 +60,15 @@ async def drive(engine: Engine, out: Path) -> list[Path]:
         await pilot.press("down", "down", "down")  # into the results, third hit
         await pilot.pause(0.3)
         shoot(SHOTS[0])
+
+        # The first hit carrying runners-up: open them, the cursor on the first.
+        await pilot.press("home")
+        while not app.table.current_hit.alternatives and app.table.cursor_row < 9:
+            await pilot.press("down")
+        await pilot.press("a", "down")
+        await pilot.pause(0.3)
+        shoot(SHOTS[4])
+        await pilot.press("a")
 
         # Tuning: weigh the lexical arm bm25 up, so rows move and show by how much.
         await pilot.press("t")
