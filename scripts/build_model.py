@@ -550,6 +550,8 @@ def build_pairs(out_dir: Path, base_dir: Path, work: Path, pairs: Path) -> Path:
         "MODEL_CARD.md": _pairs_card(card, manifest, pairs_sha, stats),
         "train.json": json.dumps(stats, indent=1) + "\n",
     }
+    if manifest:  # the data's repositories, commits and pairs per language ship with the model
+        extra["manifest.json"] = manifest_path.read_text(encoding="utf-8")
     train_pairs.save_model(table, base_dir, out_dir, extra_files=extra)
     sha = _sha256(out_dir / "model.safetensors")
     card_path = out_dir / "MODEL_CARD.md"
@@ -766,7 +768,7 @@ not only near code that spells it.
 | | |
 | --- | --- |
 | tokenizer | the base's WordPiece, with `train_pairs.CAMEL_SPLIT` first: a space where a lower-case letter or digit meets a capital, and before the last capital of a run followed by a lower-case letter |
-| data | `scripts/mine_pairs.py` over fetched snapshots of the repositories in its `REPOSITORIES` list (their commits are in `manifest.json` beside `pairs.jsonl`): a definition's doc comment (first paragraph, tags dropped, >= 5 words) against the definition as the dense arm embeds it with the doc comment removed, and masked copies (identifiers the description repeats dropped from the code side). Excluded: every repository of `training-exclusions.txt` (what ranklens is measured on), vendored folders, files byte-identical to the benchmark's repositories; deduplicated |
+| data | `scripts/mine_pairs.py` over fetched snapshots of the repositories in its `REPOSITORIES` list (each repository's commit and pairs per language: `manifest.json` in this folder): a definition's doc comment (first paragraph, tags dropped, >= 5 words) against the definition as the dense arm embeds it with the doc comment removed, and masked copies (identifiers the description repeats dropped from the code side). Excluded: every repository of `training-exclusions.txt` (what ranklens is measured on), vendored folders, files byte-identical to the benchmark's repositories; deduplicated |
 | pairs | {manifest.get("pairs", 0):,} from {len(repos)} repositories (sha256 of `pairs.jsonl`: `{pairs_sha}`) |
 | loss | symmetric InfoNCE of each description against every code of its batch and back, temperature {stats["temperature"]} |
 | batches | {stats["batch"]} pairs made of file groups of <= {stats["per_file"]} pairs of one file, so a definition's siblings are its negatives (the chunk step's choice) |
