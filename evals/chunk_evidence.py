@@ -134,6 +134,9 @@ class Texts:
         self._lines: dict[tuple[str, str], list[str]] = {}
         self._vecs: dict[tuple, tuple[np.ndarray, list[bool]]] = {}
         self._queries: dict[str, np.ndarray] = {}
+        self.encoder = None  # core.encoder.InFileEncoder, for the ``encoder`` idea
+        self._enc: dict[str, np.ndarray] = {}
+        self._enc_q: dict[str, np.ndarray] = {}
 
     def lines(self, root: str, path: str) -> list[str]:
         key = (root, path)
@@ -161,6 +164,23 @@ class Texts:
             found = [pick(lines[u.start - 1 : u.end]) for u in units]
             self._vecs[key] = (self._unit([t or " " for t in found]), [bool(t) for t in found])
         return self._vecs[key]
+
+    def encoder_order(self, root: str, path: str, units, among: Sequence[int], q: str) -> list[int]:
+        """``among`` (unit positions) ordered by the in-file encoder's cosine to the question
+        (``--encoder``: a folder of ``core.encoder``'s int8 ONNX model), each unit read as the
+        chunk step shows it: its breadcrumb, then its lines."""
+        if self.encoder is None:
+            raise SystemExit("chunk_evidence: the encoder idea needs --encoder DIR")
+        from ranklens.core.encoder import QUERY_TOKENS
+
+        texts = [f"{units[i].context}\n{self.text(root, path, units[i].start, units[i].end)}" for i in among]
+        todo = [t for t in dict.fromkeys(texts) if t not in self._enc]
+        if todo:
+            self._enc.update(zip(todo, self.encoder.encode(todo)))
+        if q not in self._enc_q:
+            self._enc_q[q] = self.encoder.encode([q], QUERY_TOKENS)[0]
+        sims = [float(self._enc[t] @ self._enc_q[q]) for t in texts]
+        return [among[j] for j in sorted(range(len(among)), key=lambda j: -sims[j])]
 
     def comment_order(self, root: str, path: str, units, kind: str, q: str) -> list[int]:
         """The units holding comments, most similar to the question first."""
@@ -315,6 +335,10 @@ def within(runs, rows, texts: Texts) -> None:
 
 
 # ---------------------------------------------------------------- e2e
+#: The ``encoder`` idea reads a file's first this many units (the chunk step's order).
+ENCODER_UNITS = 8
+
+
 class Injected:
     """The chunk step's ranking with one more within-file ranking (``kind``, weight ``w``)."""
 
@@ -341,7 +365,14 @@ class Injected:
         if self.kind is None:
             return self.original(fu, weights, k, *rest, places)
         units = [dataclasses.replace(u, ranks=dict(u.ranks)) for u in fu.units]
-        if self.kind in LINKS:
+        if self.kind == "encoder":
+            # The product's shape: only the chunk step's first ENCODER_UNITS units of the file
+            # are read by the encoder, and ranked among themselves.
+            ranked = self.original(FileUnits(fu.path, units), weights, k, *rest)
+            at = {id(u): i for i, u in enumerate(units)}
+            among = [at[id(u)] for u, _ in ranked[:ENCODER_UNITS]]
+            order = self.texts.encoder_order(self.root, fu.path, units, among, self.query)
+        elif self.kind in LINKS:
             ranked = self.original(FileUnits(fu.path, units), weights, k, *rest)
             at = {id(u): i for i, u in enumerate(units)}
             near = set(self.texts.neighbours(self.root, fu.path, units, at[id(ranked[0][0])], LINKS[self.kind]))
@@ -392,12 +423,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench", default=None)
     ap.add_argument("--part", action="append", choices=("reach", "within", "e2e"), default=[])
     ap.add_argument("--no-bench", action="store_true", help="e2e: the span set only")
+    ap.add_argument("--encoder", type=Path, help="e2e: also the in-file encoder (an int8 ONNX folder) as an idea")
+    ap.add_argument("--only", action="append", default=[], help="e2e: only these ideas (repeatable)")
+    ap.add_argument("--encoder-units", type=int, default=ENCODER_UNITS)
     args = ap.parse_args(argv)
     parts = args.part or ["reach", "within", "e2e"]
     bench = bench_dir(args.bench)
     span_runs = [collect(r) for r in spans.load(bench)]
     rows = spans.score(span_runs)
     texts = Texts()
+    if args.encoder:
+        from ranklens.core.encoder import InFileEncoder
+
+        texts.encoder = InFileEncoder(args.encoder)
+        globals()["ENCODER_UNITS"] = args.encoder_units
     if "reach" in parts:
         reach(span_runs, rows, texts, gold_symbols(bench))
     if "within" in parts:
@@ -410,6 +449,10 @@ def main(argv: list[str] | None = None) -> int:
             "comments": (0.5, 1.0, 2.0, 4.0),
             "lead": (0.5, 1.0, 2.0),
         }
+        if args.encoder:
+            grid["encoder"] = (1.0, 2.0, 4.0, 8.0)
+        if args.only:
+            grid = {k: v for k, v in grid.items() if k in args.only}
         e2e(span_runs, bench_runs, texts, grid)
     return 0
 
