@@ -134,7 +134,7 @@ class Texts:
         self._lines: dict[tuple[str, str], list[str]] = {}
         self._vecs: dict[tuple, tuple[np.ndarray, list[bool]]] = {}
         self._queries: dict[str, np.ndarray] = {}
-        self.encoder = None  # core.encoder.InFileEncoder, for the ``encoder`` idea
+        self.encoder = None  # evals.infile_encoder.InFileEncoder, for the ``encoder`` idea
         self._enc: dict[str, np.ndarray] = {}
         self._enc_q: dict[str, np.ndarray] = {}
 
@@ -167,11 +167,11 @@ class Texts:
 
     def encoder_order(self, root: str, path: str, units, among: Sequence[int], q: str) -> list[int]:
         """``among`` (unit positions) ordered by the in-file encoder's cosine to the question
-        (``--encoder``: a folder of ``core.encoder``'s int8 ONNX model), each unit read as the
+        (``--encoder``: a folder of ``scripts/export_encoder.py``'s int8 ONNX model), each unit read as the
         chunk step shows it: its breadcrumb, then its lines."""
         if self.encoder is None:
             raise SystemExit("chunk_evidence: the encoder idea needs --encoder DIR")
-        from ranklens.core.encoder import QUERY_TOKENS
+        from evals.infile_encoder import QUERY_TOKENS
 
         texts = [f"{units[i].context}\n{self.text(root, path, units[i].start, units[i].end)}" for i in among]
         todo = [t for t in dict.fromkeys(texts) if t not in self._enc]
@@ -433,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = spans.score(span_runs)
     texts = Texts()
     if args.encoder:
-        from ranklens.core.encoder import InFileEncoder
+        from evals.infile_encoder import InFileEncoder
 
         texts.encoder = InFileEncoder(args.encoder)
         globals()["ENCODER_UNITS"] = args.encoder_units

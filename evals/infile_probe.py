@@ -6,7 +6,7 @@ dependencies) as well as from ranklens's own (onnxruntime):
 
     python -m evals.infile_probe prepare            # ranklens's venv: chunks + static scores
     /work/torchenv/bin/python -m evals.infile_probe score /tmp/encA/snap-4000 [...]
-    python -m evals.infile_probe score core/models/ranklens-infile   # the shipped int8 ONNX
+    python -m evals.infile_probe score /tmp/onnx-4k     # an int8 ONNX export (scripts/export_encoder.py)
 
 ``prepare`` reads the span set (``../shared/bench/spans``) and the held-out set
 (``evals/heldout``: questions in a user's words on repositories in no set and in no
@@ -141,8 +141,7 @@ def fmt(label: str, t: dict) -> str:
 def encoder_for(model_dir: Path):
     """``encode(texts, max_len) -> vectors`` of a torch checkpoint or an int8 ONNX folder."""
     if (model_dir / "model.onnx").exists():
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-        from ranklens.core.encoder import InFileEncoder
+        from evals.infile_encoder import InFileEncoder
 
         enc = InFileEncoder(model_dir)
         return lambda texts, max_len: enc.encode(texts, max_len)

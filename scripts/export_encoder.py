@@ -8,7 +8,7 @@ against the float vectors). Written to ``--out``: ``model.onnx``, ``tokenizer.js
 the shipped model's output against). Needs the trainer's venv (torch, transformers, onnx,
 onnxruntime).
 
-    /work/torchenv/bin/python scripts/export_encoder.py /tmp/encA/final --out core/models/ranklens-infile
+    /work/torchenv/bin/python scripts/export_encoder.py /tmp/encA/snap-4009 --out /tmp/onnx-4k
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def export(model_dir: Path, out: Path) -> None:
 
 
 def onnx_encode(model_dir: Path, texts: list[str]) -> np.ndarray:
-    """The exported model's vectors, the way :class:`core.encoder.InFileEncoder` makes them."""
+    """The exported model's vectors, the way :class:`evals.infile_encoder.InFileEncoder` makes them."""
     import onnxruntime as ort
     from tokenizers import Tokenizer
 

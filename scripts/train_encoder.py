@@ -6,7 +6,7 @@ vectors of the question and of a chunk; the loss is the symmetric InfoNCE of eac
 description against every code in its batch (and back). A batch is made of *file groups*:
 up to :data:`PER_FILE` pairs of one file together, so a definition's siblings, the choice the
 chunk step makes inside a file, are among its negatives. Both sides are read as
-:func:`core.encoder_text.encoder_text` makes them (identifiers split into words), the code
+:func:`evals.infile_encoder.encoder_text` makes them (identifiers split into words), the code
 side up to :data:`CODE_TOKENS` tokens (a chunk's median is ~320 once split: 128 read little
 more than the breadcrumb and the signature).
 
@@ -37,11 +37,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _encoder_text():
-    """:func:`core.encoder_text.encoder_text`, loaded from its file: the trainer's venv has none
-    of ranklens's dependencies, and core/ on sys.path would shadow the standard tokenize."""
+    """:func:`evals.infile_encoder.encoder_text`, loaded from its file: the trainer's venv has none
+    of ranklens's dependencies (numpy aside)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("encoder_text", REPO_ROOT / "core" / "encoder_text.py")
+    spec = importlib.util.spec_from_file_location("encoder_text", REPO_ROOT / "evals" / "infile_encoder.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.encoder_text
@@ -98,12 +98,13 @@ def batches(pairs: list[dict], seed: int) -> list[list[int]]:
     rng.shuffle(groups)
     out, cur, descs = [], [], set()
     for g in groups:
-        g = [i for i in g if pairs[i]["desc"] not in descs]
         if len(cur) + len(g) > BATCH:
             out.append(cur)
             cur, descs = [], set()
-        cur.extend(g)
-        descs.update(pairs[i]["desc"] for i in g)
+        for i in g:
+            if pairs[i]["desc"] not in descs:  # the same text twice would be its own negative
+                cur.append(i)
+                descs.add(pairs[i]["desc"])
     if cur:
         out.append(cur)
     return out
