@@ -528,8 +528,6 @@ class AgentService:
 
     def index_status(self) -> dict:
         """Files, chunks, generation, which arms answer and why the others do not, freshness."""
-        from .arms import default_arms
-
         job = self.prepare(force_probe=True)
         updating = job is not None and not job.done.is_set()
         out: dict = {"root": str(self.root), "index_dir": str(self.engine.directory), "indexed": self.engine.ready}
@@ -540,7 +538,7 @@ class AgentService:
                 out["repos"] = {n: {"files": r.files, "chunks": r.chunks} for n, r in self.engine.view.repos.items()}
                 out["arms"] = {
                     name: {"answers": True} if reason is None else {"answers": False, "reason": reason}
-                    for name, reason in self.engine.warm(default_arms()).items()
+                    for name, reason in self.engine.warm(self.engine.default_arms()).items()
                 }
             if self.last_error:
                 out["last_error"] = self.last_error
@@ -552,7 +550,7 @@ class AgentService:
             out["files"] = len(snap.files) if snap else None
             out["chunks"] = len(view.chunks)
             arms = {}
-            for name, reason in self.engine.warm(default_arms()).items():
+            for name, reason in self.engine.warm(self.engine.default_arms()).items():
                 arms[name] = {"answers": True} if reason is None else {"answers": False, "reason": reason}
             out["arms"] = arms
         out["stale"] = updating
@@ -574,14 +572,17 @@ class AgentService:
                 "added": stats.added,
                 "changed": stats.changed,
                 "removed": stats.removed,
-                "seconds": round(sum(stats.seconds.values()), 3),
+                "seconds": round(stats.wall, 3),
                 "rebuilt": stats.rebuilt,
             }
             out["skipped_files"] = skipped
-            if stats.deep or stats.deep_deferred:
-                out["deep"] = stats.deep or (
-                    f"{stats.deep_deferred} chunks to embed: run `ranklens index {self.root}` to build them"
-                )
+            if "deep" in self.engine.default_arms() and (stats.deep or stats.deep_deferred or stats.deep_busy):
+                if stats.deep_busy:
+                    out["deep"] = "another ranklens is embedding this root's chunks for it; searches answer without it"
+                else:
+                    out["deep"] = stats.deep or (
+                        f"{stats.deep_deferred} chunks to embed: run `ranklens index {self.root}` to build them"
+                    )
         if self.last_error:
             out["last_error"] = self.last_error
         return out

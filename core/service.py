@@ -109,7 +109,12 @@ class QueryRequest:
 
     @property
     def arms(self) -> list[str]:
+        """The arms asked for, ``all`` being those fused whatever the root (:meth:`arms_of`)."""
         return fused_arms(self.retriever)
+
+    def arms_of(self, engine: Engine) -> list[str]:
+        """The arms asked for on ``engine``'s root (``all``: deep too where it is turned on)."""
+        return fused_arms(self.retriever, getattr(engine, "directory", None))
 
 
 def check_request(
@@ -166,7 +171,7 @@ class NoAnswer(RuntimeError):
 
 def deep_ready(stats) -> bool:
     """Whether the last index pass left the deep arm able to answer."""
-    return not (stats.deep or stats.deep_deferred)
+    return not (stats.deep or stats.deep_deferred or stats.deep_busy)
 
 
 def answer_query(
@@ -222,7 +227,7 @@ def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = N
     the shipped defaults, its --weights (per arm) and --rrf-k on top. ``deep``: whether the
     deep arm can answer; when it cannot it takes its shipped weights with it (the other arms'
     are those tuned without it)."""
-    arms = request.arms
+    arms = request.arms_of(engine)
     served = getattr(engine, "served", None)
     if served is not None and request.retriever == "all":  # a shared store: the arms it serves
         arms = [a for a in arms if a in served]
@@ -249,10 +254,11 @@ def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = N
         raise RequestError(str(exc)) from None
 
 
-def fused_arms(retriever: str) -> list[str]:
-    """``all`` -> the default arms; ``name`` or ``a,b`` -> those arms (RequestError if unknown)."""
+def fused_arms(retriever: str, directory: Path | None = None) -> list[str]:
+    """``all`` -> the default arms (of the root whose index folder is ``directory``: deep where
+    it is turned on); ``name`` or ``a,b`` -> those arms (RequestError if unknown)."""
     if retriever.strip() == "all":
-        return list(default_arms())
+        return list(default_arms(directory))
     names = [n.strip() for n in retriever.split(",") if n.strip()]
     if not names:
         raise RequestError("--retriever is empty")

@@ -190,7 +190,7 @@ def build_server(service: AgentService) -> MCPServer:
         retrievers: Annotated[
             list[str] | None,
             Field(
-                description="Retrievers to fuse (default: all installed: bm25, fts5, dense, symbols, plus deep when installed). One name gives that retriever's own ranking. Also: hybrid, lexical+ctx."
+                description="Retrievers to fuse (default: bm25, fts5, dense, symbols, plus deep where `ranklens index --deep` turned it on for this repository). One name gives that retriever's own ranking. Also: hybrid, lexical+ctx."
             ),
         ] = None,
         weights: Annotated[
