@@ -284,6 +284,27 @@ def test_no_ignore_and_hidden_are_remembered_until_changed(tmp_path):
     assert data["files"] == 0 and data["removed"] == 5 and not data["rebuilt"]
 
 
+def test_a_docs_page_named_after_credentials_is_indexed_its_content_rules_kept(tmp_path):
+    root = tmp_path / "repo"
+    page = root / "docs" / "integrations" / "prefect_aws-credentials.mdx"
+    page.parent.mkdir(parents=True)
+    key = "AKIA" + "Q" * 16
+    page.write_text(
+        f"# AWS credentials block\n\nStore the access key of the deploy role.\n\nexport AWS_ACCESS_KEY_ID={key}\n"
+    )
+    (root / "secrets.yaml").write_text("token: abc\n")  # a data file: still skipped by name
+    data = json.loads(run("index", str(root), "--json").stdout)
+    assert data["files"] == 1 and data["skipped"] == [{"path": "secrets.yaml", "reason": "secret"}]
+    assert data["redacted"] == [{"path": "docs/integrations/prefect_aws-credentials.mdx", "lines": [5]}]
+    out = run("query", "aws credentials block access key", "--root", str(root), "--json")
+    hits = json.loads(out.stdout)["results"]
+    assert hits and hits[0]["path"] == "docs/integrations/prefect_aws-credentials.mdx"
+    assert run("why", "docs/integrations/prefect_aws-credentials.mdx", "--root", str(root)).stdout.startswith(
+        "docs/integrations/prefect_aws-credentials.mdx: kept"
+    )
+    assert key not in out.stdout
+
+
 def test_why_names_the_deciding_rule(tmp_path):
     root = _debian_like(tmp_path / "linux")
     (root / "notes.txt").write_text("deploy with\nexport AWS_ACCESS_KEY_ID=" + "AKIA" + "Z" * 16 + "\n")
