@@ -256,9 +256,27 @@ def _run_index(
     return stats
 
 
+#: Set by `index`: its deep stage is background work, run at a lower CPU priority so that
+#: queries from other processes meanwhile get the cores first.
+_DEEP_IN_BACKGROUND: list[bool] = []
+
+
+def _deep_starts(p) -> None:
+    """The deep arm starts embedding ``p.total`` texts: in `index`, lower this process's CPU
+    priority (it is the last stage; a query's own few texts keep theirs)."""
+    if _DEEP_IN_BACKGROUND and p.stage == "deep" and p.done == 0 and p.total > 0:
+        import contextlib
+        import os
+
+        _DEEP_IN_BACKGROUND.clear()
+        with contextlib.suppress(OSError, AttributeError):
+            os.nice(10)
+
+
 def _deep_start_note(p) -> None:
     """Without a progress bar: one line when the deep arm starts embedding (the summary's
     line says how it ended)."""
+    _deep_starts(p)
     if p.stage == "deep" and p.done == 0 and p.total > 0:
         _note(f"deep: embedding {p.total:,} chunks (minutes; Ctrl-C or SIGTERM keeps what is done)")
 
@@ -293,6 +311,7 @@ def _run_index_stages(
         tasks = {stage: bar.add_task(stage, total=None, visible=False) for stage in STAGES}
 
         def progress(p: Progress) -> None:
+            _deep_starts(p)
             bar.update(tasks[p.stage], completed=p.done, total=max(p.total, 1), visible=True)
 
         return engine.ensure_index(
@@ -489,8 +508,8 @@ def index(
     index is committed, embeds the chunks it lacks: slow (~10 chunks/s on 2 cores), but only
     text it has never seen, with progress on a terminal and a line when it starts and ends
     otherwise. Queries meanwhile answer without deep and never wait for it; Ctrl-C or SIGTERM
-    keeps what is embedded, and the next run goes on from there. RANKLENS_DEEP=1 or 0 turns
-    it on or off for every root.
+    keeps what is embedded, and the next run goes on from there; the stage runs at a lower
+    CPU priority (nice 10). RANKLENS_DEEP=1 or 0 turns it on or off for every root.
 
     With a shared --store (a Milvus Lite file or a Milvus server, docs/milvus.md) every ROOT
     goes into one collection as a repository named after its folder; only changed files are
@@ -499,6 +518,7 @@ def index(
     """
     t0 = time.perf_counter()
     _save_on_sigterm()
+    _DEEP_IN_BACKGROUND[:] = [True]
     roots = roots or (".",)
     if name is not None and len(roots) > 1:
         raise UsageProblem("--repo names one repository: give one ROOT with it")
