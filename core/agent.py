@@ -22,6 +22,7 @@ binary, not too large). Every text returned passes through :func:`outgoing_text`
 from __future__ import annotations
 
 import os
+import posixpath
 import sys
 import threading
 import time
@@ -30,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from .handoff import HandoffError, span_lines, text_sha256, validate_handoff
 from .secrets import redact
@@ -56,6 +57,12 @@ TEXT_CACHE_CHARS = 32_000_000
 
 class AgentError(ValueError):
     """The call cannot be answered as asked (one line for the agent; the server goes on)."""
+
+
+class OutsideError(AgentError):
+    """A path this server never serves whatever is on disk: ``..`` leading out of the root, an
+    absolute path outside it, a symlink out of it, or no path at all (``check_handoff``:
+    ``refused``, never ``gone``)."""
 
 
 def outgoing_text(text: str, path: str) -> str:
@@ -273,21 +280,7 @@ class AgentService:
         snap = self._snapshot
         if snap is None:
             raise AgentError("the index is not ready yet")
-        if not isinstance(path, str) or not path.strip():
-            raise AgentError("path must be a non-empty string, relative to the repository root")
-        if "\0" in path:
-            raise AgentError("path has a NUL character")
-        pure = PurePosixPath(path)
-        if pure.is_absolute():
-            for base in (str(self.root), self._root_real):
-                if path == base or path.startswith(base.rstrip("/") + "/"):
-                    pure = PurePosixPath(os.path.relpath(path, base))
-                    break
-            else:
-                raise AgentError(f"{path} is outside the repository ({self.root})")
-        if ".." in pure.parts:
-            raise AgentError(f"{path}: '..' is not allowed; paths are relative to the repository root")
-        rel = "/".join(part for part in pure.parts if part != ".")
+        rel = self.normalize(path)
         if rel not in snap.files:
             raise AgentError(
                 f"{rel} is not a file ranklens serves: only indexed files are (never ignored, "
@@ -299,10 +292,32 @@ class AgentService:
         if real == inside + rel:  # no link on the way: itself
             return rel
         if not (real == self._root_real or real.startswith(inside)):
-            raise AgentError(f"{rel} resolves outside the repository through a symlink")
+            raise OutsideError(f"{rel} resolves outside the repository through a symlink")
         target = os.path.relpath(real, self._root_real).replace(os.sep, "/")
         if target != rel and target not in snap.files:
             raise AgentError(f"{rel} is a link to {target}, which ranklens does not serve")
+        return rel
+
+    def normalize(self, path: object) -> str:
+        """``path`` as a path relative to the root, ``.`` and ``x/..`` folded away
+        (``src/pkg/../pkg/tasks.py`` is ``src/pkg/tasks.py``); :class:`OutsideError` for a
+        path that is not one or leads outside the root (``..``, an absolute path elsewhere)."""
+        if not isinstance(path, str) or not path.strip():
+            raise OutsideError("path must be a non-empty string, relative to the repository root")
+        if "\0" in path:
+            raise OutsideError("path has a NUL character")
+        if path.startswith("/"):
+            for base in (str(self.root), self._root_real):
+                if path == base or path.startswith(base.rstrip("/") + "/"):
+                    path = os.path.relpath(path, base)
+                    break
+            else:
+                raise OutsideError(f"{path} is outside the repository ({self.root})")
+        rel = posixpath.normpath(path)
+        if rel == ".." or rel.startswith("../"):
+            raise OutsideError(f"{path}: '..' leads outside the repository; paths are relative to its root")
+        if rel == ".":
+            raise OutsideError(f"{path} is the repository itself, not a file")
         return rel
 
     def _read(self, rel: str) -> str:
@@ -355,46 +370,20 @@ class AgentService:
         max_chars: int = DEFAULT_TEXT_BUDGET,
     ) -> dict:
         """The handoff envelope of a query, each hit with its text until ``max_chars`` is spent."""
-        from .arms import REGISTRY
-        from .fusion import check_weight
-        from .service import NoAnswer, RequestError, answer_query, check_request, deep_ready
+        from .service import NoAnswer, RequestError, answer_query, deep_ready
 
-        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 0 <= max_chars <= MAX_TEXT_BUDGET:
-            raise AgentError(f"max_chars must be from 0 to {MAX_TEXT_BUDGET}, got {max_chars!r}")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_SEARCH_TOP_K:
-            raise AgentError(f"top_k must be from 1 to {MAX_SEARCH_TOP_K}, got {top_k!r}")
-        if retrievers is not None and (
-            not isinstance(retrievers, list)
-            or not retrievers
-            or not all(isinstance(r, str) and r.strip() and "," not in r for r in retrievers)
-        ):
-            raise AgentError('retrievers must be a non-empty list of names, e.g. ["bm25", "dense"]')
-        weights_text = None
-        if weights is not None:
-            if not isinstance(weights, dict) or not all(
-                isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights.values()
-            ):
-                raise AgentError('weights must map retriever names to numbers, e.g. {"dense": 1.5}')
-            # Checked here, so the message names this tool's argument (the CLI's says --weights).
-            for arm, w in weights.items():
-                if arm not in REGISTRY:
-                    raise AgentError(f"weights names an unknown retriever {arm!r} (choose from {', '.join(REGISTRY)})")
-                try:
-                    check_weight(arm, float(w))
-                except ValueError as exc:
-                    raise AgentError(f"bad weight in weights: {exc}") from None
-            weights_text = ",".join(f"{arm}:{w!r}" for arm, w in weights.items())
+        request = self.search_request(
+            query,
+            top_k=top_k,
+            retrievers=retrievers,
+            weights=weights,
+            k=k,
+            path=path,
+            language=language,
+            priors=priors,
+            max_chars=max_chars,
+        )
         try:
-            request = check_request(
-                query,
-                top_k=top_k,
-                retriever=",".join(retrievers) if retrievers else "all",
-                weights=weights_text,
-                rrf_k=k,
-                path_glob=path,
-                language=language,
-                priors=priors,
-            )
             stats = self.stats
             t0 = time.perf_counter()
             data, _hits, _skipped = answer_query(
@@ -446,6 +435,98 @@ class AgentService:
         data["notes"] = notes
         data["query_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)  # the texts and hashes included
         return data
+
+    def search_request(self, query: object, **arguments):
+        """``search``'s arguments as a checked request; :class:`AgentError` naming every bad
+        one, on one line, in this tool's own words (``top_k``, not ``--top-k``).
+        ``arguments`` left out take the tool's defaults."""
+        from .arms import REGISTRY
+        from .fusion import check_weight
+        from .service import RequestError, check_request
+
+        top_k = arguments.get("top_k", 10)
+        retrievers = arguments.get("retrievers")
+        weights = arguments.get("weights")
+        max_chars = arguments.get("max_chars", DEFAULT_TEXT_BUDGET)
+        problems: list[str] = []
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 0 <= max_chars <= MAX_TEXT_BUDGET:
+            problems.append(f"max_chars must be from 0 to {MAX_TEXT_BUDGET}, got {max_chars!r}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_SEARCH_TOP_K:
+            problems.append(f"top_k must be from 1 to {MAX_SEARCH_TOP_K}, got {top_k!r}")
+            top_k = 10
+        if retrievers is not None and (
+            not isinstance(retrievers, list)
+            or not retrievers
+            or not all(isinstance(r, str) and r.strip() and "," not in r for r in retrievers)
+        ):
+            problems.append('retrievers must be a non-empty list of names, e.g. ["bm25", "dense"]')
+            retrievers = None
+        weights_text = None
+        if weights is not None:
+            if not isinstance(weights, dict) or not all(
+                isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights.values()
+            ):
+                problems.append('weights must map retriever names to numbers, e.g. {"dense": 1.5}')
+                weights = {}
+            # Checked here, so the message names this tool's argument (the CLI's says --weights).
+            good = {}
+            for arm, w in weights.items():
+                if arm not in REGISTRY:
+                    problems.append(f"weights names an unknown retriever {arm!r} (choose from {', '.join(REGISTRY)})")
+                    continue
+                try:
+                    check_weight(arm, float(w))
+                except ValueError as exc:
+                    problems.append(f"bad weight in weights: {exc}")
+                    continue
+                good[arm] = w
+            weights_text = ",".join(f"{arm}:{w!r}" for arm, w in good.items()) or None
+        try:
+            request = check_request(
+                query,
+                top_k=top_k,
+                retriever=",".join(retrievers) if retrievers else "all",
+                weights=weights_text,
+                rrf_k=arguments.get("k"),
+                path_glob=arguments.get("path"),
+                language=arguments.get("language"),
+                priors=arguments.get("priors", True),
+            )
+        except RequestError as exc:
+            problems.extend(exc.all)
+            request = None
+        if problems:
+            error = AgentError("; ".join(dict.fromkeys(problems)))
+            error.problems = list(dict.fromkeys(problems))
+            raise error
+        return request
+
+    def search_problems(self, arguments: dict) -> list[str]:
+        """What :meth:`search_request` finds wrong with those of ``arguments`` that are of
+        their JSON type (the MCP server adds them to the schema's own complaints about the
+        others, so one call's every bad argument is named at once)."""
+        kinds = {
+            "query": str,
+            "top_k": int,
+            "max_chars": int,
+            "k": (int, float),
+            "retrievers": list,
+            "weights": dict,
+            "path": str,
+            "language": str,
+            "priors": bool,
+        }
+        given = {
+            name: value
+            for name, value in arguments.items()
+            if name in kinds and isinstance(value, kinds[name]) and (name == "priors" or not isinstance(value, bool))
+        }
+        query = given.pop("query", "placeholder")
+        try:
+            self.search_request(query, **given)
+        except AgentError as exc:
+            return list(getattr(exc, "problems", [str(exc)]))
+        return []
 
     def read_span(self, path: str, start_line: int, end_line: int, max_chars: int = DEFAULT_SPAN_CHARS) -> dict:
         """Lines ``start_line..end_line`` of an indexed file now, with their sha256."""
@@ -510,10 +591,12 @@ class AgentService:
         if path not in texts:
             try:
                 texts[path] = self._read(self.resolve(path))
+            except OutsideError as exc:  # never served, whatever is there: not a hash oracle
+                texts[path] = ("refused", str(exc))
             except AgentError as exc:
-                lexists = isinstance(path, str) and ".." not in PurePosixPath(path).parts and not os.path.isabs(path)
-                lexists = lexists and os.path.lexists(os.path.join(self.root, path))
-                texts[path] = ("refused", str(exc)) if lexists else ("gone", f"{path} no longer exists")
+                rel = self.normalize(path)  # inside the root (else OutsideError above)
+                gone = not os.path.lexists(os.path.join(self.root, rel))
+                texts[path] = ("gone", f"{path} no longer exists") if gone else ("refused", str(exc))
         found = texts[path]
         if isinstance(found, tuple):
             return {**out, "status": found[0], "reason": found[1]}
@@ -528,8 +611,6 @@ class AgentService:
 
     def index_status(self) -> dict:
         """Files, chunks, generation, which arms answer and why the others do not, freshness."""
-        from .arms import default_arms
-
         job = self.prepare(force_probe=True)
         updating = job is not None and not job.done.is_set()
         out: dict = {"root": str(self.root), "index_dir": str(self.engine.directory), "indexed": self.engine.ready}
@@ -540,7 +621,7 @@ class AgentService:
                 out["repos"] = {n: {"files": r.files, "chunks": r.chunks} for n, r in self.engine.view.repos.items()}
                 out["arms"] = {
                     name: {"answers": True} if reason is None else {"answers": False, "reason": reason}
-                    for name, reason in self.engine.warm(default_arms()).items()
+                    for name, reason in self.engine.warm(self.engine.default_arms()).items()
                 }
             if self.last_error:
                 out["last_error"] = self.last_error
@@ -549,10 +630,14 @@ class AgentService:
             view = self.engine.view
             snap = self._snapshot
             out["generation"] = view.generation
-            out["files"] = len(snap.files) if snap else None
+            # The files the open generation holds: the snapshot's once an update has run here,
+            # else (the first call, its update still running) the index's own count.
+            out["files"] = len(snap.files) if snap is not None and snap.generation == view.generation else None
+            if out["files"] is None:
+                out["files"] = view.connection().execute("SELECT COUNT(*) FROM files").fetchone()[0]
             out["chunks"] = len(view.chunks)
             arms = {}
-            for name, reason in self.engine.warm(default_arms()).items():
+            for name, reason in self.engine.warm(self.engine.default_arms()).items():
                 arms[name] = {"answers": True} if reason is None else {"answers": False, "reason": reason}
             out["arms"] = arms
         out["stale"] = updating
@@ -574,14 +659,17 @@ class AgentService:
                 "added": stats.added,
                 "changed": stats.changed,
                 "removed": stats.removed,
-                "seconds": round(sum(stats.seconds.values()), 3),
+                "seconds": round(stats.wall, 3),
                 "rebuilt": stats.rebuilt,
             }
             out["skipped_files"] = skipped
-            if stats.deep or stats.deep_deferred:
-                out["deep"] = stats.deep or (
-                    f"{stats.deep_deferred} chunks to embed: run `ranklens index {self.root}` to build them"
-                )
+            if "deep" in self.engine.default_arms() and (stats.deep or stats.deep_deferred or stats.deep_busy):
+                if stats.deep_busy:
+                    out["deep"] = "another ranklens is embedding this root's chunks for it; searches answer without it"
+                else:
+                    out["deep"] = stats.deep or (
+                        f"{stats.deep_deferred} chunks to embed: run `ranklens index {self.root}` to build them"
+                    )
         if self.last_error:
             out["last_error"] = self.last_error
         return out

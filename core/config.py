@@ -4,7 +4,11 @@ Stored as ``config.json`` in the root's index folder (:func:`core.store.index_di
 atomically::
 
     {"weights": {"bm25": 0.8, "fts5": 1.0, "dense": 1.4, "symbols": 1.2}, "k": 30,
-     "tuned": {"queries": "evals/ranklens.jsonl", "n": 40, ...}}
+     "tuned": {"queries": "evals/ranklens.jsonl", "n": 40, ...}, "deep": true}
+
+``"deep": true`` turns the optional deep arm on for this root (``ranklens index --deep``
+writes it, ``--no-deep`` writes false; :func:`set_deep`); without it the arm is off, whatever
+is installed.
 
 The CLI's ``query``/``eval`` and the TUI start from :func:`load_config`; explicit
 ``--weights``/``--rrf-k`` win over it. Without a saved config (and for arms it does not
@@ -31,8 +35,8 @@ DEFAULT_K = 5.0
 def default_weights(with_deep: bool | None = None) -> dict[str, float]:
     """The shipped weights of the arms fused by default, each arm's from its spec
     (:mod:`core.arms`): tuned with the optional ``deep`` arm or without it (None: whether it is
-    a default arm here; a caller that knows deep cannot answer now passes False, and the
-    optional arms are then left out)."""
+    a default arm with no root named, i.e. ``RANKLENS_DEEP=1`` and installed; a caller that
+    knows deep cannot answer now passes False, and the optional arms are then left out)."""
     from . import arms
 
     if with_deep is None:
@@ -65,6 +69,43 @@ def config_path(root: Path | str, cache_dir: Path | None = None) -> Path:
     return index_dir(Path(root).expanduser().resolve(), cache_dir) / CONFIG_FILE
 
 
+def deep_switch(directory: Path) -> bool | None:
+    """The ``deep`` key of the config in the index folder ``directory``: True or False, None
+    when the file or the key is missing or unreadable (a broken file is reported by
+    :func:`load_config`)."""
+    try:
+        data = json.loads((Path(directory) / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("deep") if isinstance(data, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def set_deep(root: Path | str, on: bool, cache_dir: Path | None = None) -> Path:
+    """Turn the deep arm on (or off) for ``root``: its config's ``deep`` key, written
+    atomically with every other key kept. Returns the path; :class:`ConfigError` when the
+    existing file cannot be used."""
+    from .handoff import write_json_atomic
+
+    path = config_path(root, cache_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        data = {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); fix or delete it") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object; fix or delete it")
+    if data.get("deep") is on:
+        return path
+    data["deep"] = on
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, data)
+    return path
+
+
 def default_config(with_deep: bool | None = None) -> dict:
     return {"weights": default_weights(with_deep), "k": DEFAULT_K}
 
@@ -75,6 +116,10 @@ def load_config(root: Path | str, cache_dir: Path | None = None, *, with_deep: b
     Raises :class:`ConfigError` for a file that is unreadable, not JSON or holds bad values.
     """
     path = config_path(root, cache_dir)
+    if with_deep is None:  # whether deep is a default arm of this root
+        from .arms import default_arms
+
+        with_deep = "deep" in default_arms(path.parent)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -110,6 +155,8 @@ def parse_config(data: object, source: str = "config", *, with_deep: bool | None
             out["k"] = check_k(data["k"])
         except ValueError as exc:
             raise ConfigError(f"{source}: {exc}") from None
+    if "deep" in data and not isinstance(data["deep"], bool):
+        raise ConfigError(f'{source}: "deep" must be true or false, got {json.dumps(data["deep"])}')
     return out
 
 
@@ -128,12 +175,15 @@ def save_config(
     parsed = parse_config(data, "config")
     data.update(weights=parsed["weights"], k=parsed["k"])
     path = config_path(root, cache_dir)
-    try:  # the store named for this root (core.stores) outlives a re-tune
-        store = json.loads(path.read_text(encoding="utf-8")).get("store")
-    except (OSError, ValueError, AttributeError):
-        store = None
-    if isinstance(store, str) and "store" not in data:
-        data["store"] = store
+    try:  # the store named for this root (core.stores) and its deep switch outlive a re-tune
+        kept = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        kept = {}
+    kept = kept if isinstance(kept, dict) else {}
+    if isinstance(kept.get("store"), str) and "store" not in data:
+        data["store"] = kept["store"]
+    if isinstance(kept.get("deep"), bool) and "deep" not in data:
+        data["deep"] = kept["deep"]
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, data)
     return path

@@ -180,7 +180,8 @@ class Engine:
         """Bring the index up to date (incrementally) and open it for querying.
 
         ``deep``: then also complete the ``deep`` arm's vectors (progress stage ``deep``);
-        None: when that arm is fused by default (:func:`core.arms.default_arms`). The index
+        None: when that arm is turned on for this root (:meth:`default_arms`); never waiting
+        for another process's deep build (``stats.deep_busy``). The index
         is committed and opened first, so the other arms never wait for it; the TUI passes
         False and runs :meth:`build_deep` in a worker of its own. ``deep_limit``: leave the
         deep vectors as they are when more texts than this lack one (``stats.deep_deferred``).
@@ -190,6 +191,7 @@ class Engine:
         """
         from .indexer import Indexer
 
+        t0 = time.perf_counter()
         if self.index_gone:
             self.notify(f"the index folder {self.directory} was deleted; rebuilding it")
             with self._lock:
@@ -213,13 +215,19 @@ class Engine:
             with self._lock:
                 if self._view is None or self._view.generation != stats.generation:
                     self._open()
-        if deep if deep is not None else "deep" in default_arms():
+        if deep if deep is not None else "deep" in self.default_arms():
             self._deep_stage(stats, progress, deep_limit)
         elif deep is None:
-            from .arms.deep.model import ENV_SWITCH, unavailable
+            from .arms.deep.model import off_reason
 
-            stats.deep = unavailable() or f"switched off ({ENV_SWITCH}=0)"
+            stats.deep = off_reason(self.directory)
+        stats.wall = time.perf_counter() - t0
         return stats
+
+    def default_arms(self) -> tuple[str, ...]:
+        """The arms fused when none are named, on this root (:func:`core.arms.default_arms`:
+        deep where it is turned on for it and installed)."""
+        return default_arms(self.directory)
 
     def _same_database(self) -> bool:
         """Whether the open view's database file is still the index's (not deleted and made again)."""
@@ -289,7 +297,45 @@ class Engine:
             return
         stats.deep_embedded = build.embedded
         stats.deep_deferred = build.deferred
+        stats.deep_busy = build.busy
         stats.seconds["deep"] = build.seconds
+
+    def deep_note(self, stats: IndexStats) -> str | None:
+        """What a query should say about the deep arm sitting out, once: the first time it
+        finds another process embedding for it, or more texts to embed than a query waits
+        for; None when that was said already (by any process, since the vectors were last
+        complete) or deep answers. The note said last is kept in ``deep/said``."""
+        from .arms.deep import CACHE_DIR
+
+        kind, note = "", None
+        if stats.deep_busy:
+            kind = "busy"
+            note = (
+                "deep: another ranklens is embedding this root's chunks for it; queries answer without "
+                "deep until that finishes"
+            )
+        elif stats.deep_deferred:
+            kind = "deferred"
+            note = (
+                f"deep: {stats.deep_deferred:,} chunks to embed (minutes); `ranklens index` builds them, "
+                "queries answer without deep until then"
+            )
+        said = self.directory / CACHE_DIR / "said"
+        try:
+            before = said.read_text(encoding="utf-8")
+        except OSError:
+            before = ""
+        if before == kind:
+            return None
+        try:
+            if kind:
+                said.parent.mkdir(parents=True, exist_ok=True)
+                said.write_text(kind, encoding="utf-8")
+            else:
+                said.unlink()
+        except OSError:
+            pass  # a read-only cache: said again next time
+        return note
 
     def open(self) -> bool:
         """Open the existing index without updating it; False when there is none usable."""
@@ -349,10 +395,10 @@ class Engine:
         return found, view
 
     def warm(self, arms: Iterable[str] | None = None) -> dict[str, str | None]:
-        """Open the arms (default: :func:`core.arms.default_arms`) now, loading their
+        """Open the arms (default: :meth:`default_arms`) now, loading their
         artifacts; name -> skip reason or None."""
         out: dict[str, str | None] = {}
-        for name in default_arms() if arms is None else arms:
+        for name in self.default_arms() if arms is None else arms:
             try:
                 self.arm(name)
                 out[name] = None
@@ -442,9 +488,7 @@ class Engine:
     def _root_fusion(self) -> FusionSettings:
         """This root's own settings (:meth:`FusionSettings.resolve` with nothing on top), kept
         while its config file and the default arms stay as they are."""
-        from .arms import default_arms
-
-        names = tuple(default_arms())
+        names = self.default_arms()
         config = self.root_config("deep" in names)
         cached = self._root_settings
         if cached is not None and cached[0] is config and cached[1] == names:

@@ -167,7 +167,7 @@ def snapshot_key(options, fingerprint: str, model: str | None) -> str:
     version is embedded again). An arm whose staleness reads anything else must put it here.
     """
     from . import __version__
-    from .secrets import RULES_VERSION
+    from .secrets import NAME_RULES_VERSION, RULES_VERSION
     from .store import FORMAT_VERSION
 
     return json.dumps(
@@ -183,6 +183,7 @@ def snapshot_key(options, fingerprint: str, model: str | None) -> str:
             "model": model_key(model),
             "format": FORMAT_VERSION,
             "secret_rules": RULES_VERSION,
+            "name_rules": NAME_RULES_VERSION,
             "ranklens": __version__,
         },
         sort_keys=True,

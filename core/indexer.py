@@ -58,11 +58,13 @@ POOL_MIN_BYTES = 2_000_000
 #: Two worker processes on two cores: with one, chunking was the critical path and a core sat
 #: idle whenever the embedder waited for chunks (cold index 58.3 -> 48.3 s, interleaved pair).
 POOL_PROCESSES = 2
+#: One indexer writes a root's index at a time (core.locks).
+INDEX_LOCK = "index.lock"
 #: Files of the index folder a rebuild keeps: the lock, and the user's tuned fusion settings
 #: (core.config) and relevance judgments (core.judgments), which no rebuild can recreate.
 #: The deep arm's vector cache is keyed by text content and stamped with its model, so it
 #: stays valid across rebuilds (core.arms.deep).
-KEEP_ON_RESET = frozenset({"index.lock", "config.json", "judgments.jsonl", "judgments.jsonl.lock", "deep", "deep.lock"})
+KEEP_ON_RESET = frozenset({INDEX_LOCK, "config.json", "judgments.jsonl", "judgments.jsonl.lock", "deep", "deep.lock"})
 #: "deep" runs after the commit, only when that arm is wanted (core.engine.Engine.ensure_index).
 STAGES = ("discover", "read", "chunk", "lexical", "embed", "write", "deep")
 #: A pass with this many files to index reads the whole vocabulary up front (it will meet most
@@ -122,20 +124,20 @@ class Indexer:
         ------
         OSError
             When the cache folder cannot be written.
+        core.locks.LockBusy
+            When another indexer of this root holds the index past :func:`core.locks.index_wait`.
         """
-        from filelock import FileLock, Timeout
+        from .locks import hold, index_wait
 
         progress = progress or (lambda _p: None)
         checked = self.check()
         if checked.unchanged:
             return self._unchanged(checked, progress)
         self.directory.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.directory / "index.lock"))
-        try:
-            lock.acquire(timeout=0.5)
-        except Timeout:
-            self.notify("another ranklens is indexing this root; waiting for it to finish")
-            lock.acquire()
+        with hold(self.directory / INDEX_LOCK, "another ranklens indexing this root", index_wait(), self.notify):
+            return self._update_locked(progress, checked)
+
+    def _update_locked(self, progress: ProgressFn, checked) -> IndexStats:
         try:
             stats = self._update(progress, checked)
             if self.watcher is not None:  # what it took is in this pass; watch what it listed
@@ -159,8 +161,6 @@ class Indexer:
             if not any(word in str(exc) for word in ("full", "disk I/O", "readonly", "unable to open")):
                 raise
             raise IndexWriteError(self._write_failed(str(exc))) from exc
-        finally:
-            lock.release()
 
     def _write_failed(self, why: str) -> str:
         return f"cannot write the index in {self.directory} ({why}); the previous index is kept"
@@ -197,12 +197,12 @@ class Indexer:
         stats.seconds["check"] = checked.seconds
         stats.check = checked.to_dict()
         if checked.restat or checked.rewatched:  # ctimes moved (chmod, a new hard link): note them
-            from filelock import FileLock, Timeout
+            from .locks import LockBusy, hold
 
-            try:
-                with FileLock(str(self.directory / "index.lock"), timeout=0):
+            try:  # never waits: an indexer holding it notes them itself
+                with hold(self.directory / INDEX_LOCK, "another ranklens indexing this root", 0):
                     checked.refreshed().save(self.directory)
-            except (Timeout, OSError):
+            except (LockBusy, OSError):
                 pass
         return stats
 

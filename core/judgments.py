@@ -122,9 +122,11 @@ def judge(
     ``query``; ``None`` forgets the judgment of that exact span. A new judgment of the same
     span replaces the old one. Returns the query's judgments after the change.
 
-    Raises ValueError for an empty query or a bad span, OSError when the file cannot be written.
+    Raises ValueError for an empty query or a bad span, OSError when the file cannot be written,
+    :class:`core.locks.LockBusy` when another process holds its lock past
+    :data:`core.locks.JUDGMENTS_WAIT_S`.
     """
-    from filelock import FileLock
+    from .locks import JUDGMENTS_WAIT_S, hold
 
     key = normalize_query(query)
     if not key:
@@ -136,7 +138,7 @@ def judge(
     span = Span(path, int(start), int(end))
     target = judgments_path(root, cache_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _lock, FileLock(str(target) + ".lock"):
+    with _lock, hold(str(target) + ".lock", "another ranklens saving relevance judgments", JUDGMENTS_WAIT_S):
         everything = load_judgments(root, cache_dir)
         found = everything.setdefault(key, QueryJudgments(key))
         found.relevant = [s for s in found.relevant if s != span]

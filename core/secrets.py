@@ -44,6 +44,7 @@ from dataclasses import dataclass
 __all__ = [
     "EXTRA_PATTERNS",
     "MARKER",
+    "NAME_RULES_VERSION",
     "RULES_VERSION",
     "Finding",
     "find",
@@ -58,6 +59,10 @@ MARKER = "[ranklens: credential redacted]"
 #: Bumped whenever what is redacted or skipped as a secret changes: an index built under
 #: other rules is rebuilt (its stored text may hold what these rules now remove).
 RULES_VERSION = 1
+#: Bumped when a name rule skips fewer files (nothing stored needs removing, so no rebuild):
+#: the next pass lists the tree again (core.freshness.snapshot_key) and indexes what is now
+#: kept. 2: the word rule judges data and key files only, not documentation pages.
+NAME_RULES_VERSION = 2
 
 
 # --- secret files, by name -----------------------------------------------------------
@@ -88,82 +93,60 @@ _SECRET_EXTENSIONS = frozenset({".key", ".p12", ".pfx", ".jks", ".keystore", ".k
 _ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template"})
 _SECRET_WORDS = frozenset({"secret", "secrets", "credential", "credentials"})
 _WORD_SPLIT = re.compile(r"[-_.\s]+")
-# ``secrets.yaml``, ``client_secret.json`` and ``secret.txt`` hold values, while
-# ``credentials.py``, ``secret_manager.go`` or ``docs/secrets.md`` are code and
-# documentation *about* credentials, which is exactly what a code search user looks for
-# (credentials inside them are redacted line by line). ``.txt`` is deliberately absent:
-# plain text is where tokens get pasted.
-_CODE_OR_DOC_EXTENSIONS = frozenset(
+# The word rule judges data and key files only: ``secrets.yaml``, ``client_secret.json``,
+# ``credentials`` and ``secret.txt`` hold values, while ``credentials.py``, ``secret_manager.go``,
+# ``docs/secrets.md`` or ``prefect_aws-credentials.mdx`` are code and documentation *about*
+# credentials, which is exactly what a code search user looks for (a credential inside one is
+# redacted line by line). ``.txt`` counts as data: plain text is where tokens get pasted. ""
+# is a name without an extension (``credentials``, ``aws_credentials``).
+_DATA_EXTENSIONS = frozenset(
     {
-        ".py",
-        ".pyi",
-        ".pyx",
-        ".ipynb",
-        ".go",
-        ".rs",
-        ".js",
-        ".jsx",
-        ".mjs",
-        ".cjs",
-        ".ts",
-        ".tsx",
-        ".mts",
-        ".cts",
-        ".vue",
-        ".svelte",
-        ".java",
-        ".kt",
-        ".kts",
-        ".scala",
-        ".groovy",
-        ".gradle",
-        ".rb",
-        ".php",
-        ".cs",
-        ".fs",
-        ".vb",
-        ".c",
-        ".h",
-        ".cc",
-        ".cpp",
-        ".cxx",
-        ".hh",
-        ".hpp",
-        ".hxx",
-        ".m",
-        ".mm",
-        ".swift",
-        ".dart",
-        ".lua",
-        ".pl",
-        ".pm",
-        ".r",
-        ".jl",
-        ".ex",
-        ".exs",
-        ".erl",
-        ".hrl",
-        ".hs",
-        ".ml",
-        ".mli",
-        ".clj",
-        ".cljs",
-        ".elm",
-        ".nim",
-        ".zig",
-        ".sh",
-        ".bash",
-        ".zsh",
-        ".fish",
-        ".ps1",
-        ".sql",
-        ".tf",
-        ".proto",
-        ".graphql",
-        ".md",
-        ".markdown",
-        ".rst",
-        ".adoc",
+        "",
+        ".json",
+        ".jsonc",
+        ".json5",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".ini",
+        ".cfg",
+        ".conf",
+        ".config",
+        ".env",
+        ".properties",
+        ".xml",
+        ".plist",
+        ".txt",
+        ".csv",
+        ".tsv",
+        ".dat",
+        ".data",
+        ".db",
+        ".sqlite",
+        ".bin",
+        ".enc",
+        ".gpg",
+        ".pgp",
+        ".asc",
+        ".age",
+        ".pem",
+        ".der",
+        ".crt",
+        ".cer",
+        ".tfvars",
+        ".tfstate",
+        ".kdb",
+        ".pkl",
+        ".pickle",
+        ".bak",
+        ".old",
+        ".orig",
+        ".backup",
+        ".secret",
+        ".secrets",
+        ".cred",
+        ".creds",
+        ".credentials",
     }
 )
 
@@ -182,11 +165,12 @@ def is_secret_name(name: str) -> str | None:
         ``"secret file name"`` (``.env``, ``.netrc``, SSH keys …), ``"key store
         extension"`` (``.key``, ``.p12``, ``.jks`` …), ``".env variant"`` (``.env.local``;
         not the ``.example``/``.sample``/``.template`` ones) or ``"secret data file name"``
-        (a data or extension-less file whose name starts or ends with the word secret(s)
-        or credential(s), or starts with ``client_secret``: ``secrets.yaml``,
-        ``app-secrets.env``, ``credentials.json``); None for any other name.
+        (a data, key or extension-less file, :data:`_DATA_EXTENSIONS`, whose name starts or
+        ends with the word secret(s) or credential(s), or starts with ``client_secret``:
+        ``secrets.yaml``, ``app-secrets.env``, ``credentials.json``); None for any other name.
         A name with the word in the middle (``securityfs-secrets-coco``, kernel
-        documentation) or a source or documentation extension is not a secret.
+        documentation) or any other extension (source; documentation pages such as
+        ``prefect_aws-credentials.mdx``) is not a secret; the content rules still apply.
     """
     lower = name.lower()
     stem, ext = os.path.splitext(lower)
@@ -196,7 +180,7 @@ def is_secret_name(name: str) -> str | None:
         return "key store extension"
     if lower.startswith(".env.") and lower not in _ENV_TEMPLATES:
         return ".env variant"
-    if ext in _CODE_OR_DOC_EXTENSIONS or not any(w in lower for w in ("secret", "credential")):
+    if ext not in _DATA_EXTENSIONS or not any(w in lower for w in ("secret", "credential")):
         return None
     words = [w for w in _WORD_SPLIT.split(stem) if w]
     if words and (words[0] in _SECRET_WORDS or words[-1] in _SECRET_WORDS or lower.startswith("client_secret")):

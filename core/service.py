@@ -109,7 +109,12 @@ class QueryRequest:
 
     @property
     def arms(self) -> list[str]:
+        """The arms asked for, ``all`` being those fused whatever the root (:meth:`arms_of`)."""
         return fused_arms(self.retriever)
+
+    def arms_of(self, engine: Engine) -> list[str]:
+        """The arms asked for on ``engine``'s root (``all``: deep too where it is turned on)."""
+        return fused_arms(self.retriever, getattr(engine, "directory", None))
 
 
 def check_request(
@@ -123,33 +128,43 @@ def check_request(
     language: str | None = None,
     priors: bool = True,
 ) -> QueryRequest:
-    """Check a query and its options (RequestError, one line, when one is bad)."""
+    """Check a query and its options: RequestError, one line naming every bad one."""
     from .engine import check_query
 
-    if not isinstance(retriever, str):
-        raise RequestError("the retriever must be a name or a comma-separated list of names")
-    retriever = "all" if retriever.strip() == "all" else ",".join(fused_arms(retriever))
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-        raise RequestError(f"--top-k must be from 1 to {MAX_TOP_K}, got {top_k}")
-    if rrf_k is not None:
+    problems: list[str] = []
+
+    def check(fn):
         try:
-            check_k(rrf_k)
-        except (TypeError, ValueError) as exc:
-            raise RequestError(str(exc)) from None
-    ws = parse_weights(weights)
+            return fn()
+        except RequestError as exc:
+            problems.extend(exc.all)
+        except (TypeError, ValueError, QueryError) as exc:
+            problems.append(str(exc))
+        return None
+
+    if not isinstance(retriever, str):
+        problems.append("the retriever must be a name or a comma-separated list of names")
+        retriever = "all"
+    retriever = check(lambda: "all" if retriever.strip() == "all" else ",".join(fused_arms(retriever))) or "all"
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        problems.append(f"--top-k must be from 1 to {MAX_TOP_K}, got {top_k}")
+    if rrf_k is not None:
+        check(lambda: check_k(rrf_k))
+    ws = check(lambda: parse_weights(weights)) or {}
     if language is not None:
         from .languages import LANGUAGE_NAMES
 
         if not isinstance(language, str):
-            raise RequestError("the language must be a name such as python")
-        if language.strip() and language.strip().lower() not in LANGUAGE_NAMES:
+            problems.append("the language must be a name such as python")
+            language = None
+        elif language.strip() and language.strip().lower() not in LANGUAGE_NAMES:
             # A filter on a name no chunk can have would answer "no results" for a typo.
-            raise RequestError(f"unknown language {language!r} (known: {', '.join(LANGUAGE_NAMES)})")
-        language = language.strip().lower() or None  # "": no filter, as before
-    try:
-        text = check_query(text)
-    except QueryError as exc:
-        raise RequestError(str(exc)) from None
+            problems.append(f"unknown language {language!r} (known: {', '.join(LANGUAGE_NAMES)})")
+        else:
+            language = language.strip().lower() or None  # "": no filter, as before
+    text = check(lambda: check_query(text))
+    if problems:
+        raise RequestError.of(problems)
     return QueryRequest(text, top_k, retriever, weights, ws, rrf_k, path_glob, language, priors)
 
 
@@ -166,7 +181,7 @@ class NoAnswer(RuntimeError):
 
 def deep_ready(stats) -> bool:
     """Whether the last index pass left the deep arm able to answer."""
-    return not (stats.deep or stats.deep_deferred)
+    return not (stats.deep or stats.deep_deferred or stats.deep_busy)
 
 
 def answer_query(
@@ -222,7 +237,7 @@ def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = N
     the shipped defaults, its --weights (per arm) and --rrf-k on top. ``deep``: whether the
     deep arm can answer; when it cannot it takes its shipped weights with it (the other arms'
     are those tuned without it)."""
-    arms = request.arms
+    arms = request.arms_of(engine)
     served = getattr(engine, "served", None)
     if served is not None and request.retriever == "all":  # a shared store: the arms it serves
         arms = [a for a in arms if a in served]
@@ -249,10 +264,11 @@ def settings_for(engine: Engine, request: QueryRequest, *, deep: bool | None = N
         raise RequestError(str(exc)) from None
 
 
-def fused_arms(retriever: str) -> list[str]:
-    """``all`` -> the default arms; ``name`` or ``a,b`` -> those arms (RequestError if unknown)."""
+def fused_arms(retriever: str, directory: Path | None = None) -> list[str]:
+    """``all`` -> the default arms (of the root whose index folder is ``directory``: deep where
+    it is turned on); ``name`` or ``a,b`` -> those arms (RequestError if unknown)."""
     if retriever.strip() == "all":
-        return list(default_arms())
+        return list(default_arms(directory))
     names = [n.strip() for n in retriever.split(",") if n.strip()]
     if not names:
         raise RequestError("--retriever is empty")

@@ -81,7 +81,7 @@ class FusionSettings:
     ) -> FusionSettings:
         """Shipped defaults, then ``root``'s tuned config, then these arguments.
 
-        ``arms``: default :func:`core.arms.default_arms`. ``weights``: per arm, over the
+        ``arms``: default :func:`core.arms.default_arms` of ``root``. ``weights``: per arm, over the
         config's (the arms it does not name keep theirs). ``with_deep``: whether the shipped
         weights are those tuned with the ``deep`` arm (default: whether it is asked for);
         a caller that knows deep cannot answer passes False, so the other arms keep the
@@ -90,9 +90,12 @@ class FusionSettings:
         ``weights`` and ``k`` make it unnecessary).
         """
         from .arms import default_arms
-        from .config import ConfigError, default_config, load_config
+        from .config import ConfigError, config_path, default_config, load_config
 
-        names = tuple(arms) if arms is not None else tuple(default_arms())
+        if arms is not None:
+            names = tuple(arms)
+        else:  # the root's own: deep where it is turned on for it
+            names = tuple(default_arms(config_path(root, cache_dir).parent if root is not None else None))
         deep = ("deep" in names) if with_deep is None else with_deep
         if config is None:
             if root is None:

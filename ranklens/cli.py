@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,9 @@ def _help_values() -> dict[str, str]:
 
     return {
         # What "all" fuses (the same text whatever is installed here).
-        "@ALL_ARMS@": ", ".join([*always_fused(), *(f"plus {a} when installed" for a in optional_defaults())]),
+        "@ALL_ARMS@": ", ".join(
+            [*always_fused(), *(f"plus {a} where `index --deep` turned it on" for a in optional_defaults())]
+        ),
         "@ARMS@": ", ".join(REGISTRY),
         "@PRIOR_RULES@": ", ".join(f"{r.name} x{r.factor:g}" for r in RULES),
         "@CANDIDATE_DEPTH@": str(CANDIDATE_DEPTH),
@@ -195,6 +198,23 @@ def _note(message: str) -> None:
     click.echo(f"ranklens: {message}", err=True)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as Ctrl-C is: whatever keeps its work on Ctrl-C (the
+    indexer's committed generations, the deep arm's embedded vectors) keeps it on SIGTERM."""
+
+
+def _save_on_sigterm() -> None:
+    """From now on SIGTERM stops this command as Ctrl-C does (:class:`Terminated`), instead of
+    killing it where it stands (the UI and the MCP server keep their own handling)."""
+    import signal
+
+    def terminate(signum, _frame) -> None:
+        raise Terminated(signum)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, terminate)
+
+
 def _run_index(
     engine: Engine,
     show_progress: bool,
@@ -230,12 +250,35 @@ def _run_index(
         )
     if stats.warning:
         _note(f"warning: {stats.warning}")
-    if stats.deep_deferred:
-        _note(
-            f"deep: {stats.deep_deferred:,} chunks to embed (minutes); `ranklens index` builds them, "
-            "deep sits out until then"
-        )
+    said = engine.deep_note(stats) if not getattr(engine, "shared", False) else None
+    if said:  # once, not on every query (core.engine.Engine.deep_note)
+        _note(said)
     return stats
+
+
+#: Set by `index`: its deep stage is background work, run at a lower CPU priority so that
+#: queries from other processes meanwhile get the cores first.
+_DEEP_IN_BACKGROUND: list[bool] = []
+
+
+def _deep_starts(p) -> None:
+    """The deep arm starts embedding ``p.total`` texts: in `index`, lower this process's CPU
+    priority (it is the last stage; a query's own few texts keep theirs)."""
+    if _DEEP_IN_BACKGROUND and p.stage == "deep" and p.done == 0 and p.total > 0:
+        import contextlib
+        import os
+
+        _DEEP_IN_BACKGROUND.clear()
+        with contextlib.suppress(OSError, AttributeError):
+            os.nice(10)
+
+
+def _deep_start_note(p) -> None:
+    """Without a progress bar: one line when the deep arm starts embedding (the summary's
+    line says how it ended)."""
+    _deep_starts(p)
+    if p.stage == "deep" and p.done == 0 and p.total > 0:
+        _note(f"deep: embedding {p.total:,} chunks (minutes; Ctrl-C or SIGTERM keeps what is done)")
 
 
 def _run_index_stages(
@@ -248,7 +291,9 @@ def _run_index_stages(
     survey=None,
 ):
     if not show_progress:
-        return engine.ensure_index(deep=deep, deep_limit=deep_limit, open_view=open_view, fresh=fresh, survey=survey)
+        return engine.ensure_index(
+            _deep_start_note, deep=deep, deep_limit=deep_limit, open_view=open_view, fresh=fresh, survey=survey
+        )
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
@@ -266,6 +311,7 @@ def _run_index_stages(
         tasks = {stage: bar.add_task(stage, total=None, visible=False) for stage in STAGES}
 
         def progress(p: Progress) -> None:
+            _deep_starts(p)
             bar.update(tasks[p.stage], completed=p.done, total=max(p.total, 1), visible=True)
 
         return engine.ensure_index(
@@ -422,6 +468,14 @@ def tui(
     default=None,
     help="With a shared --store and one ROOT: the repository's name in the store (default: ROOT's folder name).",
 )
+@click.option(
+    "--deep/--no-deep",
+    default=None,
+    help=(
+        "Turn the optional deep arm on (or off) for each ROOT, kept in its config.json as "
+        '"deep" (default: as set for ROOT, else off; the [deep] extra must be installed).'
+    ),
+)
 def index(
     roots: tuple[str, ...],
     as_json: bool,
@@ -432,6 +486,7 @@ def index(
     wait: float,
     name: str | None,
     fresh: bool,
+    deep: bool | None,
 ) -> None:
     """Build or incrementally update the index of each ROOT (default: .).
 
@@ -445,15 +500,25 @@ def index(
     --json lists every rule with its counts under "excluded". Lines holding credentials
     are indexed as "[ranklens: credential redacted]" ("redacted" in --json).
 
-    With the [deep] extra installed (README, "Other installs") a last stage embeds the
-    chunks for the deep arm: slow (~10 chunks/s on 2 cores), but only text it has never seen;
-    RANKLENS_DEEP=0 leaves it out.
+    The summary gives the wall time; --json adds each stage's time ("seconds", stages
+    overlap) and "wall".
+
+    The deep arm is off unless --deep turns it on for ROOT (it stays on until --no-deep; the
+    [deep] extra must be installed, README "Other installs"). Then a last stage, after the
+    index is committed, embeds the chunks it lacks: slow (~10 chunks/s on 2 cores), but only
+    text it has never seen, with progress on a terminal and a line when it starts and ends
+    otherwise. Queries meanwhile answer without deep and never wait for it; Ctrl-C or SIGTERM
+    keeps what is embedded, and the next run goes on from there; the stage runs at a lower
+    CPU priority (nice 10). RANKLENS_DEEP=1 or 0 turns it on or off for every root.
 
     With a shared --store (a Milvus Lite file or a Milvus server, docs/milvus.md) every ROOT
     goes into one collection as a repository named after its folder; only changed files are
     re-chunked and re-embedded, and a second indexer of the same repository waits --wait
     seconds, then refuses.
     """
+    t0 = time.perf_counter()
+    _save_on_sigterm()
+    _DEEP_IN_BACKGROUND[:] = [True]
     roots = roots or (".",)
     if name is not None and len(roots) > 1:
         raise UsageProblem("--repo names one repository: give one ROOT with it")
@@ -467,9 +532,24 @@ def index(
         return
     if name is not None:
         raise UsageProblem("--repo names a repository in a shared store: give --store too")
+    if deep is True:
+        from .core.arms.deep import unavailable
+
+        missing = unavailable()
+        if missing:
+            raise UsageProblem(f"--deep: the deep arm is {missing}")
     for i, root in enumerate(roots):
+        if i:
+            t0 = time.perf_counter()
         engine = first if i == 0 else open_engine(root, model, _note, hidden, no_ignore, store=store)
-        _index_local(engine, as_json, fresh, survey if i == 0 else None)
+        if deep is not None:
+            from .core.config import ConfigError, set_deep
+
+            try:
+                set_deep(engine.root, deep, engine.cache_dir)
+            except (ConfigError, OSError) as exc:
+                raise UsageProblem(f"--{'' if deep else 'no-'}deep: {exc}") from None
+        _index_local(engine, as_json, fresh, survey if i == 0 else None, t0)
 
 
 def _index_shared(roots, first, as_json: bool, model, hidden, no_ignore, store, wait: float) -> None:
@@ -496,7 +576,10 @@ def _index_shared(roots, first, as_json: bool, model, hidden, no_ignore, store, 
     first.close()
 
 
-def _index_local(engine: Engine, as_json: bool, fresh: bool = False, survey=None) -> None:
+def _index_local(engine: Engine, as_json: bool, fresh: bool = False, survey=None, t0: float | None = None) -> None:
+    """One root's ``index``: progress on a terminal, then a summary line with the wall time
+    since ``t0`` (the command's start), the deep arm's outcome on stderr."""
+    t0 = time.perf_counter() if t0 is None else t0
     stats = _run_index(
         engine,
         show_progress=not as_json and sys.stderr.isatty(),
@@ -505,12 +588,15 @@ def _index_local(engine: Engine, as_json: bool, fresh: bool = False, survey=None
         fresh=fresh,
         survey=survey,
     )
+    stats.wall = time.perf_counter() - t0
     if as_json:
         click.echo(json.dumps(stats.to_dict(), indent=2))
         return
     if stats.dense:
         _note(f"dense arm skipped: {stats.dense}")
-    took = sum(stats.seconds.values())
+    said = _deep_outcome(stats)
+    if said:
+        _note(said)
     deep = f", {stats.deep_embedded} deep-embedded" if "deep" in stats.seconds else ""
     check = stats.check
     how = (
@@ -521,8 +607,28 @@ def _index_local(engine: Engine, as_json: bool, fresh: bool = False, survey=None
     click.echo(
         f"indexed {stats.files} files, {stats.chunks} chunks "
         f"(+{stats.added} ~{stats.changed} -{stats.removed}, {stats.embedded} embedded{deep}, "
-        f"{len(stats.skipped)} skipped{how}) in {took:.2f}s -> {stats.index_dir}"
+        f"{len(stats.skipped)} skipped{how}) in {stats.wall:.2f}s -> {stats.index_dir}"
     )
+    # Each stage's own time apart from the wall: chunking, embedding and writing overlap.
+    stages = ", ".join(f"{stage} {sec:.2f}s" for stage, sec in stats.seconds.items() if sec >= 0.005)
+    if stages:
+        click.echo(f"  stages (they overlap): {stages}")
+
+
+def _deep_outcome(stats) -> str | None:
+    """The line ``index`` ends the deep arm's stage with (None: it had nothing to say)."""
+    if "deep" not in stats.seconds:
+        return None  # not turned on for this root, or not installed
+    if stats.deep:
+        return f"deep: {stats.deep}"
+    if stats.deep_busy:
+        return "deep: another ranklens is embedding this root's chunks; it commits them when done"
+    if stats.deep_embedded:
+        return (
+            f"deep: {stats.deep_embedded:,} chunks embedded in {stats.seconds['deep']:.1f}s; "
+            "the deep arm answers from now on"
+        )
+    return None
 
 
 BATCH_HELP = (
@@ -629,9 +735,11 @@ def query(
     never answered from its old text (below). The fused list goes through the
     code-aware ranking stage (a single retriever's ranking through the priors) unless
     --no-priors is given.
-    With the deep extra, a query embeds up to 200 new chunks for deep before answering; a
-    larger (first) build is left to `ranklens index` and deep sits that query out, unless
-    --retriever deep asks for it. --batch answers many queries in one process.
+    The deep arm joins only where `ranklens index --deep` turned it on. Then a query embeds
+    up to 200 new chunks for it before answering; a larger (first) build is left to
+    `ranklens index`, and while that or another process's build runs, deep sits the query
+    out without waiting (said once, not on every query), unless --retriever deep asks for
+    it. --batch answers many queries in one process.
     """
     # First, while nothing else runs: the freshness check's stat pass in a child process,
     # overlapping the engine's imports below (~0.1 s at 20k files, over a second at 80k).
@@ -668,16 +776,20 @@ def query(
 
         threading.Thread(target=load_detectors, name="ranklens-detectors", daemon=True).start()
     engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
-    # Asked for by name, deep is built whatever it costs; as one arm of many it does not hold
-    # the answer up for a first build.
+    _save_on_sigterm()
+    # Asked for by name, deep is built whatever it costs; as one arm of many (turned on for
+    # the root) it does not hold the answer up for a first build, nor wait for another
+    # process's.
+    arms = request.arms_of(engine)
     stats = _run_index(
         engine,
         show_progress=sys.stderr.isatty() and not as_json,
-        deep="deep" in request.arms,
-        deep_limit=None if request.arms == ["deep"] else QUERY_DEEP_LIMIT,
+        deep="deep" in arms,
+        deep_limit=None if arms == ["deep"] else QUERY_DEEP_LIMIT,
         fresh=fresh,
         survey=survey,
     )
+    quiet = set() if deep_ready(stats) or "deep" in request.retriever.split(",") else {"deep"}
     try:
         data, hits, skipped = answer_query(engine, request, deep=deep_ready(stats), hashes=hashes)
     except NoAnswer as exc:
@@ -685,7 +797,8 @@ def query(
             _note(f"{name} skipped: {reason}")
         raise
     for name, reason in skipped:
-        _note(f"{name} skipped: {reason}")
+        if name not in quiet:  # deep sitting out was said once by _run_index; the JSON says why
+            _note(f"{name} skipped: {reason}")
     if output:
         from .core.handoff import write_json_atomic
 
@@ -787,7 +900,9 @@ def _query_batch(
     from .core.service import QUERY_DEEP_LIMIT, NoAnswer, answer_query, check_request, deep_ready, open_engine
 
     engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
-    arms = check_request("batch", **defaults).arms
+    _save_on_sigterm()
+    asked = check_request("batch", **defaults)
+    arms = asked.arms_of(engine)
     stats = _run_index(
         engine,
         show_progress=False,
@@ -797,6 +912,7 @@ def _query_batch(
         survey=survey,
     )
     noted: set[tuple[str, str]] = set()
+    quiet = set() if deep_ready(stats) else {"deep"}  # said once by _run_index
     failed = malformed = total = 0
     for number, line in enumerate(sys.stdin, start=1):
         if not line.strip():
@@ -816,7 +932,7 @@ def _query_batch(
             out = {"id": qid, "error": exc.detail() if isinstance(exc, NoAnswer) else str(exc)}
         else:
             for pair in skipped:
-                if pair not in noted:
+                if pair not in noted and pair[0] not in quiet:
                     noted.add(pair)
                     _note(f"{pair[0]} skipped: {pair[1]}")
             out = {"id": qid, **data}
@@ -950,7 +1066,11 @@ def eval_command(
     # Every other arm gets a row, an optional one (deep) only where it is a default arm
     # (installed, not switched off): deep's vectors take minutes to build, and a row that says
     # "not installed" is noise.
-    also = [a for a, s in REGISTRY.items() if a not in settings.arms and (not s.optional or a in default_arms())]
+    also = [
+        a
+        for a, s in REGISTRY.items()
+        if a not in settings.arms and (not s.optional or a in default_arms(engine.directory))
+    ]
     run = _run_labeled(engine, labeled, settings, also=also, top_k=top_k, quiet=as_json)
     data = {"root": str(engine.root), "file": queries, **report(run)}
     if as_json:
@@ -1266,7 +1386,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Without standalone mode click returns a command's click.exceptions.Exit code (--batch's).
         code = cli.main(args=argv, prog_name="ranklens", standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__ or exc.__context__, Terminated):
+            _note("terminated (SIGTERM); what was committed and embedded so far is kept")
+            return 143
         _note("aborted")
         return 130
     except click.ClickException as exc:
@@ -1277,6 +1400,9 @@ def main(argv: list[str] | None = None) -> int:
     except RequestError as exc:  # UsageProblem too
         _note(f"error: {exc}")
         return 2
+    except Terminated:
+        _note("terminated (SIGTERM); what was committed and embedded so far is kept")
+        return 143
     except KeyboardInterrupt:
         _note("interrupted")
         return 130
@@ -1284,9 +1410,15 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, _raised("core.store", "IndexWriteError")):
             # disk full, a file-size limit: the previous index serves
             _note(f"error: {exc.args[-1]}")
-        elif isinstance(exc, _raised("core.stores", "StoreError") + _raised("core.service", "NoAnswer")):
-            # a shared store down, refusing the token, missing or of another format; or every
-            # arm asked for was skipped (each said why above)
+        elif isinstance(
+            exc,
+            _raised("core.stores", "StoreError")
+            + _raised("core.service", "NoAnswer")
+            + _raised("core.locks", "LockBusy"),
+        ):
+            # a shared store down, refusing the token, missing or of another format; every
+            # arm asked for was skipped (each said why above); another process held a lock
+            # past its budget (core.locks)
             _note(f"error: {exc}")
         else:  # the promise: a one-line message, never a traceback
             _note(f"internal error: {type(exc).__name__}: {exc}")

@@ -108,7 +108,14 @@ def argument_errors(error: ValidationError, schema: dict) -> str:
 
 
 class _Server(MCPServer):
-    """The SDK's server, with argument errors said on one line (:func:`argument_errors`)."""
+    """The SDK's server, with argument errors said on one line (:func:`argument_errors`):
+    every bad argument of a call, those the schema refuses and those a tool's own checks
+    (``checks``: tool name -> a function of the arguments the schema let through, returning
+    its complaints) refuse."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.checks: dict[str, Any] = {}
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None):
         try:
@@ -119,7 +126,14 @@ class _Server(MCPServer):
                 raise
             tool = self._tool_manager.get_tool(name)
             schema = tool.parameters if tool is not None else {}
-            raise ToolError(f"Error executing tool {name}: {argument_errors(cause, schema)}") from cause
+            said = argument_errors(cause, schema)
+            check = self.checks.get(name)
+            if check is not None and isinstance(arguments, dict):
+                refused = {str(err["loc"][0]) for err in cause.errors(include_url=False) if err.get("loc")}
+                rest = {k: v for k, v in arguments.items() if k not in refused}
+                more = await anyio.to_thread.run_sync(check, rest)
+                said = "; ".join(dict.fromkeys([*said.split("; "), *more]))
+            raise ToolError(f"Error executing tool {name}: {said}") from cause
 
 
 def _result(data: dict) -> CallToolResult:
@@ -177,6 +191,7 @@ async def _call(service: AgentService, ctx: Context | None, fn, *args, **kwargs)
 def build_server(service: AgentService) -> MCPServer:
     """The MCP server of one :class:`AgentService` (its four tools)."""
     server = _Server("ranklens", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server.checks = {"search": service.search_problems}
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def search(
@@ -190,7 +205,7 @@ def build_server(service: AgentService) -> MCPServer:
         retrievers: Annotated[
             list[str] | None,
             Field(
-                description="Retrievers to fuse (default: all installed: bm25, fts5, dense, symbols, plus deep when installed). One name gives that retriever's own ranking. Also: hybrid, lexical+ctx."
+                description="Retrievers to fuse (default: bm25, fts5, dense, symbols, plus deep where `ranklens index --deep` turned it on for this repository). One name gives that retriever's own ranking. Also: hybrid, lexical+ctx."
             ),
         ] = None,
         weights: Annotated[

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -25,3 +26,22 @@ def assert_python_prints_ok(code: str) -> None:
     it must exit 0 after printing ``ok``."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+@contextlib.contextmanager
+def lock_held_elsewhere(path):
+    """Hold the file lock ``path`` from another process (as another ranklens would) for the
+    ``with`` block."""
+    code = (
+        "import sys\nfrom filelock import FileLock\n"
+        "lock = FileLock(sys.argv[1])\nlock.acquire()\nprint('held', flush=True)\nsys.stdin.read()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.stdin.close()
+        holder.wait(30)

@@ -169,9 +169,9 @@ def write_repo(root: Path, files: dict[str, str] = FILES) -> Path:
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own index cache, never the user's."""
     monkeypatch.setenv("RANKLENS_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    # The optional deep arm stays out of the defaults, so the suite behaves the same with and
-    # without its extra (and does not embed for minutes); tests/test_deep.py turns it on.
-    monkeypatch.setenv("RANKLENS_DEEP", "0")
+    # The optional deep arm is off unless a root turns it on, so the suite behaves the same with
+    # and without its extra; a test that needs it turns it on itself (fake_deep, tests/test_deep.py).
+    monkeypatch.delenv("RANKLENS_DEEP", raising=False)
 
 
 @pytest.fixture
@@ -211,15 +211,16 @@ class FakeDeepEncoder:
 
 @pytest.fixture
 def fake_deep(monkeypatch) -> FakeDeepEncoder:
-    """The deep arm "installed" and fused by default, with :class:`FakeDeepEncoder` for a model
-    (its build and the TUI's handling of it run everywhere, extra or not)."""
+    """The deep arm "installed" and turned on for every root (``RANKLENS_DEEP=1``), with
+    :class:`FakeDeepEncoder` for a model (its build and the TUI's handling of it run
+    everywhere, extra or not)."""
     from ranklens.core.arms.deep import model
 
     encoder = FakeDeepEncoder()
     monkeypatch.setattr(model, "unavailable", lambda: None)
     monkeypatch.setattr(model, "model_id", lambda: FakeDeepEncoder.name)
     monkeypatch.setattr(model, "_ENCODER", encoder)
-    monkeypatch.delenv("RANKLENS_DEEP", raising=False)
+    monkeypatch.setenv("RANKLENS_DEEP", "1")
     return encoder
 
 

@@ -92,7 +92,7 @@ def test_the_command_line_lists_and_fuses_a_registered_arm(sample_repo):
         return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120)
 
     help_text = " ".join(run("query", "--help").stdout.split())
-    assert "fuse bm25, fts5, dense, symbols, names, plus deep when installed" in help_text
+    assert "fuse bm25, fts5, dense, symbols, names, plus deep where `index --deep` turned it on" in help_text
     assert "lexical+ctx, names" in help_text
     out = run("query", "hash password", "--root", str(sample_repo), "--json")
     assert out.returncode == 0, out.stderr

@@ -32,6 +32,29 @@ def test_index_json_summary_then_incremental(sample_repo):
     assert again["up_to_date"] and again["embedded"] == 0
 
 
+def test_index_reports_its_wall_time_and_the_stage_times_apart(sample_repo):
+    """The summary's time is the command's wall (the stages overlap: their sum was printed as
+    `in 71.54s` for a 36.6 s run); each stage's own time is on a line of its own."""
+    import time
+
+    from ranklens.core import indexer
+
+    t0 = time.perf_counter()
+    out = run("index", str(sample_repo))
+    elapsed = time.perf_counter() - t0
+    assert out.returncode == 0, out.stderr
+    summary, stages = out.stdout.strip().splitlines()
+    wall = float(re.search(r" in (\d+\.\d+)s -> ", summary).group(1))
+    assert 0 < wall <= elapsed
+    assert stages.startswith("  stages (they overlap): ") and "chunk " in stages
+    listed = dict(re.findall(r"(\w[\w ]*?) (\d+\.\d+)s", stages.split(": ", 1)[1]))
+    assert set(listed) <= {"check", *indexer.STAGES, "embed wait"}, listed
+    # JSON: the stages apart, the wall beside them; stages that overlap may sum past it.
+    (sample_repo / "app" / "extra.py").write_text("def extra():\n    return 1\n")
+    data = json.loads(run("index", str(sample_repo), "--json").stdout)
+    assert data["wall"] > 0 and "chunk" in data["seconds"] and "total" not in data["seconds"]
+
+
 def test_query_text_lines_open_in_an_editor(sample_repo):
     out = run("query", "how are passwords hashed", "--root", str(sample_repo), "--top-k", "3")
     assert out.returncode == 0, out.stderr
@@ -259,6 +282,27 @@ def test_no_ignore_and_hidden_are_remembered_until_changed(tmp_path):
     assert data["files"] == 5 and data["added"] == 2 and not data["rebuilt"]  # .gitignore, .clang-format
     data = json.loads(run("index", str(root), "--json", "--no-hidden", "--ignore").stdout)
     assert data["files"] == 0 and data["removed"] == 5 and not data["rebuilt"]
+
+
+def test_a_docs_page_named_after_credentials_is_indexed_its_content_rules_kept(tmp_path):
+    root = tmp_path / "repo"
+    page = root / "docs" / "integrations" / "prefect_aws-credentials.mdx"
+    page.parent.mkdir(parents=True)
+    key = "AKIA" + "Q" * 16
+    page.write_text(
+        f"# AWS credentials block\n\nStore the access key of the deploy role.\n\nexport AWS_ACCESS_KEY_ID={key}\n"
+    )
+    (root / "secrets.yaml").write_text("token: abc\n")  # a data file: still skipped by name
+    data = json.loads(run("index", str(root), "--json").stdout)
+    assert data["files"] == 1 and data["skipped"] == [{"path": "secrets.yaml", "reason": "secret"}]
+    assert data["redacted"] == [{"path": "docs/integrations/prefect_aws-credentials.mdx", "lines": [5]}]
+    out = run("query", "aws credentials block access key", "--root", str(root), "--json")
+    hits = json.loads(out.stdout)["results"]
+    assert hits and hits[0]["path"] == "docs/integrations/prefect_aws-credentials.mdx"
+    assert run("why", "docs/integrations/prefect_aws-credentials.mdx", "--root", str(root)).stdout.startswith(
+        "docs/integrations/prefect_aws-credentials.mdx: kept"
+    )
+    assert key not in out.stdout
 
 
 def test_why_names_the_deciding_rule(tmp_path):

@@ -33,7 +33,7 @@ def no_extra(monkeypatch):
     """As if onnxruntime were not installed (a None entry makes imports and find_spec fail)."""
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     monkeypatch.setattr(deep_model, "_ENCODER", None)
-    monkeypatch.delenv("RANKLENS_DEEP", raising=False)
+    monkeypatch.setenv("RANKLENS_DEEP", "1")  # turned on: only missing
 
 
 def test_without_the_extra_deep_is_not_a_default_arm(no_extra):
@@ -121,20 +121,43 @@ def test_cli_without_the_extra(sample_repo, tmp_path):
     assert not plain_report["skipped"] and "deep" not in plain_report["groups"]["all"]["rows"]
     assert plain_report["configuration"]["arms"] == list(DEFAULT_ARMS)
     listed = _cli("query", "--help", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path)
-    assert "plus deep when installed" in " ".join(listed.stdout.split())
+    assert "plus deep where `index --deep` turned it on" in " ".join(listed.stdout.split())
     summary = json.loads(
         _cli("index", str(sample_repo), "--json", env_extra=env, block_onnxruntime=True, tmp_path=tmp_path).stdout
     )
     assert summary["deep"] == deep.INSTALL_HINT and summary["deep_embedded"] == 0
 
 
-def test_switched_off_it_leaves_the_defaults(monkeypatch):
+def test_installed_it_is_off_until_a_root_turns_it_on(monkeypatch, tmp_path):
+    from ranklens.core.config import deep_switch, set_deep
+
     monkeypatch.setattr(deep_model, "unavailable", lambda: None)
+    monkeypatch.delenv("RANKLENS_DEEP", raising=False)
+    folder = tmp_path / "index"
+    folder.mkdir()
+    # Installed is not enough: no root, or a root that did not ask, fuses the four arms.
+    assert default_arms() == default_arms(folder) == DEFAULT_ARMS
+    (folder / "config.json").write_text('{"deep": true}')
+    assert deep_switch(folder) is True and default_arms(folder) == (*DEFAULT_ARMS, "deep")
+    assert default_arms() == DEFAULT_ARMS  # another root is not this one
+    for off in ("0", "off", "no", "false"):  # the variable wins over the root's config
+        monkeypatch.setenv("RANKLENS_DEEP", off)
+        assert default_arms(folder) == DEFAULT_ARMS
     monkeypatch.setenv("RANKLENS_DEEP", "1")
     assert default_arms() == (*DEFAULT_ARMS, "deep")
-    for off in ("0", "off", "no", "false"):
-        monkeypatch.setenv("RANKLENS_DEEP", off)
-        assert default_arms() == DEFAULT_ARMS
+    monkeypatch.delenv("RANKLENS_DEEP")
+    # set_deep keeps the config's other keys, and a bad value is refused by name.
+    root = tmp_path / "repo"
+    root.mkdir()
+    path = set_deep(root, True)
+    path.write_text('{"k": 7, "deep": true}')
+    set_deep(root, False)
+    assert json.loads(path.read_text()) == {"k": 7, "deep": False}
+    from ranklens.core.config import ConfigError, load_config
+
+    path.write_text('{"deep": "yes"}')
+    with pytest.raises(ConfigError, match='"deep" must be true or false'):
+        load_config(root)
 
 
 # -- the vector build, with a stand-in encoder ---------------------------------------------
@@ -316,6 +339,35 @@ def test_a_corrupt_cache_is_ignored(fake, sample_repo):
     assert engine.build_deep().complete
 
 
+def test_a_query_never_waits_for_another_process_deep_build_and_says_so_once(fake, sample_repo):
+    """``deep.lock`` held by another process (its build): the query answers at once without
+    deep, the note comes once (not on every query), and the JSON still says why deep sat out."""
+    from click.testing import CliRunner
+
+    from ranklens import cli
+    from tests.cli_helpers import lock_held_elsewhere
+
+    engine = Engine(sample_repo)
+    engine.ensure_index(deep=False)
+    with lock_held_elsewhere(engine.directory / deep.LOCK_FILE):
+        notes = []
+        for _ in range(3):
+            out = CliRunner().invoke(cli.cli, ["query", "hash a password", "--root", str(sample_repo), "--json"])
+            assert out.exit_code == 0, out.output
+            data = json.loads(out.stdout)
+            assert data["results"] and "deep" not in data["retrievers"]
+            assert "not built" in {x["name"]: x["reason"] for x in data["skipped"]}["deep"]
+            notes.append([line for line in out.stderr.splitlines() if "deep" in line])
+        assert fake.seen == []  # nothing embedded, nothing waited for
+        assert len(notes[0]) == 1 and "another ranklens is embedding" in notes[0][0], notes
+        assert notes[1] == notes[2] == []
+        assert Engine(sample_repo).ensure_index().deep_busy  # the engine says it too
+    # Its build done (here: this one), deep answers, and a later wait would be said again.
+    assert engine.build_deep().complete
+    out = CliRunner().invoke(cli.cli, ["query", "hash a password", "--root", str(sample_repo), "--json"])
+    assert "deep" in json.loads(out.stdout)["retrievers"] and "deep" not in out.stderr
+
+
 # -- the real model (only where the extra is installed) -------------------------------------
 
 
@@ -339,8 +391,10 @@ def test_real_encoder_matches_the_fp32_model(real):
     assert real.encode([]).shape == (0, deep.DIM)
 
 
-def test_real_arm_answers_a_paraphrase(real, sample_repo, monkeypatch):
-    monkeypatch.delenv("RANKLENS_DEEP", raising=False)
+def test_real_arm_answers_a_paraphrase(real, sample_repo):
+    from ranklens.core.config import set_deep
+
+    set_deep(sample_repo, True)  # off unless the root turns it on
     engine = Engine(sample_repo)
     stats = engine.ensure_index()
     assert stats.deep is None and stats.deep_embedded == stats.chunks
@@ -355,3 +409,78 @@ def test_real_arm_answers_a_paraphrase(real, sample_repo, monkeypatch):
 def test_deep_documents_lead_with_the_breadcrumb():
     assert deep.document_text("def f():\n    pass", "a.py > f") == "a.py > f\ndef f():\n    pass"
     assert deep.document_text("plain") == "plain"
+
+
+def _many_chunks(root: Path, files: int = 8, functions: int = 10) -> Path:
+    """A repository of ``files * functions`` definitions, one chunk each (the real model
+    embeds ~5-10 of them a second here: a build of seconds to a minute)."""
+    root.mkdir()
+    for f in range(files):
+        body = []
+        for i in range(functions):
+            body.append(f'def step_{f}_{i}(value, other):\n    """Step {i} of stage {f}."""\n')
+            body.extend(f"    v{j} = value * {i + j} + other - {f}\n" for j in range(24))
+            body.append(f"    return v0 - {f}\n\n\n")
+        (root / f"stage{f}.py").write_text("".join(body))
+    return root
+
+
+@pytest.mark.slow
+def test_real_cli_deep_is_opt_in_survives_sigterm_and_never_holds_a_query(real, tmp_path):
+    """With the extra installed: `index` builds nothing for deep until --deep; during that
+    build a query from another process answers at once without deep (saying so once);
+    SIGTERM keeps what was embedded, and the next `index` goes on from there."""
+    import signal
+    import time
+
+    repo, total = _many_chunks(tmp_path / "repo"), 80
+    plain = json.loads(_cli("index", str(repo), "--json").stdout)
+    assert plain["deep"].startswith("off for this root") and plain["deep_embedded"] == 0
+    assert "deep" not in plain["seconds"]
+    folder = Path(plain["index_dir"])
+    assert not (folder / deep.CACHE_DIR).exists()
+    asked = _cli("query", "step of stage", "--root", str(repo), "--json")
+    assert asked.returncode == 0 and "deep" not in asked.stderr, asked.stderr
+    assert "deep" not in json.loads(asked.stdout)["retrievers"]
+
+    builder = subprocess.Popen(
+        [sys.executable, "-m", "ranklens", "index", str(repo), "--deep"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        cwd=REPO,
+    )
+    try:
+        line = builder.stderr.readline()
+        assert f"deep: embedding {total} chunks" in line, line
+        t0 = time.perf_counter()
+        during = _cli("query", "step of stage", "--root", str(repo), "--json")
+        took = time.perf_counter() - t0
+        assert during.returncode == 0, during.stderr
+        assert builder.poll() is None, "the build ended before the query: not a test of waiting"
+        assert "deep" not in json.loads(during.stdout)["retrievers"]
+        assert during.stderr.count("another ranklens is embedding") == 1, during.stderr
+        again = _cli("query", "stage", "--root", str(repo), "--json")
+        assert again.returncode == 0 and "deep" not in again.stderr, again.stderr  # said once
+        # The proof is the build still running when it answered; the bound only catches a wait
+        # for it (a fresh interpreter's query takes ~1-2 s here, more on a loaded machine).
+        assert took < 30, took
+        time.sleep(1.0)
+        builder.send_signal(signal.SIGTERM)
+        _out, err = builder.communicate(timeout=60)
+    finally:
+        if builder.poll() is None:
+            builder.kill()
+            builder.wait()
+    assert builder.returncode == 143, err
+    assert "terminated (SIGTERM)" in err and "Traceback" not in err
+    kept = len(np.load(folder / deep.CACHE_DIR / deep.CACHE_FILE)["keys"])
+    assert 0 < kept < total  # embedded before the signal, saved by it (no checkpoint falls before 512)
+    resumed = json.loads(_cli("index", str(repo), "--json").stdout)  # still on for this root
+    assert resumed["deep"] is None and resumed["deep_embedded"] == total - kept
+    after = _cli("query", "step of stage", "--root", str(repo), "--json")
+    assert "deep" in json.loads(after.stdout)["retrievers"] and "deep" not in after.stderr
+    off = json.loads(_cli("index", str(repo), "--no-deep", "--json").stdout)
+    assert off["deep"].startswith("off for this root")
+    assert "deep" not in json.loads(_cli("query", "stage", "--root", str(repo), "--json").stdout)["retrievers"]

@@ -132,7 +132,7 @@ def test_the_shipped_defaults_follow_the_arms_installed(monkeypatch):
 
     monkeypatch.setattr(arms, "default_arms", lambda: ("bm25", "fts5", "dense", "symbols"))
     assert config.default_config() == {"weights": config.DEFAULT_WEIGHTS, "k": config.DEFAULT_K}
-    monkeypatch.setattr(arms, "default_arms", lambda: ("bm25", "fts5", "dense", "symbols", "deep"))
+    monkeypatch.setattr(arms, "default_arms", lambda directory=None: ("bm25", "fts5", "dense", "symbols", "deep"))
     assert config.default_config()["weights"] == config.DEFAULT_WEIGHTS_DEEP
     assert set(config.DEFAULT_WEIGHTS_DEEP) - set(config.DEFAULT_WEIGHTS) == {"deep"}
 

@@ -158,6 +158,49 @@ async def test_check_handoff_reports_changed_moved_and_gone_spans(sample_repo):
         assert "not a ranklens handoff" in text
 
 
+async def test_check_handoff_refuses_paths_out_of_the_root_and_folds_dot_dot_within_it(sample_repo, tmp_path):
+    """docs/agents.md: `..`, an absolute path outside the root or a symlink out of it is
+    refused (never "gone"); a path that only passes through `..` inside the root is judged
+    as the file it names."""
+    outside = tmp_path / "outside.py"
+    outside.write_text("x = 1\n")
+    async with server(sample_repo) as session:
+        doc = await call(session, "search", {"query": "LRUCache", "top_k": 1, "max_chars": 0})
+        hit = doc["results"][0]
+        assert hit["path"] == "app/cache.py"
+        paths = [
+            "../outside.py",
+            "..",
+            str(outside),
+            "/etc/passwd",
+            "app/../../outside.py",
+            "app/../app/cache.py",
+            "./app/cache.py",
+            str(sample_repo / "app" / ".." / "app" / "cache.py"),
+            "app/../app/nothing_here.py",
+        ]
+        doc["results"] = [dict(hit, path=p) for p in paths]
+        checked = await call(session, "check_handoff", {"handoff": doc})
+        statuses = [s["status"] for s in checked["spans"]]
+        assert statuses == ["refused"] * 5 + ["unchanged"] * 3 + ["gone"], checked["spans"]
+        assert [s["path"] for s in checked["spans"]] == paths  # as the handoff names them
+        assert "'..' leads outside the repository" in checked["spans"][0]["reason"]
+        assert "outside the repository" in checked["spans"][2]["reason"]
+        assert all("sha256_now" not in s for s in checked["spans"][:5])
+        # read_span folds them the same way.
+        span = await call(session, "read_span", {"path": "app/../app/cache.py", "start_line": 1, "end_line": 1})
+        assert span["path"] == "app/cache.py" and span["text"] == "class LRUCache:"
+
+
+async def test_index_status_counts_the_files_from_the_first_call(sample_repo):
+    from cli_helpers import run
+
+    assert run("index", str(sample_repo)).returncode == 0
+    async with server(sample_repo) as session:
+        status = await call(session, "index_status", {})  # its own update may still be running
+        assert status["indexed"] and status["files"] == 6, status
+
+
 async def test_check_handoff_before_the_index_is_ready_says_not_ready(sample_repo, tmp_path):
     from cli_helpers import run
 
@@ -219,6 +262,25 @@ async def test_a_malformed_call_gets_an_error_and_the_next_call_succeeds(sample_
             ("search", {"query": "cache", "top_k": "many"}, 'top_k must be an integer from 1 to 100, got "many"'),
             ("search", {"query": "cache", "top_k": 0}, "top_k must be an integer from 1 to 100, got 0"),
             ("search", {"query": "cache", "top_k": "abc", "max_chars": -1}, "top_k must be an integer"),
+            # Every bad argument of a call, in one line: the schema's and the tool's own.
+            (
+                "search",
+                {"query": "cache", "top_k": "abc", "max_chars": -1},
+                'top_k must be an integer from 1 to 100, got "abc"; max_chars must be an integer from 0 to',
+            ),
+            (
+                "search",
+                {"query": "cache", "retrievers": ["nope"], "language": "klingon"},
+                "unknown retriever 'nope'",
+            ),
+            ("search", {"query": "cache", "retrievers": ["nope"], "language": "klingon"}, "unknown language 'klingon'"),
+            (
+                "search",
+                {"query": "cache", "top_k": 0, "weights": {"vibes": 1}, "language": "klingon"},
+                "top_k must be an integer from 1 to 100, got 0; weights names an unknown retriever 'vibes'",
+            ),
+            ("search", {"query": "cache", "top_k": 0, "weights": {"vibes": 1}, "language": "klingon"}, "'klingon'"),
+            ("search", {"query": "   ", "k": -1}, "the query is empty"),
             ("search", {"query": "   "}, "the query is empty"),
             ("search", {"query": "cache", "language": "klingon"}, "unknown language 'klingon' (known: "),
             ("search", {"query": "cache", "retrievers": ["nope"]}, "unknown retriever 'nope'"),

@@ -34,14 +34,17 @@ def always_fused() -> tuple[str, ...]:
     return tuple(s.name for s in REGISTRY.values() if s.fused_by_default and not s.optional)
 
 
-def default_arms() -> tuple[str, ...]:
+def default_arms(directory=None) -> tuple[str, ...]:
     """The arms fused when none are named: :func:`always_fused`, plus each optional arm
-    (``deep``) whose extra is installed and not switched off (``RANKLENS_DEEP=0``)."""
-    return tuple(s.name for s in REGISTRY.values() if s.fused_by_default and (s.enabled is None or s.enabled()))
+    (``deep``) switched on for the root whose index folder is ``directory`` (its config, or
+    ``RANKLENS_DEEP=1``; None: no root, only the variable) and installed."""
+    return tuple(
+        s.name for s in REGISTRY.values() if s.fused_by_default and (s.enabled is None or s.enabled(directory))
+    )
 
 
 def optional_defaults() -> tuple[str, ...]:
-    """The optional arms fused by default where installed (``deep``)."""
+    """The optional arms fused by default where installed and turned on (``deep``)."""
     return tuple(s.name for s in REGISTRY.values() if s.fused_by_default and s.optional)
 
 

@@ -83,7 +83,9 @@ class IndexStats:
     deep: str | None = None  # why the deep arm has no vectors, if it has none
     deep_embedded: int = 0  # texts the deep arm embedded (the rest came from its cache)
     deep_deferred: int = 0  # texts left for `ranklens index` (more than the caller would wait for)
-    seconds: dict[str, float] = field(default_factory=dict)
+    deep_busy: bool = False  # another process was embedding for the deep arm: not waited for
+    seconds: dict[str, float] = field(default_factory=dict)  # per stage; stages overlap
+    wall: float = 0.0  # the pass's wall time (the index command's: from its start)
     check: dict = field(default_factory=dict)  # what the freshness check found (core.freshness.Check)
 
     @property
@@ -274,9 +276,10 @@ class ArmSpec:
     #: it (None: as ``weight``; an arm given none weighs 1.0).
     weight: float | None = None
     weight_with_deep: float | None = None
-    #: For an arm needing an optional extra: whether it is installed and switched on here
-    #: (only then is it fused by default). None: always.
-    enabled: Callable[[], bool] | None = None
+    #: For an arm needing an optional extra: whether it is installed and switched on for the
+    #: root whose index folder it is given (None: no root; only then is it fused by default).
+    #: None: always.
+    enabled: Callable[..., bool] | None = None
     #: Its part of each generation (a new :class:`ArmBuild` per update, given the index
     #: settings). None: the arm has no files of its own: it is a view over other arms'
     #: (``hybrid``), or builds them after the commit (``deep``'s sidecar).

@@ -28,8 +28,11 @@ from the rest of the index:
   meanwhile is not delayed; the build then starts over on the new generation, re-using every
   vector it already has. ``deep.lock`` lets one builder run at a time.
 
-Without the extra (onnxruntime or the model package missing) the arm is skipped with
-:data:`INSTALL_HINT`; nothing here imports onnxruntime until an encoder is built.
+Off unless asked for: per root by the config key ``deep`` (``ranklens index --deep``), or
+everywhere by ``RANKLENS_DEEP=1`` (:func:`~core.arms.deep.model.switched_on`); installing the
+extra changes nothing by itself. Without the extra (onnxruntime or the model package missing)
+the arm is skipped with :data:`INSTALL_HINT`; nothing here imports onnxruntime until an
+encoder is built.
 
 Modules: :mod:`~core.arms.deep.model` (the encoder, and whether the extra is installed),
 :mod:`~core.arms.deep.arm` (:class:`DeepArm`) and :mod:`~core.arms.deep.build` (the cache
@@ -54,6 +57,7 @@ from .build import (
 )
 from .model import (
     BATCH,
+    CONFIG_KEY,
     DIM,
     ENV_SWITCH,
     MAX_CHARS,
@@ -61,9 +65,11 @@ from .model import (
     MODEL_DIR,
     TOKENIZER_FILE,
     DeepEncoder,
-    enabled_by_default,
+    enabled,
     encoder,
     model_id,
+    off_reason,
+    switched_on,
     unavailable,
 )
 
@@ -74,15 +80,17 @@ def __getattr__(name: str) -> str:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: Fused by default where the extra is installed (and ``RANKLENS_DEEP`` is not 0); its vectors
-#: are built after the index commits, so it has no part in the indexer's build.
+#: Fused by default only where it is asked for (a root's config key ``deep``, set by
+#: ``ranklens index --deep``, or ``RANKLENS_DEEP=1``) and its extra is installed: installing
+#: the extra changes nothing by itself. Its vectors are built after the index commits, so it
+#: has no part in the indexer's build.
 SPEC = ArmSpec(
     DeepArm.name,
     SEMANTIC,
     DeepArm,
     fused_by_default=True,
     weight_with_deep=1.4,
-    enabled=lambda: _model.enabled_by_default(),
+    enabled=lambda directory=None: _model.enabled(directory),
 )
 
 __all__ = [
@@ -90,6 +98,7 @@ __all__ = [
     "CACHE_DIR",
     "CACHE_FILE",
     "CHECKPOINT",
+    "CONFIG_KEY",
     "DIM",
     "ENV_SWITCH",
     "INSTALL_HINT",
@@ -107,10 +116,12 @@ __all__ = [
     "ProgressFn",
     "build_vectors",
     "document_text",
-    "enabled_by_default",
+    "enabled",
     "encoder",
     "model_id",
+    "off_reason",
     "read_stamp",
+    "switched_on",
     "text_key",
     "unavailable",
     "vectors_ready",

@@ -57,6 +57,7 @@ class DeepBuild:
     seconds: float = 0.0
     stopped: bool = False  # asked to stop before the vectors were complete
     deferred: int = 0  # texts left to embed when there were more than the caller's ``limit``
+    busy: bool = False  # another process was embedding for this index: nothing was done here
 
     @property
     def complete(self) -> bool:
@@ -140,16 +141,22 @@ def build_vectors(
     ``limit``: embed nothing when more than this many texts are missing (``deferred`` then
     says how many): a query should not wait minutes for a first build.
 
-    Loops until the vectors match the generation committed when it finishes (an update
-    landing meanwhile costs only its new texts). Returns with ``stopped`` set when ``stop``
-    is set; the vectors embedded so far stay in the cache.
+    Never waits for another process's build: when ``deep.lock`` is held, returns at once with
+    ``busy`` set (the caller answers without deep). Loops until the vectors match the
+    generation committed when it finishes (an update landing meanwhile costs only its new
+    texts). Returns with ``stopped`` set when ``stop`` is set; the vectors embedded so far stay
+    in the cache, as they do when it is interrupted (Ctrl-C, or SIGTERM where the front end
+    turns it into an exception).
 
     Raises
     ------
     ArmUnavailable
         When the extra is not installed.
+    core.locks.LockBusy
+        When an indexer of this root holds the index lock past :func:`core.locks.index_wait`
+        as the vectors are to be committed (they stay in the cache).
     """
-    from filelock import FileLock, Timeout
+    from ...locks import try_hold
 
     t0 = time.perf_counter()
     report = progress or (lambda _done, _total: None)
@@ -158,22 +165,25 @@ def build_vectors(
     if reason:
         raise ArmUnavailable(reason)
     name = model.model_id()  # the encoder itself (~1 s to load) only when there is text to embed
-    lock = FileLock(str(directory / LOCK_FILE))
-    try:
-        lock.acquire(timeout=0.5)
-    except Timeout:
-        (notify or (lambda _m: None))("another ranklens is embedding for the deep arm; waiting for it")
-        lock.acquire()
+    ready = _ready(directory, name)
+    if ready is not None:  # the usual case: nothing to embed, nothing to lock
+        result.generation, result.chunks = ready
+        result.seconds = time.perf_counter() - t0
+        return result
+    lock = try_hold(directory / LOCK_FILE)
+    if lock is None:  # another process embeds: it commits them; never wait for it
+        result.busy = True
+        result.seconds = time.perf_counter() - t0
+        return result
     try:
         cache = _Cache(directory, name)
         while True:
-            generation, rows = _committed(directory, texts=True)
-            folder = directory / sidecar_dir_name(generation, NAME)
-            stamp = read_stamp(folder)
-            if generation <= 0:
+            ready = _ready(directory, name)
+            if ready is not None:
+                result.generation, result.chunks = ready
                 break
-            if stamp is not None and stamp.get("model") == name and (folder / VECTORS_FILE).exists():
-                result.generation, result.chunks = generation, len(rows)
+            generation, rows = _committed(directory, texts=True)
+            if generation <= 0:
                 break
             ids = np.fromiter((cid for cid, _, _ in rows), dtype=np.int64, count=len(rows))
             docs = [document_text(t, c) for _, t, c in rows]
@@ -190,8 +200,8 @@ def build_vectors(
             if limit is not None and total > limit:
                 result.deferred = total
                 break
-            report(0, total)
             enc = model.encoder() if pending else None
+            report(0, total)  # the model is loaded: embedding starts now
             try:
                 for start in range(0, total, CHECKPOINT):
                     part = pending[start : start + CHECKPOINT]
@@ -212,7 +222,7 @@ def build_vectors(
                     cache.save()
                 raise
             try:
-                committed = _commit_sidecar(directory, generation, ids, keys, cache, name)
+                committed = _commit_sidecar(directory, generation, ids, keys, cache, name, notify)
             except BaseException:  # the vectors are embedded: keep them for the next try
                 cache.save()
                 raise
@@ -224,6 +234,20 @@ def build_vectors(
         lock.release()
         result.seconds = time.perf_counter() - t0
     return result
+
+
+def _ready(directory: Path, name: str) -> tuple[int, int] | None:
+    """``(generation, chunks)`` when the committed generation has its vectors of model
+    ``name``; None otherwise (no chunk text is read to say so)."""
+    try:
+        generation, _ = _committed(directory, texts=False)
+    except (sqlite3.Error, OSError, ValueError):
+        return None
+    folder = directory / sidecar_dir_name(generation, NAME)
+    stamp = read_stamp(folder)
+    if generation <= 0 or stamp is None or stamp.get("model") != name or not (folder / VECTORS_FILE).exists():
+        return None
+    return generation, int(stamp.get("chunks", 0))
 
 
 def _committed(directory: Path, *, texts: bool) -> tuple[int, list[tuple[int, str, str]]]:
@@ -250,15 +274,16 @@ def _committed(directory: Path, *, texts: bool) -> tuple[int, list[tuple[int, st
     return generation, rows
 
 
-def _commit_sidecar(directory: Path, generation: int, ids, keys, cache: _Cache, model: str) -> bool:
+def _commit_sidecar(
+    directory: Path, generation: int, ids, keys, cache: _Cache, model: str, notify: Callable[[str], None] | None
+) -> bool:
     """Under the index lock, if ``generation`` is still the committed one: write its vectors
     and stamp into a temporary folder, fsync them and rename it to the generation's sidecar
     (the rename is the commit; the generation's own folder is never written again)."""
-    from filelock import FileLock
-
+    from ...locks import hold, index_wait
     from ...vectors import VectorIndex
 
-    with FileLock(str(directory / "index.lock")):
+    with hold(directory / "index.lock", "another ranklens indexing this root", index_wait(), notify):
         current, _ = _committed(directory, texts=False)
         if current != generation or not (directory / gen_dir_name(generation)).is_dir():
             return False

@@ -51,9 +51,15 @@ def __getattr__(name: str) -> str:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: ``RANKLENS_DEEP=0`` keeps the arm out of the default fusion (and ``ranklens index``) even
-#: when it is installed; ``--retriever deep`` still uses it.
+#: The arm is off unless asked for. ``RANKLENS_DEEP=1`` turns it on for every root and
+#: ``RANKLENS_DEEP=0`` off for every root (a root's config says nothing then); unset, each root's
+#: config key :data:`CONFIG_KEY` does (``ranklens index --deep`` / ``--no-deep`` set it).
+#: ``--retriever deep`` uses it whatever these say.
 ENV_SWITCH = "RANKLENS_DEEP"
+#: The key of a root's ``config.json`` (core.config) that turns the arm on for that root.
+CONFIG_KEY = "deep"
+_OFF = ("0", "off", "no", "false")
+_ON = ("1", "on", "yes", "true")
 
 
 def unavailable() -> str | None:
@@ -76,11 +82,35 @@ def unavailable() -> str | None:
     return None
 
 
-def enabled_by_default() -> bool:
-    """Fused by default: installed, and not switched off with ``RANKLENS_DEEP=0``."""
-    if os.environ.get(ENV_SWITCH, "").strip().lower() in ("0", "off", "no", "false"):
+def switched_on(directory: Path | None = None) -> bool:
+    """Whether the arm is asked for: by ``RANKLENS_DEEP``, else by the config of the root
+    whose index folder is ``directory`` (None: no root, so only the variable can). Reads no
+    more than that small file; whether the extra is installed is :func:`unavailable`'s."""
+    env = os.environ.get(ENV_SWITCH, "").strip().lower()
+    if env in _OFF:
         return False
-    return unavailable() is None
+    if env in _ON:
+        return True
+    if directory is None:
+        return False
+    from ...config import deep_switch
+
+    return deep_switch(directory) is True
+
+
+def enabled(directory: Path | None = None) -> bool:
+    """Fused by default: switched on (:func:`switched_on`) and installed."""
+    return switched_on(directory) and unavailable() is None
+
+
+def off_reason(directory: Path | None = None) -> str:
+    """Why the arm is not fused by default here (one line)."""
+    if not switched_on(directory):
+        env = os.environ.get(ENV_SWITCH, "").strip().lower()
+        if env in _OFF:
+            return f"switched off ({ENV_SWITCH}={env})"
+        return "off for this root (`ranklens index --deep` turns it on)"
+    return unavailable() or ""
 
 
 def _model_path() -> Path:
