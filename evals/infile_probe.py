@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
+import re
 import sys
 import tempfile
 from collections import defaultdict
@@ -152,14 +153,27 @@ def encoder_for(model_dir: Path):
     return lambda texts, max_len: enc.encode(texts, max_len)
 
 
-def score(model_dirs: list[Path], code_tokens: int) -> None:
+_COMMENT = re.compile(r'^\s*(//|#|/\*|\*|--|"""|\'\'\'|///)')
+
+
+def comments_first(text: str) -> str:
+    """A chunk read with its most telling lines first: the breadcrumb, its comment lines, then
+    the rest (so 256 tokens reach the prose a long body keeps past its first lines)."""
+    head, _, body = text.partition("\n")
+    lines = body.splitlines()
+    said = [line for line in lines if _COMMENT.match(line)]
+    return "\n".join([head, *said, *(line for line in lines if not _COMMENT.match(line))])
+
+
+def score(model_dirs: list[Path], code_tokens: int, reading: str = "plain") -> None:
     rows = pickle.loads(CACHE.read_bytes())
     print(fmt("static (dense arm)", table(rows, lambda r: r["static"])), flush=True)
     for model_dir in model_dirs:
         encode = encoder_for(model_dir)
         # Several questions share a file: each distinct chunk text is encoded once.
         texts = sorted({c[2] for row in rows for c in row["chunks"]})
-        vec = dict(zip(texts, encode(texts, code_tokens)))
+        read = comments_first if reading == "comments-first" else (lambda t: t)
+        vec = dict(zip(texts, encode([read(t) for t in texts], code_tokens)))
         queries = encode([row["query"] for row in rows], 64)
         for row, q in zip(rows, queries):
             row["enc"] = np.stack([vec[c[2]] for c in row["chunks"]]) @ q
@@ -183,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("score")
     s.add_argument("models", nargs="+", type=Path)
     s.add_argument("--code-tokens", type=int, default=256)
+    s.add_argument("--reading", choices=("plain", "comments-first"), default="plain", help="how a chunk is read")
     args = ap.parse_args(argv)
     if args.cmd == "prepare":
         from evals import codesearch
@@ -191,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(rows)} questions prepared")
         print(fmt("static (dense arm)", table(rows, lambda r: r["static"])))
     else:
-        score(args.models, args.code_tokens)
+        score(args.models, args.code_tokens, args.reading)
     return 0
 
 
