@@ -1,0 +1,119 @@
+"""Answers while the first index builds (issue 36): a long pass commits its work in steps, each
+a consistent generation; queries answer from what is committed, saying how much of the files
+it holds, and the index the pass ends with ranks as a build nobody asked anything of.
+
+The engine in process, its first steps made small (tests/partial_steps.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from partial_steps import FIRST_STEP_CHUNKS
+
+from ranklens.core import indexer
+from ranklens.core.engine import Engine
+from ranklens.core.indexer import index_order
+from ranklens.core.store import Partial
+
+QUESTIONS = ["parse the configuration file", "retry a failed request", "Scheduler", "render the template"]
+
+
+def rankings(engine: Engine) -> dict[str, list[tuple]]:
+    out = {}
+    for q in QUESTIONS:
+        result = engine.search(q, top_k=20)
+        out[q] = [(h.docid, round(h.score, 9), h.agreement, tuple(h.provenance)) for h in result.hits]
+        for arm in ("bm25", "fts5", "dense", "symbols"):
+            out[f"{q} / {arm}"] = sorted((h.docid, round(h.score, 9)) for h in result.results[arm].hits)
+    return out
+
+
+def whole_build(root: Path, cache: Path, monkeypatch) -> Engine:
+    """The same tree indexed in one step (a pass nobody asked anything of)."""
+    with monkeypatch.context() as m:
+        m.setattr(indexer, "FIRST_SEGMENT_CHUNKS", 10**9)
+        m.setattr(indexer, "SEGMENT_CHUNKS", 10**9)
+        engine = Engine(root, cache_dir=cache)
+        stats = engine.ensure_index(deep=False)
+    assert stats.generation == 1 and engine.view.partial is None
+    return engine
+
+
+def test_a_first_build_answers_from_each_step_and_ends_ranking_as_a_whole_build(
+    stepped_repo, tmp_path, small_steps, monkeypatch
+):
+    repo = stepped_repo
+    engine = Engine(repo, cache_dir=tmp_path / "steps")
+    seen: list[tuple[Partial, int, list[str]]] = []
+
+    def on_partial(partial: Partial) -> None:
+        # Called on the indexing thread once the engine opened the step: a query answers from it.
+        result = engine.search("retry a failed request")
+        assert result.partial == partial == engine.view.partial
+        seen.append((partial, engine.view.manifest.live, [h.path for h in result.hits]))
+
+    stats = engine.ensure_index(deep=False, on_partial=on_partial)
+    assert len(seen) >= 3
+    files = [p.files for p, _chunks, _paths in seen]
+    chunks = [c for _p, c, _paths in seen]
+    assert files == sorted(files) and files[-1] < stats.files  # more lands at each step
+    assert {p.total for p, _c, _paths in seen} == {stats.files}
+    assert chunks[0] <= 2 * FIRST_STEP_CHUNKS and chunks == sorted(chunks) and chunks[-1] < stats.chunks
+    assert all(paths for _p, _c, paths in seen)  # each step answered
+    assert seen[0][0].describe() == f"from {seen[0][0].files:,} of {seen[0][0].total:,} files"
+    # The pass's last generation is whole: no partial, and the envelope says nothing of it.
+    assert engine.view.partial is None and engine.search("Scheduler").partial is None
+    # The ranking of the stepped build is the one-step build's (every arm's scores, the fused list).
+    whole = whole_build(repo, tmp_path / "whole", monkeypatch)
+    assert rankings(engine) == rankings(whole)
+
+
+def test_a_build_killed_between_steps_answers_partially_until_the_next_pass_ends_it(
+    stepped_repo, tmp_path, small_steps
+):
+    repo = stepped_repo
+
+    class Stop(BaseException):
+        pass
+
+    engine = Engine(repo, cache_dir=tmp_path / "cache")
+
+    def stop(_partial: Partial) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        engine.ensure_index(deep=False, on_partial=stop)
+    # Another process opening the index knows it is partial (the meta says so).
+    other = Engine(repo, cache_dir=tmp_path / "cache")
+    assert other.open() and other.view.partial is not None
+    first = other.view.partial
+    assert other.search("Scheduler").partial == first
+    # The next pass goes on from the committed step, and its end makes the index whole.
+    stats = other.ensure_index(deep=False)
+    assert stats.added == first.total - first.files and stats.files == first.total
+    assert other.view.partial is None
+
+
+def test_files_are_indexed_code_first_then_docs_then_what_the_priors_demote():
+    paths = [
+        "tests/test_app.py",
+        "README.md",
+        "docs/guide.md",
+        "src/pkg/deep/module.py",
+        "src/app.py",
+        "examples/demo.py",
+        "setup.cfg",
+        "main.go",
+    ]
+    assert sorted(paths, key=index_order) == [
+        "main.go",
+        "src/app.py",
+        "src/pkg/deep/module.py",
+        "docs/guide.md",
+        "setup.cfg",  # x0.5, at the top
+        "examples/demo.py",  # x0.5, a folder down
+        "tests/test_app.py",  # x0.25, code
+        "README.md",  # x0.25, prose
+    ]
