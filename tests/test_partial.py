@@ -2,18 +2,25 @@
 a consistent generation; queries answer from what is committed, saying how much of the files
 it holds, and the index the pass ends with ranks as a build nobody asked anything of.
 
-The engine in process, its first steps made small (tests/partial_steps.py).
+The engine in process, its first steps made small (tests/partial_steps.py); ``ranklens query``
+(--max-wait, --batch) as the real subprocess, its first steps made small by a sitecustomize in
+the child; the terminal UI in tests/tui/test_partial_ui.py.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
-from partial_steps import FIRST_STEP_CHUNKS
+from cli_helpers import run
+from partial_steps import FIRST_STEP_CHUNKS, small_steps_code
 
 from ranklens.core import indexer
 from ranklens.core.engine import Engine
+from ranklens.core.handoff import validate_handoff
 from ranklens.core.indexer import index_order
 from ranklens.core.store import Partial
 
@@ -117,3 +124,63 @@ def test_files_are_indexed_code_first_then_docs_then_what_the_priors_demote():
         "tests/test_app.py",  # x0.25, code
         "README.md",  # x0.25, prose
     ]
+
+
+# -- the command line, as a subprocess --------------------------------------
+
+
+def shim(tmp_path: Path, *lines: str) -> dict[str, str]:
+    """Environment for a child whose first steps are small (and ``lines`` run at its start)."""
+    folder = tmp_path / "shim"
+    folder.mkdir(exist_ok=True)
+    code = [*small_steps_code(), *lines, ""]
+    (folder / "sitecustomize.py").write_text("\n".join(code))
+    return {"PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_query_waits_for_the_whole_index_unless_max_wait_takes_a_partial_answer(stepped_repo, tmp_path):
+    repo = stepped_repo
+    env = shim(tmp_path)
+    partial = run("query", "retry a failed request", "--root", str(repo), "--max-wait", "0", "--json", env=env)
+    assert partial.returncode == 0, partial.stderr
+    data = json.loads(partial.stdout)
+    validate_handoff(data)
+    assert 0 < data["partial"]["files"] < data["partial"]["total"]
+    assert f"partial answer, from {data['partial']['files']:,} of" in partial.stderr
+    # Batch lines answered from the same part; the pass stopped, keeping what it committed.
+    lines = "\n".join(json.dumps({"id": i, "query": q}) for i, q in enumerate(QUESTIONS)) + "\n"
+    batch = subprocess_run(["query", "--batch", "--root", str(repo), "--max-wait", "0"], lines, env)
+    assert batch.returncode == 0, batch.stderr
+    answers = [json.loads(line) for line in batch.stdout.splitlines()]
+    assert len(answers) == len(QUESTIONS) and all(a["partial"]["total"] == data["partial"]["total"] for a in answers)
+    assert all(a["partial"]["files"] >= data["partial"]["files"] for a in answers)
+    # By default a query waits for the whole index: no partial field, and the ranking of a
+    # build done in one `ranklens index` (another cache, no steps).
+    whole = run("query", "retry a failed request", "--root", str(repo), "--json", env=env)
+    assert whole.returncode == 0, whole.stderr
+    complete = json.loads(whole.stdout)
+    assert "partial" not in complete and "partial answer" not in whole.stderr
+    other = {"RANKLENS_CACHE_DIR": str(tmp_path / "other")}
+    assert run("index", str(repo), env=other).returncode == 0
+    reference = json.loads(run("query", "retry a failed request", "--root", str(repo), "--json", env=other).stdout)
+    assert [(h["docid"], h["score"]) for h in complete["results"]] == [
+        (h["docid"], h["score"]) for h in reference["results"]
+    ]
+
+
+def test_max_wait_is_checked():
+    out = run("query", "x", "--max-wait", "-1")
+    assert out.returncode == 2 and "--max-wait" in out.stderr
+
+
+def subprocess_run(args: list[str], stdin: str, env: dict[str, str]):
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, "-m", "ranklens", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
