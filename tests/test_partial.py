@@ -3,8 +3,8 @@ a consistent generation; queries answer from what is committed, saying how much 
 it holds, and the index the pass ends with ranks as a build nobody asked anything of.
 
 The engine in process, its first steps made small (tests/partial_steps.py); ``ranklens query``
-(--max-wait, --batch) as the real subprocess, its first steps made small by a sitecustomize in
-the child; the terminal UI in tests/tui/test_partial_ui.py.
+(--max-wait, --batch) and ``ranklens mcp`` as the real subprocesses, their first steps made
+small by a sitecustomize in the child; the terminal UI in tests/tui/test_partial_ui.py.
 """
 
 from __future__ import annotations
@@ -14,8 +14,11 @@ import os
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from cli_helpers import run
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from partial_steps import FIRST_STEP_CHUNKS, small_steps_code
 
 from ranklens.core import indexer
@@ -126,7 +129,7 @@ def test_files_are_indexed_code_first_then_docs_then_what_the_priors_demote():
     ]
 
 
-# -- the command line, as a subprocess --------------------------------------
+# -- the command line and the MCP server, as subprocesses --------------------------------------
 
 
 def shim(tmp_path: Path, *lines: str) -> dict[str, str]:
@@ -184,3 +187,59 @@ def subprocess_run(args: list[str], stdin: str, env: dict[str, str]):
         env={**os.environ, **env},
         timeout=300,
     )
+
+
+@pytest.mark.slow
+async def test_mcp_search_answers_during_a_first_build_with_partial_set_then_whole(stepped_repo, tmp_path):
+    repo = stepped_repo
+    gate = tmp_path / "go-on"
+    # The server's build waits after its first step until the test lets it go on.
+    env = {
+        **os.environ,
+        **shim(
+            tmp_path,
+            "import os, time, ranklens.core.agent as _agent",
+            "_landed = _agent.AgentService._landed",
+            "def _held(self, partial):",
+            "    _landed(self, partial)",
+            f"    while not os.path.exists({str(gate)!r}):",
+            "        time.sleep(0.05)",
+            "_agent.AgentService._landed = _held",
+        ),
+    }
+    params = StdioServerParameters(command=sys.executable, args=["-m", "ranklens", "mcp", str(repo)], env=env)
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=120) as session:
+                await session.initialize()
+                first = await call(session, "search", {"query": "retry a failed request", "top_k": 5})
+                assert 0 < first["partial"]["files"] < first["partial"]["total"]
+                assert any("still being built" in note for note in first["notes"])
+                assert first["results"] and all(r["text"] for r in first["results"])  # served from the step
+                status = await call(session, "index_status", {})
+                assert status["partial"] == first["partial"] and status["updating"]
+                gate.write_text("")
+                with anyio.fail_after(120):
+                    while (await call(session, "index_status", {}))["updating"]:
+                        await anyio.sleep(0.1)
+                last = await call(session, "search", {"query": "retry a failed request", "top_k": 5})
+                assert "partial" not in last and not any("still being built" in n for n in last.get("notes", []))
+    reference = json.loads(
+        run(
+            "query",
+            "retry a failed request",
+            "--root",
+            str(repo),
+            "--json",
+            "--top-k",
+            "5",
+            env={"RANKLENS_CACHE_DIR": str(tmp_path / "other")},
+        ).stdout
+    )
+    assert [r["docid"] for r in last["results"]] == [r["docid"] for r in reference["results"]]
+
+
+async def call(session: ClientSession, tool: str, arguments: dict) -> dict:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
