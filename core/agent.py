@@ -6,7 +6,9 @@ Freshness: every call first runs :meth:`AgentService.prepare`. It runs the index
 check (:mod:`core.freshness`: the files and folders the last listing saw, its ignore files and
 git's state) and, when anything moved, starts an incremental update in a background thread;
 the caller waits for it a little (:data:`REFRESH_WAIT_S`) and otherwise answers from the last
-generation with a note. On Linux the server holds inotify watches over the tree
+generation with a note. A first build commits its work in steps (:mod:`core.segments`): a call
+waits for the first step only, and answers from what is committed with ``partial`` set ("from
+1,200 of 4,902 files"); the next calls answer from more. On Linux the server holds inotify watches over the tree
 (:mod:`core.watch`), so the check stats only what an event named since the last one (nothing
 when no event came) and runs before every call. Elsewhere, or with ``--fresh``, it stats every
 entry: ~0.1 s at 20k files, so a burst of calls runs it at most once a second (and on a large
@@ -142,6 +144,8 @@ class AgentService:
         self._lock = threading.Lock()
         self._job: _Job | None = None
         self._snapshot: _Snapshot | None = None
+        # While a first build goes on: the files its last committed step holds (paths served).
+        self._partial_snapshot: _Snapshot | None = None
         self._next_probe = 0.0
         self._texts: OrderedDict[tuple, _FileText] = OrderedDict()  # (path, its stat) -> redacted text
         self._texts_chars = 0
@@ -209,7 +213,7 @@ class AgentService:
         try:
             # As `ranklens query` does: deep embeds a few new chunks, a first build is left to
             # `ranklens index` (index_status says so).
-            stats = self.engine.ensure_index(job.progress, deep_limit=QUERY_DEEP_LIMIT)
+            stats = self.engine.ensure_index(job.progress, deep_limit=QUERY_DEEP_LIMIT, on_partial=self._landed)
             snapshot = self._read_snapshot(stats.generation)
         except Exception as exc:  # reported by the next calls; the last generation still answers
             job.error = f"{type(exc).__name__}: {exc}"
@@ -224,6 +228,12 @@ class AgentService:
                 self._next_probe = time.monotonic() + PROBE_EVERY_S
         finally:
             job.done.set()
+
+    def _landed(self, partial) -> None:
+        """A step of the update committed (the engine opened it): a first build's files are
+        served from it on (an update's keep the last whole pass's snapshot until it ends)."""
+        if self._snapshot is None:
+            self._partial_snapshot = self._read_snapshot(self.engine.view.generation)
 
     def _read_snapshot(self, generation: int) -> _Snapshot:
         rows = self.engine.view.connection().execute("SELECT path, size, mtime_ns FROM files").fetchall()
@@ -262,6 +272,14 @@ class AgentService:
         if not self.engine.ready:
             raise AgentError(f"the repository could not be indexed: {job.error if job else self.last_error}")
         gen = self.engine.view.generation
+        partial = getattr(self.engine.view, "partial", None)  # a shared store's has none
+        if partial is not None:
+            age = time.monotonic() - job.started if job is not None and not job.done.is_set() else None
+            building = f" (for {age:.1f} s)" if age is not None else ""
+            return [
+                f"the index is still being built{building}: this answer is {partial.describe()} (generation "
+                f"{gen}); search again for the rest, or see index_status"
+            ]
         if job is not None and not job.done.is_set():
             age = time.monotonic() - job.started
             return [
@@ -277,7 +295,7 @@ class AgentService:
     def resolve(self, path: object) -> str:
         """The indexed relative path ``path`` names, or :class:`AgentError` saying why it is
         not served. Absolute paths inside the root are accepted."""
-        snap = self._snapshot
+        snap = self._snapshot or self._partial_snapshot
         if snap is None:
             raise AgentError("the index is not ready yet")
         rel = self.normalize(path)
@@ -630,6 +648,8 @@ class AgentService:
             view = self.engine.view
             snap = self._snapshot
             out["generation"] = view.generation
+            if view.partial is not None:
+                out["partial"] = view.partial.to_dict()
             # The files the open generation holds: the snapshot's once an update has run here,
             # else (the first call, its update still running) the index's own count.
             out["files"] = len(snap.files) if snap is not None and snap.generation == view.generation else None

@@ -26,14 +26,14 @@ from .pipeline import MERGE_ADJACENT, QueryWork, rank
 from .priors import apply_priors
 from .ranking import Params
 from .settings import FusedBy, FusionSettings
-from .store import IndexError_, IndexView, index_dir
+from .store import IndexError_, IndexView, Partial, index_dir
 from .tokenize import code_tokens
 from .types import ConsolidatedHit, Hit
 
 if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an index is built
     import numpy as np
 
-    from .indexer import NotifyFn, ProgressFn
+    from .indexer import NotifyFn, PartialFn, ProgressFn
 
 MAX_QUERY_CHARS = 1000
 #: An arm's error when the index was deleted from under the engine (see Engine.index_gone).
@@ -106,6 +106,9 @@ class SearchResult(FusedBy):
     hits: list[ConsolidatedHit]
     settings: FusionSettings
     elapsed_ms: float
+    #: How much of the files the arms searched, when the index was still being built (the
+    #: generation they opened: :attr:`core.store.IndexView.partial`); None: all of them.
+    partial: Partial | None = None
 
     @property
     def answered(self) -> list[str]:
@@ -176,6 +179,7 @@ class Engine:
         open_view: bool = True,
         fresh: bool = False,
         survey=None,
+        on_partial: PartialFn | None = None,
     ) -> IndexStats:
         """Bring the index up to date (incrementally) and open it for querying.
 
@@ -188,6 +192,9 @@ class Engine:
         ``open_view=False`` leaves the index closed (``ranklens index`` only builds it).
         ``fresh``: list the whole tree again instead of trusting the last listing's snapshot.
         ``survey``: the stat pass of the check, made meanwhile by a child (:class:`core.freshness.Survey`).
+        ``on_partial``: a pass that commits several generations (a first build, a large change)
+        opens each but the last as it commits, and then calls this (on the indexing thread)
+        with what it holds: queries meanwhile answer from it (:attr:`IndexView.partial`).
         """
         from .indexer import Indexer
 
@@ -202,8 +209,18 @@ class Engine:
             # generation and its arms on another thread: when nothing changed (the usual case
             # for a query) that is the generation to answer from; otherwise it is dropped below.
             prewarm = self._pool.submit(self._prewarm)
+        committed = None
+        if on_partial is not None:
+
+            def committed(partial: Partial) -> None:
+                with self._lock:
+                    self._open()
+                on_partial(partial)
+
         try:
-            indexer = Indexer(self.root, self.directory, self.settings, self.notify, self.watcher, fresh, survey)
+            indexer = Indexer(
+                self.root, self.directory, self.settings, self.notify, self.watcher, fresh, survey, on_partial=committed
+            )
             stats = indexer.update(progress)
         finally:
             if prewarm is not None:
@@ -547,7 +564,7 @@ class Engine:
         names = list(fs.arms)
         if self.index_gone:  # deleted from under us: build it again, then answer
             self.ensure_index()
-        _ = self.view  # fail fast, before any thread, when the index is not open
+        view = self.view  # fail fast, before any thread, when the index is not open
 
         def job(name: str) -> ArmResult:
             result = self.run_arm(name, text, path_glob=path_glob, language=language)
@@ -558,7 +575,7 @@ class Engine:
         futures = {name: self._pool.submit(job, name) for name in names}
         results = {name: f.result() for name, f in futures.items()}
         hits = self.fuse(results.values(), fs, top_k=top_k, query=text)
-        return SearchResult(text, top_k, names, results, hits, fs, _ms(t0))
+        return SearchResult(text, top_k, names, results, hits, fs, _ms(t0), view.partial)
 
     def fuse(
         self,

@@ -9,8 +9,10 @@ and chunks and writes each new segment's chunk table; each arm of the registry
 :class:`core.arms.protocol.ArmBuild`. The new chunks go into a new segment, the old chunks of
 changed and removed files are tombstoned, and segments merge now and then
 (:mod:`core.segments`); a cold build commits a generation every
-:data:`core.segments.SEGMENT_CHUNKS` chunks, so its memory stays bounded and a build killed at
-any point resumes after the last one. Every new folder is fsynced and renamed into place;
+:data:`core.segments.SEGMENT_CHUNKS` chunks (its first ones sooner, and the files a first
+question most likely wants first: :func:`index_order`), so its memory stays bounded, a build
+killed at any point resumes after the last one, and a question asked meanwhile is answered
+from what is committed. Every new folder is fsynced and renamed into place;
 committing ``generation`` in SQLite is the single switch-over (see :mod:`core.store`). A file
 lock makes a second indexer wait for the first instead of interleaving with it.
 """
@@ -21,6 +23,7 @@ import contextlib
 import errno
 import functools
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -43,18 +46,40 @@ from .chunktable import ChunkTable
 from .discovery import DiscoveryOptions, FileEntry, discover, load_text
 from .languages import language_for
 from .secrets import RULES_VERSION as SECRET_RULES
-from .segments import SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
-from .store import FORMAT_VERSION, SCHEMA, IndexWriteError, close, connect, gen_dir_name, pack_text, read_meta
+from .segments import FIRST_SEGMENT_CHUNKS, SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
+from .store import (
+    FORMAT_VERSION,
+    SCHEMA,
+    IndexWriteError,
+    Partial,
+    close,
+    connect,
+    gen_dir_name,
+    pack_text,
+    read_meta,
+)
 from .types import Chunk
 from .workers import ordered_map
 
-#: Files are chunked and their tokens counted in batches of about this much text.
+#: Files are chunked and their tokens counted in batches of about this much text ...
 CHUNK_BATCH_BYTES = 256_000
+#: ... the first batch of a pass of this much, the next ones twice as much as the one before.
+FIRST_BATCH_BYTES = 32_000
+#: A pass chunked by worker processes chunks its first batches, up to this much text, itself
+#: while they start (their imports take 0.5-3 s, the machine's load deciding).
+LEAD_BYTES = 200_000
 #: An update with at least this much text to chunk does it in a worker process: tree-sitter and
 #: the Python-side span work then overlap the SQLite inserts and the embedder instead of
 #: holding this process's GIL. Below it (an edited file or a few) starting a worker (~0.3 s)
 #: would cost more than it saves.
 POOL_MIN_BYTES = 2_000_000
+#: A pass with this much text to index or more (it commits in several steps) indexes its files
+#: in :func:`index_order`, the files a first question most likely wants first; a smaller one
+#: (done in a few seconds) in the listing's (path) order. Chunk ids follow the order, so two
+#: chunks an arm scores exactly alike may rank the other way round than in a path-ordered
+#: build: on a 41k-chunk repository the final top 10 of 30 questions were the same either way
+#: (docs/benchmarks.md, "First answer").
+ORDER_MIN_BYTES = 2_000_000
 #: Two worker processes on two cores: with one, chunking was the critical path and a core sat
 #: idle whenever the embedder waited for chunks (cold index 58.3 -> 48.3 s, interleaved pair).
 POOL_PROCESSES = 2
@@ -90,6 +115,8 @@ class Progress:
 
 ProgressFn = Callable[[Progress], None]
 NotifyFn = Callable[[str], None]
+#: Called after each generation a pass commits before its last, with what it holds.
+PartialFn = Callable[[Partial], None]
 
 
 class Indexer:
@@ -104,6 +131,8 @@ class Indexer:
         watcher=None,
         fresh: bool = False,
         survey=None,
+        *,
+        on_partial: PartialFn | None = None,
     ) -> None:
         self.root = Path(root)
         self.directory = Path(directory)
@@ -112,6 +141,7 @@ class Indexer:
         self.watcher = watcher  # core.watch.TreeWatcher: the check stats only what it saw change
         self.fresh = fresh  # list the whole tree, whatever the snapshot says
         self.survey = survey  # core.freshness.Survey: the stat pass a child made meanwhile
+        self.on_partial = on_partial  # told of each generation committed before the pass's last
 
     @property
     def db_path(self) -> Path:
@@ -252,6 +282,8 @@ class Indexer:
             if prev_gen and not plan.dirty and not any(p.stale(meta) for p in parts.values()):
                 self._touch(conn, plan)
                 self._store_discovery(conn, meta, stats.discovery)
+                if meta.get("partial"):  # a pass killed part-way, whose last files are gone since
+                    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('partial', '')")
                 self._clean(meta)  # what a pass killed after its commit left behind
                 stats = self._finish(stats, conn, prev_gen, parts)
             else:
@@ -402,6 +434,8 @@ class Indexer:
             plan.changed.append((entry, True))
         plan.unread_gone.extend(unread)
         plan.removed.extend(known)
+        if sum(entry.size for entry, _existed in plan.changed) >= ORDER_MIN_BYTES:
+            plan.changed.sort(key=lambda item: index_order(item[0].path))
         stats.added = sum(1 for _entry, existed in plan.changed if not existed)
         stats.changed = len(plan.changed) - stats.added
         stats.removed = len(plan.removed)
@@ -425,26 +459,29 @@ class Indexer:
 
     def _write(self, conn, meta, plan, parts: dict[str, ArmBuild], stats, clock, progress) -> IndexStats:
         """Store the changed files' chunks and commit them, one generation per segment of
-        :data:`core.segments.SEGMENT_CHUNKS` chunks (a cold build commits many; an update one):
-        a pass killed at any point keeps every generation it committed, and the next one goes
-        on from there (the files they hold are known)."""
+        :data:`core.segments.SEGMENT_CHUNKS` chunks, the first ones smaller (:func:`segment_cap`;
+        a cold build commits many, a small update one): a pass killed at any point keeps every
+        generation it committed, and the next one goes on from there (the files they hold are
+        known). Each generation but the last is :attr:`on_partial`'s to answer from."""
         self._clean(meta)
         documents = {name: p.documents for name, p in parts.items() if p.documents is not None}
         size = meta.get("vocab_size")
         vocab = IndexVocabulary(conn, int(size) if size else None, preload=len(plan.changed) >= VOCAB_PRELOAD_FILES)
         total = len(plan.changed)
-        feed = _Feed(self._chunked(plan.changed, documents), parts, int(meta.get("next_chunk_id", "1")), plan.unread)
         state = _State.of(self.directory, meta)
-        first = True
+        # The files this pass will hold (an unreadable new one aside): a generation committed
+        # before its last says how many of them it holds (core.store.Partial).
+        whole = stats.unchanged + total
+        step = 0
+        feed = _Feed(self._chunked(plan.changed, documents), parts, int(meta.get("next_chunk_id", "1")), plan.unread)
         try:
             while True:
                 gen = self._generation(conn, meta, state, parts, vocab, documents, stats, progress)
-                if first:
+                if step == 0:
                     self._remove_files(conn, plan, parts, gen)
                     self._touch(conn, plan)
-                    first = False
                 with clock("chunk"):
-                    new_ids, new_chunks = self._store(conn, feed, parts, gen, stats, progress, total)
+                    new_ids, new_chunks = self._store(conn, feed, parts, gen, stats, progress, total, segment_cap(step))
                 gen.final = feed.exhausted and not feed.held
                 gen.added, gen.added_ids = new_chunks, np.asarray(new_ids, dtype=np.int64)
                 if not new_ids:  # only removals: no new segment
@@ -452,12 +489,18 @@ class Indexer:
                     gen.segment = None
                 for part in parts.values():
                     part.added()
-                if not gen.final:  # keep the embedder and the chunking workers busy meanwhile
+                step += 1
+                # Keep the embedder and the chunking workers busy meanwhile; not before the first
+                # commit, which a question may be waiting for (its embedder has the GIL to itself).
+                if not gen.final and step > 1:
                     with clock("chunk"):
-                        feed.pull_ahead(lambda: all(p.ready() for p in parts.values()))
-                meta = self._commit(conn, meta, state, gen, parts, vocab, stats, clock, progress)
+                        feed.pull_ahead(lambda: all(p.ready() for p in parts.values()), segment_cap(step))
+                partial = None if gen.final else Partial(stats.unchanged + feed.done, whole)
+                meta = self._commit(conn, meta, state, gen, parts, vocab, stats, clock, progress, partial)
                 if gen.final:
                     break
+                if self.on_partial is not None:
+                    self.on_partial(partial)
         except BaseException:
             feed.close()
             for part in parts.values():
@@ -518,13 +561,14 @@ class Indexer:
             conn.execute(f"DELETE FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch)
         gen.removed.extend(ids)
 
-    def _store(self, conn, feed: _Feed, parts, gen: Generation, stats: IndexStats, progress, total: int):
-        """Store chunked files into this generation until its segment is full or none is left;
-        each file's old chunks leave with it (its new version and its old never both count)."""
+    def _store(self, conn, feed: _Feed, parts, gen: Generation, stats: IndexStats, progress, total: int, cap: int):
+        """Store chunked files into this generation until its segment holds ``cap`` chunks or
+        none is left; each file's old chunks leave with it (its new version and its old never
+        both count)."""
         new_ids: list[int] = []
         new_chunks: list[Chunk] = []
         while True:
-            item = feed.next(room=SEGMENT_CHUNKS - len(new_ids) if new_ids else None)
+            item = feed.next(room=cap - len(new_ids) if new_ids else None)
             if item is None:
                 break
             gen.tokens.add(item.counts)
@@ -557,9 +601,11 @@ class Indexer:
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('next_chunk_id', ?)", (str(feed.next_id),))
         return new_ids, new_chunks
 
-    def _commit(self, conn, meta, state: _State, gen: Generation, parts, vocab, stats, clock, progress) -> dict:
+    def _commit(
+        self, conn, meta, state: _State, gen: Generation, parts, vocab, stats, clock, progress, partial: Partial | None
+    ) -> dict:
         """Write every arm's part of the generation, merge segments, and commit; the meta as
-        committed."""
+        committed. ``partial``: what the generation holds when the pass goes on after it."""
         number = state.generation + 1
         manifest = state.manifest
         with clock("lexical"):
@@ -602,6 +648,7 @@ class Indexer:
                 "arms": _built_arms(),
                 "ranklens": __version__,
                 "updated": str(time.time()),
+                "partial": partial.to_meta() if partial is not None else "",
             }
             for part in parts.values():
                 values.update(part.meta())
@@ -664,21 +711,26 @@ class Indexer:
         """Each batch of ``changed`` ``(entry, existed)`` files with, per file, ``(chunks, sha,
         reason, redacted)`` (chunks None when it cannot be read now) and the token counts of
         ``documents``, in order; read and chunked in worker processes when there is enough text
-        to pay for them. The files are read there too: this process never holds more text than
-        a few batches' chunks."""
+        to pay for them (started now: their start-up overlaps what comes before the first
+        batch). The files are read there too: this process never holds more text than a few
+        batches' chunks."""
         w, o = self.settings.window, self.settings.overlap
         max_bytes = self.settings.options.max_bytes
         groups = list(_file_batches(changed, CHUNK_BATCH_BYTES))
         root = str(self.root)
         jobs = [(root, [entry for entry, _existed in group], max_bytes, w, o, documents) for group in groups]
         pooled = sum(entry.size for entry, _existed in changed) >= POOL_MIN_BYTES
-        if pooled:
-            with contextlib.closing(ordered_map(_chunk_batch, jobs, POOL_PROCESSES)) as results:
-                yield from zip(groups, results)
-            return
-        for i, group in enumerate(groups):
-            job, jobs[i] = jobs[i], None
-            yield group, _chunk_batch(*job)
+        if not pooled:
+            return _in_process(groups, jobs)
+        # The first batches are chunked here while the workers start (their imports take
+        # 0.5-2 s of a loaded machine's time, and this process waits for its first chunks).
+        lead, chars = 0, 0
+        while lead < len(jobs) and chars < LEAD_BYTES:
+            chars += sum(entry.size for entry, _existed in groups[lead])
+            lead += 1
+        pool = ordered_map(_chunk_batch, jobs[lead:], POOL_PROCESSES)
+        here = (_chunk_batch(*job) for job in jobs[:lead])
+        return _Zipped(groups, itertools.chain(here, pool), pool)
 
     def _store_file(
         self, conn, entry: FileEntry, sha: str, ids: list[int], chunks: list[Chunk], packed: list[bytes]
@@ -832,22 +884,22 @@ class _Feed:
             self._prepare(item)
         return item
 
-    def pull_ahead(self, ready: Callable[[], bool]) -> None:
+    def pull_ahead(self, ready: Callable[[], bool], cap: int) -> None:
         """Chunk (and prepare) batches for the next generation until ``ready()``, half a segment's
-        worth is held, or the next batch would not fit in the next generation's segment (its
-        chunks must not reach the embedder before that segment is cut)."""
+        worth is held, or the next batch would not fit in the next generation's segment of
+        ``cap`` chunks (its chunks must not reach the embedder before that segment is cut)."""
         planned = 0
         for item in self.held:  # in id order: the embedder keeps a segment's rows in id order
-            if planned and planned + item.chunks > SEGMENT_CHUNKS:
+            if planned and planned + item.chunks > cap:
                 return
             self._prepare(item)
             planned += item.chunks
-        while not ready() and planned < SEGMENT_CHUNKS // 2:
+        while not ready() and planned < cap // 2:
             item = self._pull()
             if item is None:
                 return
             self.held.append(item)
-            if planned and planned + item.chunks > SEGMENT_CHUNKS:
+            if planned and planned + item.chunks > cap:
                 return
             self._prepare(item)
             planned += item.chunks
@@ -958,6 +1010,28 @@ def _checkpoint(name: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+def segment_cap(step: int) -> int:
+    """The most chunks the ``step``-th (from 0) segment of a pass holds:
+    :data:`core.segments.FIRST_SEGMENT_CHUNKS`, doubled at each step, up to
+    :data:`core.segments.SEGMENT_CHUNKS`."""
+    return min(SEGMENT_CHUNKS, FIRST_SEGMENT_CHUNKS << min(step, 40))
+
+
+def index_order(path: str) -> tuple:
+    """Where a file comes in a pass: the files a first question most likely wants first, since
+    a question asked while a first build runs is answered from the files committed so far.
+    Code no prior demotes, then documentation pages, then what the priors demote (by their
+    factor: examples, configuration and data before tests and README-like files); shallow
+    before deep within each, then by path. The order a complete index ranks in is not this
+    one's business: its scores do not depend on it (tests/test_partial.py)."""
+    from .priors import PROSE_LANGUAGES, matching_rules
+
+    factor = 1.0
+    for rule in matching_rules(path):
+        factor *= rule.factor
+    return (-factor, language_for(path) in PROSE_LANGUAGES, path.count("/"), path)
+
+
 def arm_builds(settings: IndexSettings) -> dict[str, ArmBuild]:
     """This update's build of every arm that has files in a generation, in registry order."""
     return {name: spec.build(settings) for name, spec in REGISTRY.items() if spec.build is not None}
@@ -975,17 +1049,46 @@ def _schema(settings: IndexSettings) -> str:
 
 
 def _file_batches(changed: list, size: int):
-    """Consecutive runs of ``changed`` ``(entry, existed)`` files holding about ``size`` bytes each."""
+    """Consecutive runs of ``changed`` ``(entry, existed)`` files holding about ``size`` bytes
+    each, the first ones less (:data:`FIRST_BATCH_BYTES`, doubling): the first segment of a
+    pass, small itself, is then cut from several batches that the chunking workers share, not
+    from one that one of them takes long over."""
     batch: list = []
     chars = 0
+    limit = min(size, FIRST_BATCH_BYTES)
     for item in changed:
         batch.append(item)
         chars += item[0].size
-        if chars >= size:
+        if chars >= limit:
             yield batch
             batch, chars = [], 0
+            limit = min(size, 2 * limit)
     if batch:
         yield batch
+
+
+def _in_process(groups: list, jobs: list):
+    """:meth:`Indexer._chunked` without worker processes."""
+    for i, group in enumerate(groups):
+        job, jobs[i] = jobs[i], None
+        yield group, _chunk_batch(*job)
+
+
+class _Zipped:
+    """Each batch with its result from the worker processes; :meth:`close` stops them."""
+
+    def __init__(self, groups: list, results, pool) -> None:
+        self._pairs = zip(groups, results)
+        self._pool = pool
+
+    def __iter__(self) -> _Zipped:
+        return self
+
+    def __next__(self):
+        return next(self._pairs)
+
+    def close(self) -> None:
+        self._pool.close()
 
 
 def _batches(items: list, size: int):

@@ -11,7 +11,8 @@ merges join neighbours only), and ``dead.npy`` the tombstoned ids among them.
 * A **cold build** flushes a segment every :data:`SEGMENT_CHUNKS` chunks and commits a
   generation with it: memory stays bounded by a segment, and a build killed at any point
   resumes after the last committed segment (its files are known, their chunks embedded and
-  counted).
+  counted). Its first segments are smaller (:data:`FIRST_SEGMENT_CHUNKS`, doubling), so the
+  first files are searchable within seconds while the rest are indexed.
 * An **update** writes one small segment with the new chunks of the changed files and
   tombstones their old ones: no array of the whole index is rewritten.
 * **Merges** keep the number of segments bounded (:func:`plan_merges`): a run of small
@@ -33,6 +34,14 @@ from . import npyfile
 #: 150 MB to hold while they are written (texts, token counts, vectors); the Linux sources
 #: (1.1M chunks) make 35 segments, and a build killed half way loses at most one.
 SEGMENT_CHUNKS = 32_768
+#: A pass's first segment holds at most this many chunks, and each next one twice as many as
+#: the one before, up to :data:`SEGMENT_CHUNKS`: a first build (or a large change) commits its
+#: first files within seconds, and a question asked meanwhile is answered from them (issue
+#: 36). A pass of fewer chunks commits once, as before; a larger one commits up to 5 more
+#: generations on its way to 32k chunks. 1,024 (~80 files of a 41k-chunk repository) rather
+#: than 512 or 256: no earlier first answer showed through the shared machine's noise, and
+#: twice the files to answer from (docs/benchmarks.md, "First answer").
+FIRST_SEGMENT_CHUNKS = 1024
 #: Segments under this many rows are "small" (an update's); a run of :data:`MERGE_RUN` or more
 #: neighbouring small ones is merged into one.
 SMALL_SEGMENT = SEGMENT_CHUNKS // 4

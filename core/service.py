@@ -190,7 +190,8 @@ def answer_query(
     """Run one checked query on an open index: ``(envelope, hits, skipped arms)``.
 
     The envelope is the handoff format (each hit with its span's ``sha256``) plus ``query_ms``,
-    the time spent here. ``deep``: whether the deep arm can answer (:func:`deep_ready`); when
+    the time spent here, and ``partial`` when the index was still being built (how many of
+    its files the arms searched, :class:`core.store.Partial`). ``deep``: whether the deep arm can answer (:func:`deep_ready`); when
     it cannot it takes its weights with it. The CLI's ``query`` and the MCP server both answer
     through this, so they rank alike. ``hashes=False`` leaves ``sha256`` to a caller that reads
     the files itself.
@@ -219,6 +220,9 @@ def answer_query(
         with_hashes=hashes,
         roots=repo_roots(engine, hits),
     )
+    partial = getattr(result, "partial", None)
+    if partial is not None:
+        data["partial"] = partial.to_dict()
     data["query_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)
     return data, hits, result.skipped
 

@@ -314,8 +314,10 @@ class Session(FusedBy):
         """Open what is there (fast); whether an index could be opened."""
         return self.engine.ready or self.engine.open()
 
-    def update_index(self, progress: Callable | None = None):
-        """Bring the index up to date (not the deep arm's vectors: :meth:`build_deep`)."""
+    def update_index(self, progress: Callable | None = None, on_partial: Callable | None = None):
+        """Bring the index up to date (not the deep arm's vectors: :meth:`build_deep`).
+        ``on_partial``: told (on this thread) of each generation a long pass commits and the
+        engine opens before its last (:meth:`Engine.ensure_index`), to answer from meanwhile."""
         from .secrets import load_detectors
 
         def report(p) -> None:
@@ -324,7 +326,7 @@ class Session(FusedBy):
             if progress is not None:
                 progress(p)
 
-        stats = self.engine.ensure_index(report, deep=False)
+        stats = self.engine.ensure_index(report, deep=False, on_partial=on_partial)
         load_detectors()  # here, so the preview's first credential check does not import them
         return stats
 
@@ -343,4 +345,12 @@ class Session(FusedBy):
         try:
             return self.engine.view.generation
         except Exception:  # not open
+            return None
+
+    def partial(self):
+        """How much of the files the open generation holds while its pass goes on
+        (:class:`core.store.Partial`); None when it is a whole pass's (or none is open)."""
+        try:
+            return self.engine.view.partial
+        except Exception:  # not open, or a shared store's view
             return None

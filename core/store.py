@@ -39,7 +39,7 @@ import re
 import threading
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ._sqlite import sqlite3
 
@@ -115,6 +115,37 @@ def pack_text(text: str) -> bytes:
 def unpack_text(blob: bytes) -> str:
     """The text :func:`pack_text` stored."""
     return zlib.decompress(blob).decode("utf-8", "surrogatepass")
+
+
+class Partial(NamedTuple):
+    """A generation committed while the pass writing it goes on (a first build, a large change:
+    :data:`core.segments.FIRST_SEGMENT_CHUNKS`): it holds ``files`` of the ``total`` files that
+    pass will hold, in their current version. The indexer records it in the meta with the
+    generation (``partial``; empty once the pass's last generation commits), so every reader,
+    in this process or another, knows an answer from it is partial."""
+
+    files: int
+    total: int
+
+    def describe(self) -> str:
+        """``from 1,200 of 4,902 files``: what an answer from this generation says."""
+        return f"from {self.files:,} of {self.total:,} files"
+
+    def to_dict(self) -> dict[str, int]:
+        """The ``partial`` field of an answer (the handoff schema's)."""
+        return {"files": self.files, "total": self.total}
+
+    def to_meta(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, str]) -> Partial | None:
+        """The meta's ``partial``, or None when the committed generation is a whole pass's."""
+        try:
+            data = json.loads(meta.get("partial") or "null")
+            return cls(int(data["files"]), int(data["total"])) if data else None
+        except (ValueError, KeyError, TypeError):
+            return None
 
 
 class IndexError_(Exception):
@@ -273,6 +304,12 @@ class IndexView:
     @property
     def settings(self) -> dict:
         return json.loads(self.meta.get("settings", "{}"))
+
+    @property
+    def partial(self) -> Partial | None:
+        """How much of its pass this generation holds, when the pass was still going on as it
+        committed (:class:`Partial`); None for a whole pass's."""
+        return Partial.from_meta(self.meta)
 
     def connection(self) -> sqlite3.Connection:
         """This thread's read-only connection to the index database, opened on first use and

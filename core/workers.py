@@ -27,52 +27,88 @@ class WorkerError(RuntimeError):
     """The child process failed (its traceback is the message) or died."""
 
 
-def ordered_map(fn: Callable[..., Any], jobs: list[tuple], processes: int = 1) -> Iterator[Any]:
+def ordered_map(fn: Callable[..., Any], jobs: list[tuple], processes: int = 1) -> OrderedMap:
     """``fn(*job)`` for each job, computed in child processes, yielded in order.
 
-    ``fn`` must be importable by name (a module-level function). Job ``i`` goes to child
-    ``i % processes``. Each job is sent as its child takes it and its slot in ``jobs`` is then
-    cleared, so large inputs are freed as the work goes on. A child waits when the caller falls
-    behind: the pipes are the only buffers. Closing the iterator early (an error or Ctrl-C in
-    the caller) kills the children.
+    ``fn`` must be importable by name (a module-level function). The children start now, not at
+    the first ``next``: a caller with other work before it asks for a result (the indexer
+    loading its embedding model) overlaps their start-up (~0.3 s of imports each) with it. Job
+    ``i`` goes to child ``i % processes``. Each job is sent as its child takes it and its slot
+    in ``jobs`` is then cleared, so large inputs are freed as the work goes on. A child waits
+    when the caller falls behind: the pipes are the only buffers. Closing the iterator early
+    (an error or Ctrl-C in the caller) kills the children.
 
     Raises
     ------
     WorkerError
-        When ``fn`` raised in a child, or a child died.
+        From ``next``, when ``fn`` raised in a child, or a child died.
     """
-    code = _CHILD.format(module=__name__)
-    processes = max(1, min(processes, len(jobs)))
-    procs: list[subprocess.Popen] = []
-    writers: list[threading.Thread] = []
-    finished = False
-    try:
-        for k in range(processes):
-            proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-            procs.append(proc)
-            writer = threading.Thread(
-                target=_send, args=(proc.stdin, fn, jobs, k, processes), name="ranklens-worker-feed", daemon=True
-            )
-            writer.start()
-            writers.append(writer)
-        for i in range(len(jobs)):
-            proc = procs[i % processes]
+    return OrderedMap(fn, jobs, processes)
+
+
+class OrderedMap(Iterator[Any]):
+    """The iterator :func:`ordered_map` returns; :meth:`close` stops its children."""
+
+    def __init__(self, fn: Callable[..., Any], jobs: list[tuple], processes: int) -> None:
+        code = _CHILD.format(module=__name__)
+        self._count = len(jobs)
+        self._next = 0
+        self._procs: list[subprocess.Popen] = []
+        self._writers: list[threading.Thread] = []
+        self._closed = False
+        processes = max(1, min(processes, len(jobs)))
+        try:
+            for k in range(processes if jobs else 0):
+                proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                self._procs.append(proc)
+                writer = threading.Thread(
+                    target=_send, args=(proc.stdin, fn, jobs, k, processes), name="ranklens-worker-feed", daemon=True
+                )
+                writer.start()
+                self._writers.append(writer)
+        except BaseException:
+            self._finish(kill=True)
+            raise
+
+    def __next__(self) -> Any:
+        if self._closed or self._next >= self._count:
+            self._finish(kill=False)
+            raise StopIteration
+        proc = self._procs[self._next % len(self._procs)]
+        try:
             try:
                 ok, value = pickle.load(proc.stdout)
             except EOFError:
                 raise WorkerError(f"a worker process exited with status {proc.wait()}") from None
             if not ok:
                 raise WorkerError(f"in a worker process: {value}")
-            yield value
-        finished = True
-    finally:
-        for proc in procs:
-            if not finished:
+        except BaseException:
+            self._finish(kill=True)
+            raise
+        self._next += 1
+        if self._next >= self._count:
+            self._finish(kill=False)
+        return value
+
+    def close(self) -> None:
+        """Stop: the children still at work are killed."""
+        self._finish(kill=self._next < self._count)
+
+    def _finish(self, *, kill: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for proc in self._procs:
+            if kill:
                 proc.kill()
             proc.stdout.close()
             proc.wait()
-        for writer in writers:
+        for writer in self._writers:
             writer.join()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            self.close()
 
 
 def _send(stream, fn: Callable[..., Any], jobs: list[tuple], first: int, step: int) -> None:
@@ -101,5 +137,8 @@ def _serve() -> None:
             result = (True, fn(*job))
         except Exception:
             result = (False, traceback.format_exc())
-        pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
-        out.flush()
+        try:
+            pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
+        except BrokenPipeError:  # the parent stopped reading (it exited, or closed the map)
+            break

@@ -225,17 +225,23 @@ def _run_index(
     keep_serving: bool = True,
     fresh: bool = False,
     survey=None,
+    max_wait: float | None = None,
 ):
     """``deep``: also build the deep arm's vectors (None: when it is fused by default);
     ``deep_limit``: unless more than this many texts lack one (then say so); ``open_view``:
     open the index for querying. ``keep_serving``: when the update cannot be written (disk
     full), say so and answer from the index as it was committed, if there is one. ``fresh``:
     list the whole tree instead of trusting the last listing's snapshot; ``survey``: its stat
-    pass, started by :func:`_survey`."""
+    pass, started by :func:`_survey`. ``max_wait``: when a pass that commits in steps (a first
+    build, a large change) is still going on after this many seconds, stop it there and answer
+    from what it committed (:func:`_index_within`)."""
     from .core.store import IndexWriteError
 
     try:
-        stats = _run_index_stages(engine, show_progress, deep, deep_limit, open_view, fresh, survey)
+        if max_wait is None:
+            stats = _run_index_stages(engine, show_progress, deep, deep_limit, open_view, fresh, survey)
+        else:
+            stats = _index_within(engine, max_wait, show_progress, deep, deep_limit, fresh, survey)
     except IndexWriteError as exc:
         if not keep_serving or not engine.open():
             raise
@@ -281,6 +287,56 @@ def _deep_start_note(p) -> None:
         _note(f"deep: embedding {p.total:,} chunks (minutes; Ctrl-C or SIGTERM keeps what is done)")
 
 
+class _IndexStopped(BaseException):
+    """The pass was stopped (--max-wait): what it committed is kept. Not an Exception: no
+    handler on the way (the deep stage's, say) takes it for a failure."""
+
+
+def _index_within(engine: Engine, max_wait: float, show_progress: bool, deep, deep_limit, fresh: bool, survey):
+    """Index on a thread of its own for at most ``max_wait`` seconds (and at least until a
+    first step commits: nothing else can answer). A pass still going on then is stopped at its
+    next progress report (what it committed stays, and the next run goes on from there), and
+    the stats say the answer is partial (``engine.view.partial``)."""
+    from .core.arms.protocol import IndexStats
+
+    stop = threading.Event()
+    landed = threading.Event()
+    outcome: dict = {}
+
+    def check() -> None:
+        if stop.is_set():
+            raise _IndexStopped
+
+    def run() -> None:
+        try:
+            outcome["stats"] = _run_index_stages(
+                engine, show_progress, deep, deep_limit, True, fresh, survey, check, lambda _p: landed.set()
+            )
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="ranklens-index", daemon=True)
+    worker.start()
+    deadline = time.monotonic() + max_wait
+    try:
+        while worker.is_alive() and not (landed.is_set() and time.monotonic() >= deadline):
+            worker.join(max(0.01, min(0.1, deadline - time.monotonic())))
+    finally:  # Ctrl-C too: the pass stops, keeping what it committed
+        stop.set()
+        worker.join()
+    error = outcome.get("error")
+    if isinstance(error, _IndexStopped):
+        return IndexStats(
+            root=str(engine.root),
+            index_dir=str(engine.directory),
+            generation=engine.view.generation,
+            deep="the index is still being built",
+        )
+    if error is not None:
+        raise error
+    return outcome["stats"]
+
+
 def _run_index_stages(
     engine: Engine,
     show_progress: bool,
@@ -289,10 +345,21 @@ def _run_index_stages(
     open_view: bool = True,
     fresh: bool = False,
     survey=None,
+    check=None,
+    on_partial=None,
 ):
+    """``check``: called at each progress report (it may raise to stop the pass);
+    ``on_partial``: :meth:`Engine.ensure_index`'s."""
+    more = {"on_partial": on_partial} if on_partial is not None else {}
     if not show_progress:
+
+        def quiet_progress(p) -> None:
+            _deep_start_note(p)
+            if check is not None:
+                check()
+
         return engine.ensure_index(
-            _deep_start_note, deep=deep, deep_limit=deep_limit, open_view=open_view, fresh=fresh, survey=survey
+            quiet_progress, deep=deep, deep_limit=deep_limit, open_view=open_view, fresh=fresh, survey=survey, **more
         )
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
@@ -312,10 +379,12 @@ def _run_index_stages(
 
         def progress(p: Progress) -> None:
             _deep_starts(p)
+            if check is not None:
+                check()
             bar.update(tasks[p.stage], completed=p.done, total=max(p.total, 1), visible=True)
 
         return engine.ensure_index(
-            progress, deep=deep, deep_limit=deep_limit, open_view=open_view, fresh=fresh, survey=survey
+            progress, deep=deep, deep_limit=deep_limit, open_view=open_view, fresh=fresh, survey=survey, **more
         )
 
 
@@ -636,7 +705,8 @@ BATCH_HELP = (
     '"retriever", "weights" ({"dense": 1.5} or "dense:1.5,bm25:0.5"), "rrf_k", "path", "lang", '
     '"no_priors" (the command\'s options are the defaults); one JSON envelope a line on stdout, in '
     'order, led by the line\'s "id" (its line number when it has none). The index is brought up to '
-    "date once, first (for the command's --retriever). A line that cannot be answered gets "
+    "date once, first (for the command's --retriever; with --max-wait, for at most that long, every "
+    "line then answered from the same part of it). A line that cannot be answered gets "
     '{"id", "error"} and the batch goes on; the exit code is 0 when every line was answered, 2 when '
     "a line was malformed (not JSON, an unknown field, a bad value) or the batch could not start, "
     "1 when no retriever could answer a line."
@@ -704,6 +774,18 @@ def mcp_command(root: str, model: str | None, store: str | None, repos: str | No
 @click.option(
     "--batch", is_flag=True, help="Read JSON-line queries from stdin, print one JSON envelope a line (below)."
 )
+@click.option(
+    "--max-wait",
+    "max_wait",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    default=None,
+    help=(
+        "While the index is still being built (a first build, a large change), answer after at most SECONDS "
+        'from the part committed so far, saying so (stderr, and "partial" in the JSON), instead of waiting '
+        "for the whole index; the build stops there and the next run goes on from it. Default: wait."
+    ),
+)
 @model_option
 @discovery_options
 @store_option
@@ -722,6 +804,7 @@ def query(
     as_json: bool,
     output: str | None,
     batch: bool,
+    max_wait: float | None,
     model: str | None,
     hidden: bool | None,
     no_ignore: bool | None,
@@ -735,6 +818,8 @@ def query(
     never answered from its old text (below). The fused list goes through the
     code-aware ranking stage (a single retriever's ranking through the priors) unless
     --no-priors is given.
+    A first build commits its work in steps (its first files within seconds); --max-wait
+    SECONDS answers from what is committed by then rather than from the whole index.
     The deep arm joins only where `ranklens index --deep` turned it on. Then a query embeds
     up to 200 new chunks for it before answering; a larger (first) build is left to
     `ranklens index`, and while that or another process's build runs, deep sits the query
@@ -763,10 +848,12 @@ def query(
         if output:
             raise UsageProblem("--output does not apply to --batch (its envelopes go to stdout)")
         check_request("batch", **options)  # the defaults must be good before stdin is read
-        _query_batch(root, model, options, hidden, no_ignore, store, repos, fresh, survey)
+        _query_batch(root, model, options, hidden, no_ignore, store, repos, fresh, survey, max_wait)
         return
     if text is None:
         raise UsageProblem("missing TEXT (or --batch to read queries from stdin)")
+    if max_wait is not None and store is not None:
+        raise UsageProblem("--max-wait applies to a local index (a shared --store is built by `ranklens index`)")
     request = check_request(text, **options)
     # Span hashes go only into JSON (stdout or --output); the lines printed otherwise show none,
     # and hashing reads each hit's file through the credential detectors (~0.2 s to import).
@@ -788,6 +875,7 @@ def query(
         deep_limit=None if arms == ["deep"] else QUERY_DEEP_LIMIT,
         fresh=fresh,
         survey=survey,
+        max_wait=max_wait,
     )
     quiet = set() if deep_ready(stats) or "deep" in request.retriever.split(",") else {"deep"}
     try:
@@ -799,6 +887,8 @@ def query(
     for name, reason in skipped:
         if name not in quiet:  # deep sitting out was said once by _run_index; the JSON says why
             _note(f"{name} skipped: {reason}")
+    if "partial" in data:
+        _note_partial(data["partial"])
     if output:
         from .core.handoff import write_json_atomic
 
@@ -824,6 +914,16 @@ def query(
         )
     if not hits:
         _note("no results")
+
+
+def _note_partial(partial: dict) -> None:
+    """Say on stderr that an answer is from part of the index (--max-wait)."""
+    from .core.store import Partial
+
+    _note(
+        f"partial answer, {Partial(partial['files'], partial['total']).describe()}: the index is still being "
+        "built (what it committed is kept; the next `ranklens query` or `ranklens index` goes on from there)"
+    )
 
 
 def _via(hit) -> str:
@@ -895,10 +995,13 @@ def _query_batch(
     repos: str | None = None,
     fresh: bool = False,
     survey=None,
+    max_wait: float | None = None,
 ) -> None:
     """``query --batch``: one envelope (or error) per stdin line, one engine for all."""
     from .core.service import QUERY_DEEP_LIMIT, NoAnswer, answer_query, check_request, deep_ready, open_engine
 
+    if max_wait is not None and store is not None:
+        raise UsageProblem("--max-wait applies to a local index (a shared --store is built by `ranklens index`)")
     engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
     _save_on_sigterm()
     asked = check_request("batch", **defaults)
@@ -910,7 +1013,10 @@ def _query_batch(
         deep_limit=None if arms == ["deep"] else QUERY_DEEP_LIMIT,
         fresh=fresh,
         survey=survey,
+        max_wait=max_wait,
     )
+    if max_wait is not None and engine.view.partial is not None:
+        _note_partial(engine.view.partial.to_dict())
     noted: set[tuple[str, str]] = set()
     quiet = set() if deep_ready(stats) else {"deep"}  # said once by _run_index
     failed = malformed = total = 0

@@ -160,12 +160,13 @@ async def _call(service: AgentService, ctx: Context | None, fn, *args, **kwargs)
     try:
         job, notes, data = await anyio.to_thread.run_sync(at_once)
         if job is not None:
-            # A first build is waited for whatever it takes; an update only briefly, then the
-            # last generation answers with a note.
-            first = not service.engine.ready
+            # A first build is waited for until its first step commits, and not again while it
+            # goes on (the answer says it is partial); an update only briefly, then the last
+            # generation answers with a note.
+            first = not service.engine.ready or service.engine.view.partial is not None
             deadline = None if first else time.monotonic() + REFRESH_WAIT_S
             sent = None
-            while not job.done.is_set():
+            while not job.done.is_set() and not (first and service.engine.ready):
                 if ctx is not None:
                     progress = job.fraction()
                     if progress != sent:

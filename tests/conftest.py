@@ -179,6 +179,22 @@ def sample_repo(tmp_path) -> Path:
     return write_repo(tmp_path / "repo")
 
 
+@pytest.fixture
+def stepped_repo(tmp_path) -> Path:
+    """A repository whose first build takes several steps under :func:`small_steps`."""
+    from partial_steps import write_stepped_repo
+
+    return write_stepped_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def small_steps(monkeypatch) -> None:
+    """A long pass's first steps of a few chunks each (issue 36; tests/partial_steps.py)."""
+    from partial_steps import small_steps
+
+    small_steps(monkeypatch)
+
+
 class FakeDeepEncoder:
     """Stands in for the deep arm's model: a hashed bag of code tokens in 384 dimensions,
     cheap, deterministic and lexical enough to rank. ``gate`` makes every call wait (a slow

@@ -71,6 +71,7 @@ def test_segments_tombstones_and_merges_answer_as_one_fresh_segment(small_segmen
             assert np.array_equal(VectorIndex.load(folder / "dense.usearch").keys(), ChunkTable.load_dir(folder).ids)
     assert merged and len(manifest.dead)
     monkeypatch.setattr(indexer, "SEGMENT_CHUNKS", 10**9)
+    monkeypatch.setattr(indexer, "FIRST_SEGMENT_CHUNKS", 10**9)
     fresh = Engine(repo, cache_dir=tmp_path / "b")
     fresh.ensure_index()
     assert len(fresh.view.manifest.segments) == 1

@@ -144,6 +144,7 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         self._query_started = 0.0
         self._shown_query_id = -1
         self._pending: str | None = None  # a query waiting for the index
+        self._again_query_id: int | None = None  # a query asked again (see _start_query)
         self._debounce: Timer | None = None
         self._arm_workers: dict[Worker, tuple[str, int]] = {}
         self.notes = StatusNotes()
@@ -276,15 +277,21 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
                 self._rebuild_gone_index()
             return True
         self._pending = None
-        self._start_query(checked)
+        self._start_query(checked, again=force and checked == self.query_text)
         return True
 
-    def _start_query(self, text: str) -> None:
+    def _start_query(self, text: str, *, again: bool = False) -> None:
+        """Run ``text`` on every arm. ``again``: the query shown, asked again on a newer index
+        (a step of a first build landed, files changed): its rows stay until every arm has
+        answered, and the cursor then stays on its hit where it still is."""
         qid = self.session.start(text)
+        self._again_query_id = qid if again else None
+        self._query_generation = self._current_generation()
         self.last_query_ms = None
         self._preview_code = None  # re-read the file: it may have changed since
         self._query_started = time.perf_counter()
-        self._set_query_note("")
+        partial = self.session.partial()
+        self._set_query_note(f"partial: {partial.describe()}" if partial is not None else "")
         status = self.status
         status.reset(self.arms)
         for arm in self.arms:
@@ -339,11 +346,15 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
             status.set_done(result.arm, result.elapsed_ms if self.show_timings else None, len(result.hits))
             if getattr(self.engine, "shared", False) and self.notes.index != self.engine.state:
                 self._set_index_note(self.engine.state)  # the store answers again
-        # The first answer of a new query starts at the top; later ones keep the top row
-        # on the best hit unless the user has moved the cursor down.
-        first = self._shown_query_id != self.query_id
-        cursor = "top" if first or self.table.cursor_row == 0 else "keep"
-        self.refuse(cursor=cursor)
+        if self._again_query_id == query_id:
+            # The same question on a newer index: its rows change once, when it is whole.
+            if self.query_complete:
+                self.refuse(cursor="keep")
+        else:
+            # The first answer of a new query starts at the top; later ones keep the top row
+            # on the best hit unless the user has moved the cursor down.
+            first = self._shown_query_id != self.query_id
+            self.refuse(cursor="top" if first or self.table.cursor_row == 0 else "keep")
         if self.query_complete:
             # From the query starting to the table holding every arm's answer.
             self.last_query_ms = (time.perf_counter() - self._query_started) * 1000

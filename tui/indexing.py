@@ -2,7 +2,10 @@
 index, and what their messages change on screen.
 
 On mount the index is opened (fast) and brought up to date in one thread worker; a refresh
-asked for while one runs (the editor handed back, say) runs once after it. When the index
+asked for while one runs (the editor handed back, say) runs once after it. A long pass (a first
+build, a large change) commits its work in steps: the query runs on each step as it lands
+(the status line says "partial: from 1,200 of 4,902 files"), and once more when the pass ends,
+the cursor staying on its hit. When the index
 commits and ``deep`` is among the arms, the deep arm's vectors are embedded in a worker of
 their own (minutes of work, stoppable): until they are ready, ``deep`` shows their progress
 in its status cell instead of "skipped", and runs again for the current query once built.
@@ -16,7 +19,15 @@ from textual.worker import Worker, WorkerState
 
 from ranklens.core.arms.protocol import IndexStats
 from ranklens.core.indexer import STAGES, Progress
-from ranklens.tui.messages import DeepDone, DeepProgress, IndexDone, IndexOpened, IndexProgress, while_open
+from ranklens.tui.messages import (
+    DeepDone,
+    DeepProgress,
+    IndexDone,
+    IndexOpened,
+    IndexPartial,
+    IndexProgress,
+    while_open,
+)
 from ranklens.tui.notes import one_line
 
 if TYPE_CHECKING:
@@ -61,7 +72,8 @@ class IndexOrchestration:
         super().__init__(*args, **kwargs)
         self._index_worker: Worker | None = None
         self._index_again = False  # a refresh was asked for while one ran: run it after
-        self._generation: int | None = None  # the index generation the rows come from
+        self._generation: int | None = None  # the generation the last whole pass left
+        self._query_generation: int | None = None  # the one the current query ran on
         self._index_refreshed = False
         self._discovery_warning: str | None = None  # the last one notified
         # The deep arm's vectors are built in a worker of their own, after the index commits.
@@ -95,7 +107,9 @@ class IndexOrchestration:
         """Worker body: open what is there (fast), then bring it up to date."""
         self.post_message(IndexOpened(self.session.open_index()))
         # Not the deep arm's vectors: minutes of work, done by _deep_job once this commits.
-        stats = self.session.update_index(lambda p: self.post_message(IndexProgress(p)))
+        stats = self.session.update_index(
+            lambda p: self.post_message(IndexProgress(p)), lambda p: self.post_message(IndexPartial(p))
+        )
         self.post_message(IndexDone(stats))
 
     @while_open
@@ -116,9 +130,22 @@ class IndexOrchestration:
             self._set_index_note("building the index (first run)…")
             if not self.query_text:
                 self.preview.clear(
-                    "Building the index of this folder (first run). You can type a query now: "
-                    "it runs as soon as the index is ready."
+                    "Building the index of this folder (first run). You can type a query now: it "
+                    "runs on the first files as soon as they are indexed, and again as more land."
                 )
+
+    @while_open
+    def on_index_partial(self, message: IndexPartial) -> None:
+        """A step of a long pass landed (and is open): answer from it, or again."""
+        if self._pending is not None:
+            self.search(self._pending)
+        elif self.query_text and self._query_generation != self._current_generation():
+            self.search(self.query_text, force=True)
+        elif not self.query_text and self._generation is None:
+            self.preview.clear(
+                f"Building the index of this folder (first run): {message.partial.files:,} of "
+                f"{message.partial.total:,} files are searchable so far. Type a query."
+            )
 
     @while_open
     def on_index_progress(self, message: IndexProgress) -> None:
@@ -128,7 +155,6 @@ class IndexOrchestration:
     def on_index_done(self, message: IndexDone) -> None:
         first_build = self._generation is None
         generation = self._current_generation()
-        changed = generation != self._generation
         self._generation = generation
         self._index_refreshed = True
         self._set_index_note(
@@ -141,8 +167,8 @@ class IndexOrchestration:
         self._discovery_warning = warning
         if self._pending is not None:
             self.search(self._pending)
-        elif changed and self.query_text and not first_build:
-            # The rows may point at lines that moved: ask the arms again.
+        elif self.query_text and self._query_generation != generation:
+            # A partial answer, or rows that may point at lines that moved: ask the arms again.
             self.search(self.query_text, force=True)
         elif first_build and not self.query_text:
             if warning and not message.stats.kept:

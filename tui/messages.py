@@ -19,6 +19,7 @@ from textual.message import Message
 from ranklens.core.arms.protocol import IndexStats
 from ranklens.core.engine import ArmResult
 from ranklens.core.indexer import Progress
+from ranklens.core.store import Partial
 
 
 @dataclass
@@ -48,6 +49,14 @@ class IndexProgress(Message):
     def can_replace(self, message: Message) -> bool:
         # Only the latest step matters for a one-line status: collapse the backlog.
         return isinstance(message, IndexProgress)
+
+
+@dataclass
+class IndexPartial(Message):
+    """A pass still going on committed a generation holding ``partial`` of its files, and the
+    engine opened it: queries answer from it (again) meanwhile."""
+
+    partial: Partial
 
 
 @dataclass

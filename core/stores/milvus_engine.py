@@ -51,6 +51,10 @@ TIE_MARGIN = 10
 class StoreView:
     """What the engine's callers read of an open index (the TUI its generation)."""
 
+    #: A shared store is indexed by `ranklens index --store`, whole: never part of a pass
+    #: (:attr:`core.store.IndexView.partial`).
+    partial = None
+
     def __init__(self, root: Path, meta: dict, repos: dict) -> None:
         self.root = root
         self.meta = meta
@@ -318,11 +322,20 @@ class MilvusEngine(Engine):
     # -- Engine's index side ----------------------------------------------------------------
 
     def ensure_index(
-        self, progress=None, *, deep=None, deep_limit=None, open_view: bool = True, fresh: bool = False, survey=None
+        self,
+        progress=None,
+        *,
+        deep=None,
+        deep_limit=None,
+        open_view: bool = True,
+        fresh: bool = False,
+        survey=None,
+        on_partial=None,
     ):
         """Open the store for querying (a query never writes a shared index: ``ranklens index
-        --store`` does); the returned stats say what it holds. ``fresh`` and ``survey`` are
-        :class:`core.engine.Engine`'s, accepted and unused: the store has no local listing."""
+        --store`` does); the returned stats say what it holds. ``fresh``, ``survey`` and
+        ``on_partial`` are :class:`core.engine.Engine`'s, accepted and unused: the store has no
+        local listing, and is never built here."""
         from ..arms.protocol import IndexStats
 
         view = self._open_store()

@@ -1,0 +1,71 @@
+"""The app during a first build (issue 36): a question typed at once is answered from the first
+step of the index, says it is partial, runs again as more lands with the cursor on its hit, and
+ends on the ranking of a whole build."""
+
+from __future__ import annotations
+
+import threading
+
+from pilot_helpers import column, wait_for
+
+from ranklens.core.engine import Engine
+from ranklens.core.session import Session
+from ranklens.tui.app import ROW_LIMIT, RanklensApp
+from ranklens.tui.messages import IndexPartial
+
+SIZE = (120, 36)
+QUESTION = "retry a failed request"
+
+
+async def test_a_question_typed_at_once_is_answered_from_each_step_then_from_the_whole_index(
+    stepped_repo, small_steps, monkeypatch, tmp_path
+) -> None:
+    whole = Engine(stepped_repo, cache_dir=tmp_path / "whole")
+    whole.ensure_index(deep=False)
+    final = [h.docid for h in whole.search(QUESTION, top_k=ROW_LIMIT).hits]
+    whole.close()
+
+    # The build holds after its first step until the test has looked at the answer.
+    go_on = threading.Event()
+    steps = []
+    update = Session.update_index
+
+    def held_update(self, progress=None, on_partial=None):
+        def landed(partial):
+            on_partial(partial)
+            steps.append(partial)
+            if len(steps) == 1:
+                go_on.wait(60)
+
+        return update(self, progress, landed)
+
+    monkeypatch.setattr(Session, "update_index", held_update)
+    engine = Engine(stepped_repo)
+    app = RanklensApp(engine)
+    partials = []
+    async with app.run_test(
+        size=SIZE, message_hook=lambda m: partials.append(m) if isinstance(m, IndexPartial) else None
+    ) as pilot:
+        app.query_input.value = QUESTION  # typed before there is any index
+        await wait_for(pilot, lambda: app.query_complete and app.table.row_count > 0, timeout=60)
+        first = steps[0]
+        assert 0 < first.files < first.total
+        assert app.notes.query == f"partial: from {first.files:,} of {first.total:,} files"
+        assert first.describe() in app.status.note
+        shown = column(app, "location")
+        assert len(shown) < len(final)
+        # The cursor goes to a hit the whole index also ranks, below the first row.
+        row = next(i for i, hit in enumerate(app.table.hits) if i > 0 and hit.docid in final)
+        app.table.focus()
+        for _ in range(row):
+            await pilot.press("down")
+        kept = app.table.current_hit.docid
+        go_on.set()
+        await wait_for(pilot, lambda: app.index_ready and app.query_complete and not app.notes.query, timeout=120)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert len(steps) >= 2 and len(partials) == len(steps)
+        # The whole index's ranking, and the cursor still on its hit.
+        assert [h.docid for h in app.table.hits] == final
+        assert app.table.current_hit.docid == kept
+        assert app.engine.view.partial is None
