@@ -105,15 +105,6 @@ class InFileEncoder:
         return out
 
     def _run(self, ids: list[list[int]]) -> np.ndarray:
-        width = max(1, max(len(x) for x in ids))
-        input_ids = np.zeros((len(ids), width), dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for i, row in enumerate(ids):
-            input_ids[i, : len(row)] = row
-            mask[i, : len(row)] = 1
-        feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
-        hidden = self.session.run(["last_hidden_state"], {k: v for k, v in feeds.items() if k in self._inputs})[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 0)
+        from ranklens.core.arms.deep.model import mean_pooled  # the deep arm's pooling, the trainer's
+
+        return mean_pooled(self.session, self._inputs, ids)

@@ -713,6 +713,36 @@ def snapshot_dir(mirror: Path, repo: str) -> Path | None:
     return None
 
 
+def unseen(pairs: list[dict], seen: set[str]) -> list[dict]:
+    """The ``pairs`` whose normalised description + code is not in ``seen`` (added to it)."""
+    kept = []
+    for p in pairs:
+        key = hashlib.sha1(
+            (re.sub(r"\s+", " ", p["desc"].lower()) + "\0" + re.sub(r"\s+", " ", p["code"])).encode()
+        ).hexdigest()
+        if key not in seen:
+            seen.add(key)
+            kept.append(p)
+    return kept
+
+
+def write_pairs(out: Path, pairs: list[dict], manifest: dict, counts: dict[str, str] | None = None) -> None:
+    """``pairs.jsonl`` (atomically) and ``manifest.json`` in ``out``: the manifest gains the
+    pairs' SHA-256, their count per language (and per each ``counts`` field: ``{manifest key:
+    pair field}``) and their number."""
+    tmp = out / "pairs.jsonl.tmp"
+    with tmp.open("w") as f:
+        for p in pairs:
+            f.write(json.dumps(p, ensure_ascii=False) + "\n")
+    os.replace(tmp, out / "pairs.jsonl")
+    manifest["pairs_sha256"] = hashlib.sha256((out / "pairs.jsonl").read_bytes()).hexdigest()
+    for key, field in {"pairs_per_language": "lang", **(counts or {})}.items():
+        manifest[key] = dict(sorted(Counter(p[field] for p in pairs).items()))
+    manifest["pairs"] = len(pairs)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"{len(pairs)} pairs; missing {len(manifest['missing'])}, excluded {len(manifest['excluded'])}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="folder of fetched snapshots")
@@ -748,28 +778,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         rng = random.Random(f"{SEED}:{repo}")
         commit, pairs = mine_repo(git_dir, repo, lang, bench, rng)
-        kept = []
-        for p in pairs:
-            key = hashlib.sha1(
-                (re.sub(r"\s+", " ", p["desc"].lower()) + "\0" + re.sub(r"\s+", " ", p["code"])).encode()
-            ).hexdigest()
-            if key not in seen:
-                seen.add(key)
-                kept.append(p)
+        kept = unseen(pairs, seen)
         all_pairs.extend(kept)
         per_lang = Counter(p["lang"] for p in kept)
         manifest["repositories"].append({"repo": repo, "commit": commit, "pairs": dict(sorted(per_lang.items()))})
         print(f"{repo:45s} {commit[:10]} {len(kept):6d} pairs", flush=True)
-    tmp = args.out / "pairs.jsonl.tmp"
-    with tmp.open("w") as f:
-        for p in all_pairs:
-            f.write(json.dumps(p, ensure_ascii=False) + "\n")
-    os.replace(tmp, args.out / "pairs.jsonl")
-    manifest["pairs_sha256"] = hashlib.sha256((args.out / "pairs.jsonl").read_bytes()).hexdigest()
-    manifest["pairs_per_language"] = dict(sorted(Counter(p["lang"] for p in all_pairs).items()))
-    manifest["pairs"] = len(all_pairs)
-    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    print(f"{len(all_pairs)} pairs; missing {len(manifest['missing'])}, excluded {len(manifest['excluded'])}")
+    write_pairs(args.out, all_pairs, manifest)
     return 0
 
 

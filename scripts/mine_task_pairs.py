@@ -21,7 +21,8 @@ vendored folders, files byte-identical to the benchmark's). Output: ``pairs.json
 ``manifest.json`` (each repository's commit and pairs per language and source, the pairs'
 SHA-256). The same snapshots give the same bytes.
 
-    python scripts/mine_task_pairs.py --mirror /work/.mirror --out /tmp/ranklens-task-pairs
+    python scripts/mine_task_pairs.py --mirror /work/.mirror --out /tmp/ranklens-task-pairs \
+        --repos-from docs/appendix/in-file-encoder-manifest.json   # the measured data, to the byte
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
 import re
 import subprocess
@@ -56,7 +56,9 @@ from mine_pairs import (  # noqa: E402
     is_excluded,
     skip_path,
     snapshot_dir,
+    unseen,
     words_of,
+    write_pairs,
 )
 
 from ranklens.core.chunking import definitions  # noqa: E402
@@ -257,12 +259,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repo", action="append", help="mine only these owner/name (repeatable); default: every snapshot"
     )
+    parser.add_argument(
+        "--repos-from",
+        type=Path,
+        help="mine the repositories a manifest lists (docs/appendix/in-file-encoder-manifest.json: the measured data)",
+    )
     args = parser.parse_args(argv)
     if not args.exclusions.exists():
         print(f"mine_task_pairs: no exclusion list at {args.exclusions}", file=sys.stderr)
         return 2
     exclusions = excluded_names(args.exclusions)
     bench = benchmark_hashes(args.bench)
+    if args.repos_from:
+        args.repo = [r["repo"] for r in json.loads(args.repos_from.read_text())["repositories"]]
     repos = args.repo or sorted(
         p.name.replace("+", "/", 1) for p in args.mirror.iterdir() if p.is_dir() and "+" in p.name
     )
@@ -279,27 +288,12 @@ def main(argv: list[str] | None = None) -> int:
             manifest["missing"].append(repo)
             continue
         commit, pairs = mine_repo(git_dir, repo, bench, random.Random(f"{SEED}:{repo}"))
-        kept = []
-        for p in pairs:
-            key = hashlib.sha1((p["desc"].lower() + "\0" + re.sub(r"\s+", " ", p["code"])).encode()).hexdigest()
-            if key not in seen:
-                seen.add(key)
-                kept.append(p)
+        kept = unseen(pairs, seen)
         all_pairs.extend(kept)
         per = Counter(f"{p['lang']}/{p['src']}" for p in kept)
         manifest["repositories"].append({"repo": repo, "commit": commit, "pairs": dict(sorted(per.items()))})
         print(f"{repo:45s} {commit[:10]} {len(kept):6d} pairs {dict(Counter(p['src'] for p in kept))}", flush=True)
-    tmp = args.out / "pairs.jsonl.tmp"
-    with tmp.open("w") as f:
-        for p in all_pairs:
-            f.write(json.dumps(p, ensure_ascii=False) + "\n")
-    os.replace(tmp, args.out / "pairs.jsonl")
-    manifest["pairs_sha256"] = hashlib.sha256((args.out / "pairs.jsonl").read_bytes()).hexdigest()
-    manifest["pairs_per_language"] = dict(sorted(Counter(p["lang"] for p in all_pairs).items()))
-    manifest["pairs_per_source"] = dict(sorted(Counter(p["src"] for p in all_pairs).items()))
-    manifest["pairs"] = len(all_pairs)
-    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    print(f"{len(all_pairs)} pairs; missing {len(manifest['missing'])}, excluded {len(manifest['excluded'])}")
+    write_pairs(args.out, all_pairs, manifest, {"pairs_per_source": "src"})
     return 0
 
 

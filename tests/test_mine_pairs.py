@@ -59,9 +59,11 @@ def _git(*args, cwd):
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
-def _repo(tmp: Path, name: str) -> Path:
+def snapshot(tmp: Path, name: str, files: dict[str, str]) -> Path:
+    """A git repository of ``files`` (dedented) under ``tmp/src``, and its bare clone where a
+    fetched snapshot lies (``tmp/mirror/<owner>+<name>/repo``); the work tree's path."""
     work = tmp / "src" / name.replace("/", "+")
-    for rel, text in FILES.items():
+    for rel, text in files.items():
         p = work / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text).lstrip())
@@ -72,6 +74,10 @@ def _repo(tmp: Path, name: str) -> Path:
     bare.parent.mkdir(parents=True)
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
     return work
+
+
+def _repo(tmp: Path, name: str) -> Path:
+    return snapshot(tmp, name, FILES)
 
 
 def _bench_tar(tmp: Path) -> Path:

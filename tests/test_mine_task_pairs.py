@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
+
+from test_mine_pairs import snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "mine_task_pairs.py"
@@ -59,22 +60,8 @@ FILES = {
 }
 
 
-def _git(*args, cwd):
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
 def _repo(tmp: Path, name: str) -> None:
-    work = tmp / "src" / name.replace("/", "+")
-    for rel, text in FILES.items():
-        p = work / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text).lstrip())
-    _git("init", "-q", cwd=work)
-    _git("add", ".", cwd=work)
-    _git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x", cwd=work)
-    bare = tmp / "mirror" / name.replace("/", "+") / "repo"
-    bare.parent.mkdir(parents=True)
-    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    snapshot(tmp, name, FILES)
 
 
 def _mine(tmp: Path, *repos: str):
