@@ -633,40 +633,55 @@ def masked(code: str, desc: str) -> str | None:
     return out if hit else None
 
 
-def mine_repo(git_dir: Path, repo: str, lang: str, bench: set[str], rng: random.Random):
-    """The pairs of one repository (a bare git directory), and its commit."""
-    commit = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    listing = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-l", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout
+def snapshot_files(git_dir: Path, skip_languages: tuple[str, ...]) -> tuple[str, list[tuple[str, str, str]]]:
+    """A snapshot's commit and its files worth reading, ``(path, blob sha, language)`` in
+    git's order: none over MAX_FILE_BYTES, in a copy folder (:func:`skip_path`) or in one of
+    ``skip_languages``."""
+    git = ["git", "--git-dir", str(git_dir)]
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    listing = subprocess.run([*git, "ls-tree", "-r", "-l", "HEAD"], capture_output=True, text=True, check=True).stdout
     entries = []
     for line in listing.splitlines():
         meta, path = line.split("\t", 1)
         _mode, kind, sha, size = meta.split()
         if kind != "blob" or not size.isdigit() or int(size) > MAX_FILE_BYTES or skip_path(path):
             continue
-        file_lang = language_for(path)
-        if file_lang in ("text", "markdown", "json", "yaml", "toml"):
-            continue
-        entries.append((path, sha, file_lang))
+        lang = language_for(path)
+        if lang not in skip_languages:
+            entries.append((path, sha, lang))
+    return commit, entries
+
+
+def read_blobs(git_dir: Path, entries):
+    """``(path, lang, bytes)`` of each ``(path, sha, lang)`` entry, through one ``git cat-file``."""
+    proc = subprocess.Popen(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        for path, sha, lang in entries:
+            proc.stdin.write(sha.encode() + b"\n")
+            proc.stdin.flush()
+            header = proc.stdout.readline().split()
+            data = proc.stdout.read(int(header[2]))
+            proc.stdout.read(1)
+            yield path, lang, data
+    finally:
+        proc.stdin.close()
+        proc.wait()
+
+
+def mine_repo(git_dir: Path, repo: str, lang: str, bench: set[str], rng: random.Random):
+    """The pairs of one repository (a bare git directory), and its commit."""
+    commit, entries = snapshot_files(git_dir, ("text", "markdown", "json", "yaml", "toml"))
     entries.sort()
     rng.shuffle(entries)
     entries = entries[:MAX_FILES]
     pairs = []
     if not entries:
         return commit, pairs
-    proc = subprocess.Popen(
-        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
+    blobs = read_blobs(git_dir, entries)
     try:
-        for path, sha, file_lang in entries:
-            proc.stdin.write(sha.encode() + b"\n")
-            proc.stdin.flush()
-            header = proc.stdout.readline().split()
-            data = proc.stdout.read(int(header[2]))
-            proc.stdout.read(1)
+        for path, file_lang, data in blobs:
             if hashlib.sha1(data).hexdigest() in bench or b"\0" in data[:8000]:
                 continue
             try:
@@ -700,8 +715,7 @@ def mine_repo(git_dir: Path, repo: str, lang: str, bench: set[str], rng: random.
             if len(pairs) >= MAX_PAIRS:
                 break
     finally:
-        proc.stdin.close()
-        proc.wait()
+        blobs.close()
     return commit, pairs[:MAX_PAIRS]
 
 

@@ -32,7 +32,6 @@ import hashlib
 import json
 import random
 import re
-import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -47,22 +46,21 @@ from mine_pairs import (  # noqa: E402
     _STOPWORDS,
     _WORD,
     MAX_DESC_WORDS,
-    MAX_FILE_BYTES,
     MIN_WORDS,
     benchmark_hashes,
     code_without_doc,
     description,
     excluded_names,
     is_excluded,
-    skip_path,
+    read_blobs,
     snapshot_dir,
+    snapshot_files,
     unseen,
     words_of,
     write_pairs,
 )
 
 from ranklens.core.chunking import definitions  # noqa: E402
-from ranklens.core.languages import language_for  # noqa: E402
 
 SEED = 20261206
 #: The held-out check's repositories (``evals/heldout``) and the large one the first-minute
@@ -133,38 +131,8 @@ def code_side(context: str, body: str) -> str | None:
     return f"{context}\n" + "\n".join(lines)
 
 
-def read_blobs(git_dir: Path, entries):
-    """``(path, lang, text)`` of each ``(path, sha, lang)`` entry, through one cat-file."""
-    proc = subprocess.Popen(
-        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    try:
-        for path, sha, lang in entries:
-            proc.stdin.write(sha.encode() + b"\n")
-            proc.stdin.flush()
-            header = proc.stdout.readline().split()
-            data = proc.stdout.read(int(header[2]))
-            proc.stdout.read(1)
-            yield path, lang, data
-    finally:
-        proc.stdin.close()
-        proc.wait()
-
-
 def mine_repo(git_dir: Path, repo: str, bench: set[str], rng: random.Random):
-    git = ["git", "--git-dir", str(git_dir)]
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    listing = subprocess.run([*git, "ls-tree", "-r", "-l", "HEAD"], capture_output=True, text=True, check=True).stdout
-    entries = []
-    for line in listing.splitlines():
-        meta, path = line.split("\t", 1)
-        _mode, kind, sha, size = meta.split()
-        if kind != "blob" or not size.isdigit() or int(size) > MAX_FILE_BYTES or skip_path(path):
-            continue
-        lang = language_for(path)
-        if lang in ("text", "markdown", "json", "yaml", "toml", "html", "css"):
-            continue
-        entries.append((path, sha, lang))
+    commit, entries = snapshot_files(git_dir, ("text", "markdown", "json", "yaml", "toml", "html", "css"))
     entries.sort()
     rng.shuffle(entries)
     entries = entries[:MAX_FILES]
