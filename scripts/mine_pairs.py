@@ -670,6 +670,18 @@ def read_blobs(git_dir: Path, entries):
         proc.wait()
 
 
+def read_texts(git_dir: Path, entries, bench: set[str]):
+    """:func:`read_blobs` as UTF-8 text, less binary files, files that are not UTF-8 and files
+    byte-identical to one of the benchmark's (``bench``: their SHA-1s)."""
+    for path, lang, data in read_blobs(git_dir, entries):
+        if hashlib.sha1(data).hexdigest() in bench or b"\0" in data[:8000]:
+            continue
+        try:
+            yield path, lang, data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+
+
 def mine_repo(git_dir: Path, repo: str, lang: str, bench: set[str], rng: random.Random):
     """The pairs of one repository (a bare git directory), and its commit."""
     commit, entries = snapshot_files(git_dir, ("text", "markdown", "json", "yaml", "toml"))
@@ -679,15 +691,9 @@ def mine_repo(git_dir: Path, repo: str, lang: str, bench: set[str], rng: random.
     pairs = []
     if not entries:
         return commit, pairs
-    blobs = read_blobs(git_dir, entries)
+    blobs = read_texts(git_dir, entries, bench)
     try:
-        for path, file_lang, data in blobs:
-            if hashlib.sha1(data).hexdigest() in bench or b"\0" in data[:8000]:
-                continue
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
+        for path, file_lang, text in blobs:
             file_id = f"{repo}:{path}"
             for d in definitions(path, text, language=file_lang):
                 desc = description(d.docstring) if d.docstring else None

@@ -28,7 +28,6 @@ SHA-256). The same snapshots give the same bytes.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import re
@@ -52,7 +51,7 @@ from mine_pairs import (  # noqa: E402
     description,
     excluded_names,
     is_excluded,
-    read_blobs,
+    read_texts,
     snapshot_dir,
     snapshot_files,
     unseen,
@@ -138,13 +137,7 @@ def mine_repo(git_dir: Path, repo: str, bench: set[str], rng: random.Random):
     entries = entries[:MAX_FILES]
     source_defs = []  # (path, lang, definition)
     tests = []  # (path, lang, description, body)
-    for path, lang, data in read_blobs(git_dir, entries):
-        if hashlib.sha1(data).hexdigest() in bench or b"\0" in data[:8000]:
-            continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
+    for path, lang, text in read_texts(git_dir, entries, bench):
         is_test = bool(_TEST_PATH.search(path))
         defs = definitions(path, text, language=lang)
         if not is_test:
