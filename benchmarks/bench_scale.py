@@ -34,7 +34,7 @@ touched), then:
    edit undone and indexed again (the second figure is shown beside the first); then one new
    file added and removed (a folder's listing changes: no target, shown for what it costs);
 7. the 50k-chunk figures of ``benchmarks/bench_engine.py`` (run as it is, deep off) against
-   those recorded in docs/benchmarks.md (:data:`ENGINE_REFERENCE`), allowing 20 % for a shared
+   those recorded in docs/appendix/bench-engine-50k.md (:data:`ENGINE_REFERENCE`), allowing 20 % for a shared
    machine;
 8. resume after a kill at 50 %: the index deleted, a build started that prints its progress,
    ``kill -9`` of its process group once its chunk stage is half done (or, if it reports no
@@ -103,7 +103,7 @@ QUERIES = [
     "open a file descriptor system call",
 ]
 
-#: bench_engine.py's 50k-chunk figures as docs/benchmarks.md records them (2026-11-30 22:50): the
+#: bench_engine.py's 50k-chunk figures as docs/appendix/bench-engine-50k.md records them (2026-11-30 22:50): the
 #: "do not regress" reference. name -> (regex on its output, reference, unit).
 ENGINE_REFERENCE = {
     "cold index": (r"cold index: ([\d.]+) s", 46.5, "s"),

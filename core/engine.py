@@ -70,7 +70,7 @@ PHRASE_CHUNKS = 50
 #: How many candidates each arm ranks for every query, whatever the number of results shown:
 #: one setting, so the terminal UI's rows, ``query --top-k N`` for any N (always a prefix of a
 #: longer list), ``query --batch`` and MCP ``search`` rank a query alike. Measured on the
-#: benchmark's dev split and the span set (docs/evaluation.md): 30 a arm scores 0.888 / 0.369,
+#: benchmark's dev split and the span set (docs/appendix/eval-span-set.md): 30 a arm scores 0.888 / 0.369,
 #: 51 0.881 / 0.36, 102 0.881 / 0.35 (deeper pools feed the file signals more noise).
 CANDIDATE_DEPTH = 30
 

@@ -78,7 +78,7 @@ POOL_MIN_BYTES = 2_000_000
 #: (done in a few seconds) in the listing's (path) order. Chunk ids follow the order, so two
 #: chunks an arm scores exactly alike may rank the other way round than in a path-ordered
 #: build: on a 41k-chunk repository the final top 10 of 30 questions were the same either way
-#: (docs/benchmarks.md, "First answer").
+#: (docs/appendix/bench-first-answer.md).
 ORDER_MIN_BYTES = 2_000_000
 #: Two worker processes on two cores: with one, chunking was the critical path and a core sat
 #: idle whenever the embedder waited for chunks (cold index 58.3 -> 48.3 s, interleaved pair).

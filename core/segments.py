@@ -40,7 +40,7 @@ SEGMENT_CHUNKS = 32_768
 #: 36). A pass of fewer chunks commits once, as before; a larger one commits up to 5 more
 #: generations on its way to 32k chunks. 1,024 (~80 files of a 41k-chunk repository) rather
 #: than 512 or 256: no earlier first answer showed through the shared machine's noise, and
-#: twice the files to answer from (docs/benchmarks.md, "First answer").
+#: twice the files to answer from (docs/appendix/bench-first-answer.md).
 FIRST_SEGMENT_CHUNKS = 1024
 #: Segments under this many rows are "small" (an update's); a run of :data:`MERGE_RUN` or more
 #: neighbouring small ones is merged into one.

@@ -1,5 +1,5 @@
 """Two structural ideas for choosing the chunk *within* a chosen file, measured on the span
-set and the benchmark (issue #18; results in docs/evaluation.md, "Measured and not kept").
+set and the benchmark (issue #18; results in docs/appendix/eval-span-set.md, "Measured and not kept").
 
 - ``calls``: call-graph neighbours. A question that describes behaviour often names the
   concept the dispatcher or caller names, while the answer is a function it calls in the same

@@ -1,5 +1,5 @@
 """Measure a semantic reranking or chunk step on the span set (``../shared/bench/spans``) and
-the benchmark, in-process (issue #18, item 2; results in docs/evaluation.md).
+the benchmark, in-process (issue #18, item 2; results in docs/appendix/eval-reranker.md).
 
 For every question the engine answers as the CLI does (default arms, the ranking stage) with
 a deep candidate list; each *variant* re-orders it and the first 10 are scored with the

@@ -733,7 +733,7 @@ file is model2vec's generated card.
 
 
 #: What the shipped model does in the engine (``python -m evals.model_check``, default install,
-#: deep off, the defaults re-fitted around it; docs/evaluation.md has every step), kept here so
+#: deep off, the defaults re-fitted around it; docs/appendix/eval-own-model.md has every step), kept here so
 #: a rebuilt card says it too.
 ENGINE_NOTE = (
     "span set (120 questions, gold the answering function): span NDCG@10 0.388 -> 0.459, paraphrased 0.129 -> "

@@ -1,5 +1,5 @@
 """What `evals/chunk_evidence.py` counts as a unit's comments and as a call (its measurements
-in docs/evaluation.md rest on these rules)."""
+in docs/appendix/eval-span-set.md rest on these rules)."""
 
 from __future__ import annotations
 
