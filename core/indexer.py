@@ -473,7 +473,9 @@ class Indexer:
         # before its last says how many of them it holds (core.store.Partial).
         whole = stats.unchanged + total
         step = 0
-        feed = _Feed(self._chunked(plan.changed, documents), parts, int(meta.get("next_chunk_id", "1")), plan.unread)
+        tasks = {name: task for name, p in parts.items() if (task := p.batch_task()) is not None}
+        batches = self._chunked(plan.changed, documents, tasks)
+        feed = _Feed(batches, parts, int(meta.get("next_chunk_id", "1")), plan.unread)
         try:
             while True:
                 gen = self._generation(conn, meta, state, parts, vocab, documents, stats, progress)
@@ -573,7 +575,7 @@ class Indexer:
                 break
             gen.tokens.add(item.counts)
             for (entry, existed), result, ids in zip(item.files, item.results, item.ids):
-                chunks, sha, reason, redacted, packed = result
+                chunks, sha, reason, redacted = result
                 if redacted:
                     stats.redacted.append((entry.path, redacted))
                 if existed:
@@ -590,7 +592,7 @@ class Indexer:
                     continue
                 if not existed and feed.was_unread(entry.path):
                     conn.execute("DELETE FROM unread WHERE path = ?", (entry.path,))
-                self._store_file(conn, entry, sha, ids, chunks, packed)
+                self._store_file(conn, entry, sha, ids, chunks)
                 for part in parts.values():
                     part.add(ids, chunks)
                 new_ids.extend(ids)
@@ -706,11 +708,11 @@ class Indexer:
         return stats
 
     def _chunked(
-        self, changed: list, documents: dict[str, Documents]
-    ) -> Iterator[tuple[list, tuple[list, TokenBatch]]]:
+        self, changed: list, documents: dict[str, Documents], tasks: dict[str, Callable]
+    ) -> Iterator[tuple[list, tuple[list, TokenBatch, dict]]]:
         """Each batch of ``changed`` ``(entry, existed)`` files with, per file, ``(chunks, sha,
-        reason, redacted)`` (chunks None when it cannot be read now) and the token counts of
-        ``documents``, in order; read and chunked in worker processes when there is enough text
+        reason, redacted)`` (chunks None when it cannot be read now), the token counts of
+        ``documents`` and what each arm's batch task made of the chunks, in order; read and chunked in worker processes when there is enough text
         to pay for them (started now: their start-up overlaps what comes before the first
         batch). The files are read there too: this process never holds more text than a few
         batches' chunks."""
@@ -718,7 +720,7 @@ class Indexer:
         max_bytes = self.settings.options.max_bytes
         groups = list(_file_batches(changed, CHUNK_BATCH_BYTES))
         root = str(self.root)
-        jobs = [(root, [entry for entry, _existed in group], max_bytes, w, o, documents) for group in groups]
+        jobs = [(root, [entry for entry, _existed in group], max_bytes, w, o, documents, tasks) for group in groups]
         pooled = sum(entry.size for entry, _existed in changed) >= POOL_MIN_BYTES
         if not pooled:
             return _in_process(groups, jobs)
@@ -732,10 +734,9 @@ class Indexer:
         here = (_chunk_batch(*job) for job in jobs[:lead])
         return _Zipped(groups, itertools.chain(here, pool), pool)
 
-    def _store_file(
-        self, conn, entry: FileEntry, sha: str, ids: list[int], chunks: list[Chunk], packed: list[bytes]
-    ) -> None:
-        """A file's row and its chunks' (``packed``: each chunk's text as :func:`pack_text` stores it)."""
+    def _store_file(self, conn, entry: FileEntry, sha: str, ids: list[int], chunks: list[Chunk]) -> None:
+        """A file's row and its chunks', each chunk's text compressed as stored (:func:`pack_text`:
+        here, not in the chunking workers, which embed and are a cold build's critical path)."""
         conn.execute(
             "INSERT OR REPLACE INTO files(path, size, mtime_ns, sha256, language) VALUES (?, ?, ?, ?, ?)",
             (entry.path, entry.size, entry.mtime_ns, sha, language_for(entry.path)),
@@ -756,7 +757,7 @@ class Indexer:
                     blob,
                     *(c.piece_of or (0, 0)),
                 )
-                for cid, c, blob in zip(ids, chunks, packed)
+                for cid, c, blob in zip(ids, chunks, map(pack_text, (c.text for c in chunks)))
             ],
         )
 
@@ -821,6 +822,7 @@ class _Item:
     results: list
     counts: TokenBatch
     ids: list[list[int]]
+    done: dict  # arm name -> its batch task's result for the batch's chunks
     prepared: bool = False
 
     @property
@@ -852,7 +854,7 @@ class _Feed:
         if found is None:
             self.exhausted = True
             return None
-        files, (results, counts) = found
+        files, (results, counts, done) = found
         ids = []
         for (_entry, existed), (chunks, *_rest) in zip(files, results):
             n = len(chunks) if chunks is not None else 0
@@ -863,16 +865,17 @@ class _Feed:
                     self.unreadable_old += 1
                 else:
                     self.unreadable_new += 1
-        return _Item(files, results, counts, ids)
+        return _Item(files, results, counts, ids, done)
 
     def _prepare(self, item: _Item) -> None:
         if item.prepared:
             return
         item.prepared = True
-        for ids, (chunks, *_rest) in zip(item.ids, item.results):
-            if chunks:
-                for part in self.parts.values():
-                    part.prepare(ids, chunks)
+        ids = [i for file_ids in item.ids for i in file_ids]
+        if ids:
+            chunks = [c for file_chunks, *_rest in item.results if file_chunks for c in file_chunks]
+            for name, part in self.parts.items():
+                part.prepare(ids, chunks, item.done.get(name))
 
     def next(self, room: int | None) -> _Item | None:
         """The next batch, if it fits in ``room`` chunks (None: any); else it is held back."""
@@ -965,21 +968,28 @@ def _sha(text: str) -> str:
 
 
 def _chunk_batch(
-    root: str, entries: list[FileEntry], max_bytes: int, window: int, overlap: int, documents: dict[str, Documents]
-) -> tuple[list[tuple], TokenBatch]:
-    """Read and chunk files (in a worker process for a large pass, see :meth:`Indexer._chunked`)
-    and count the tokens of each arm's ``documents`` of their chunks. Per file: ``(chunks, sha,
-    reason, redacted lines, packed)``, chunks None (and ``reason``) when it cannot be read now;
-    ``packed`` each chunk's text compressed as stored (:func:`core.store.pack_text`: done here,
-    in the workers, rather than in the process that stores them)."""
+    root: str,
+    entries: list[FileEntry],
+    max_bytes: int,
+    window: int,
+    overlap: int,
+    documents: dict[str, Documents],
+    tasks: dict[str, Callable],
+) -> tuple[list[tuple], TokenBatch, dict]:
+    """Read and chunk files (in a worker process for a large pass, see :meth:`Indexer._chunked`),
+    count the tokens of each arm's ``documents`` of their chunks, and run each arm's batch task
+    (:meth:`core.arms.protocol.ArmBuild.batch_task`: the dense vectors) over them. Per file:
+    ``(chunks, sha, reason, redacted lines)``, chunks None (and ``reason``) when it cannot be
+    read now. Embedding is the workers' so that the process storing the chunks, whose one GIL
+    serves its every thread, is not a cold build's bottleneck."""
     per_file = []
     for entry in entries:
         loaded = load_text(root, entry, max_bytes)
         if loaded.text is None:
-            per_file.append((None, "", loaded.reason, loaded.redacted, []))
+            per_file.append((None, "", loaded.reason, loaded.redacted))
             continue
         chunks = chunk_file(entry.path, loaded.text, window=window, overlap=overlap, language=language_for(entry.path))
-        per_file.append((chunks, _sha(loaded.text), "", loaded.redacted, [pack_text(c.text) for c in chunks]))
+        per_file.append((chunks, _sha(loaded.text), "", loaded.redacted))
     chunks = [c for file_chunks, *_ in per_file if file_chunks for c in file_chunks]
     fields = {f for d in documents.values() for f in d.fields}
     everything = np.ones(len(chunks), dtype=bool)
@@ -990,7 +1000,7 @@ def _chunk_batch(
             for name, d in documents.items()
         },
     )
-    return per_file, counts
+    return per_file, counts, {name: task(chunks) for name, task in tasks.items()} if chunks else {}
 
 
 _fault: list = []  # [name, remaining] from FAULT_ENV, read once

@@ -54,6 +54,23 @@ class Chunk:
     def docid(self) -> str:
         return make_docid(self.path, self.start_line, self.end_line)
 
+    def __reduce__(self):
+        # A frozen slotted dataclass pickles through dataclasses' state functions, which list
+        # its fields for every instance: a cold build sends a million chunks from its workers.
+        return Chunk, (
+            self.path,
+            self.start_line,
+            self.end_line,
+            self.text,
+            self.language,
+            self.context,
+            self.kind,
+            self.symbol,
+            self.signature,
+            self.docstring,
+            self.piece_of,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:

@@ -10,9 +10,12 @@ through its stdin and answering through its stdout, has neither problem.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import queue
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -21,6 +24,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 _CHILD = "from {module} import _serve; _serve()"
+#: Results a child may have done and not yet taken (read off its pipe by a thread here, ~1 MB
+#: each for the indexer): one slow job then holds up only its own child, and the children go
+#: on while the indexer commits a generation (~1.3 s for the kernel's). With the pipe alone as
+#: buffer (64 KB), a child whose result was next-but-one waited for the other's, and the
+#: children ran ~70 % of the time.
+READ_AHEAD = 8
+_HEADER = struct.Struct("<Q")  # a result's pickled length, before it on the pipe
+_EOF = object()
 
 
 class WorkerError(RuntimeError):
@@ -35,8 +46,8 @@ def ordered_map(fn: Callable[..., Any], jobs: list[tuple], processes: int = 1) -
     loading its embedding model) overlaps their start-up (~0.3 s of imports each) with it. Job
     ``i`` goes to child ``i % processes``. Each job is sent as its child takes it and its slot
     in ``jobs`` is then cleared, so large inputs are freed as the work goes on. A child waits
-    when the caller falls behind: the pipes are the only buffers. Closing the iterator early
-    (an error or Ctrl-C in the caller) kills the children.
+    when the caller falls behind by :data:`READ_AHEAD` results of its own. Closing the
+    iterator early (an error or Ctrl-C in the caller) kills the children.
 
     Raises
     ------
@@ -55,6 +66,8 @@ class OrderedMap(Iterator[Any]):
         self._next = 0
         self._procs: list[subprocess.Popen] = []
         self._writers: list[threading.Thread] = []
+        self._readers: list[threading.Thread] = []
+        self._results: list[queue.Queue] = []
         self._closed = False
         processes = max(1, min(processes, len(jobs)))
         try:
@@ -66,6 +79,13 @@ class OrderedMap(Iterator[Any]):
                 )
                 writer.start()
                 self._writers.append(writer)
+                results: queue.Queue = queue.Queue(READ_AHEAD)
+                reader = threading.Thread(
+                    target=_receive, args=(proc.stdout, results), name="ranklens-worker-read", daemon=True
+                )
+                reader.start()
+                self._results.append(results)
+                self._readers.append(reader)
         except BaseException:
             self._finish(kill=True)
             raise
@@ -74,12 +94,13 @@ class OrderedMap(Iterator[Any]):
         if self._closed or self._next >= self._count:
             self._finish(kill=False)
             raise StopIteration
-        proc = self._procs[self._next % len(self._procs)]
+        k = self._next % len(self._procs)
         try:
-            try:
-                ok, value = pickle.load(proc.stdout)
-            except EOFError:
-                raise WorkerError(f"a worker process exited with status {proc.wait()}") from None
+            data = self._results[k].get()
+            if data is _EOF:
+                raise WorkerError(f"a worker process exited with status {self._procs[k].wait()}")
+            ok, value = pickle.loads(data)
+            del data
             if not ok:
                 raise WorkerError(f"in a worker process: {value}")
         except BaseException:
@@ -101,6 +122,12 @@ class OrderedMap(Iterator[Any]):
         for proc in self._procs:
             if kill:
                 proc.kill()
+        for results, reader in zip(self._results, self._readers):
+            while reader.is_alive():  # a reader blocked on a full queue: make room until it ends
+                with contextlib.suppress(queue.Empty):
+                    results.get(timeout=0.05)
+            reader.join()
+        for proc in self._procs:
             proc.stdout.close()
             proc.wait()
         for writer in self._writers:
@@ -122,6 +149,24 @@ def _send(stream, fn: Callable[..., Any], jobs: list[tuple], first: int, step: i
         pass  # the child died or was killed: the reading side reports why
 
 
+def _receive(stream, results: queue.Queue) -> None:
+    """A child's results, each as its pickled bytes (read with the GIL let go; unpickled by the
+    caller), then :data:`_EOF`."""
+    try:
+        while True:
+            header = stream.read(_HEADER.size)
+            if len(header) < _HEADER.size:
+                break
+            (size,) = _HEADER.unpack(header)
+            data = stream.read(size)
+            if len(data) < size:
+                break
+            results.put(data)
+    except (OSError, ValueError):
+        pass  # the pipe was closed under us: the child was killed
+    results.put(_EOF)
+
+
 def _serve() -> None:
     """The child's loop: a job in from stdin, ``(ok, result or traceback)`` out to stdout."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it kills us
@@ -137,8 +182,11 @@ def _serve() -> None:
             result = (True, fn(*job))
         except Exception:
             result = (False, traceback.format_exc())
+        data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        del result
         try:
-            pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.write(_HEADER.pack(len(data)))
+            out.write(data)
             out.flush()
         except BrokenPipeError:  # the parent stopped reading (it exited, or closed the map)
             break

@@ -197,12 +197,12 @@ def test_tables_of_an_older_version_without_meta_are_rebuilt(sample_repo):
 def test_a_failed_update_keeps_the_previous_generation(engine, sample_repo, monkeypatch):
     gen = engine.view.generation
     (sample_repo / "app/extra.py").write_text("def extra_function():\n    pass\n")
-    from ranklens.core.arms import dense
+    from ranklens.core.vectors import VectorIndex
 
     def boom(*a, **kw):
         raise OSError("disk full")
 
-    monkeypatch.setattr(dense._Embedder, "_encode", boom)
+    monkeypatch.setattr(VectorIndex, "add", boom)  # on the embedder's thread
     with pytest.raises(OSError):
         engine.ensure_index()
     fresh = Engine(sample_repo)
@@ -475,8 +475,23 @@ def test_dense_documents_lead_with_the_breadcrumb():
     assert document_text(chunk) == "tui/widgets/slider.py > Slider > nudge\ndef nudge(self):\n    pass"
 
 
+def _dense_vectors(directory):
+    """Every segment's dense vectors of an index folder, by chunk id."""
+    import numpy as np
+
+    from ranklens.core.arms.dense import VECTORS_FILE
+    from ranklens.core.vectors import VectorIndex
+
+    out = {}
+    for seg in sorted(directory.glob("seg-*")):
+        part = VectorIndex.load(seg / VECTORS_FILE, view=True)
+        out.update(zip(part.keys().tolist(), np.asarray(part.vectors(), dtype=np.float32)))
+    return out
+
+
 def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_path, monkeypatch):
-    """Large updates chunk and count tokens in a child process: same chunks, ids and matrices."""
+    """Large updates chunk, count tokens and embed in a child process: same chunks, ids,
+    matrices and vectors."""
     import numpy as np
 
     from ranklens.core import indexer
@@ -494,6 +509,7 @@ def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_p
         arrays = {p.name: np.load(p) for p in sorted(gen.glob("*.npy"))}
         for seg in sorted(eng.directory.glob("seg-*")):
             arrays.update({f"{seg.name}/{p.name}": np.load(p) for p in sorted(seg.glob("*.npy"))})
+        arrays.update({f"dense/{cid}": vec for cid, vec in _dense_vectors(eng.directory).items()})
         vocab = conn.execute("SELECT col, token FROM vocab ORDER BY col").fetchall()
         conn.close()
         eng.close()
@@ -509,6 +525,38 @@ def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_p
     assert pooled[1].keys() == in_process[1].keys()
     for name, array in in_process[1].items():
         assert pooled[1][name].dtype == array.dtype and np.array_equal(pooled[1][name], array), name
+
+
+def test_vectors_a_worker_could_not_make_are_embedded_by_the_indexer_alike(sample_repo, tmp_path, monkeypatch):
+    """The chunking workers embed each batch for the dense arm; where one cannot load the model
+    the indexer embeds those chunks itself, to the same vectors."""
+    import numpy as np
+
+    from ranklens.core import indexer
+    from ranklens.core.arms import dense
+
+    monkeypatch.setattr(indexer, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(indexer, "LEAD_BYTES", 0)  # every batch from a worker
+    monkeypatch.setattr(indexer, "CHUNK_BATCH_BYTES", 600)
+    made = Engine(sample_repo, cache_dir=tmp_path / "made")
+    made.ensure_index()
+    monkeypatch.setattr(dense, "EmbedChunks", lambda spec: _Nothing())
+    here = os.path.dirname(__file__)  # the workers unpickle _Nothing from this module
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+    alone = Engine(sample_repo, cache_dir=tmp_path / "alone")
+    alone.ensure_index()
+    ours, theirs = _dense_vectors(made.directory), _dense_vectors(alone.directory)
+    made.close()
+    alone.close()
+    assert ours.keys() == theirs.keys() and len(ours) >= 5
+    assert all(np.array_equal(ours[k], theirs[k]) for k in ours)
+
+
+class _Nothing:
+    """A batch task that makes nothing (as a worker that cannot load the model)."""
+
+    def __call__(self, chunks):
+        return None
 
 
 def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on(tmp_path):

@@ -1,6 +1,9 @@
 """The child-process map the indexer chunks large updates with."""
 
 import math
+import os
+import time
+from pathlib import Path
 
 import pytest
 
@@ -25,3 +28,23 @@ def test_closing_early_stops_the_child():
     results = ordered_map(math.factorial, [(n,) for n in range(1000)])
     assert next(results) == 1
     results.close()  # must not hang on the jobs still queued
+
+
+def _timed(folder: str, n: int, pause: float) -> bytes:
+    """Job ``n``: note when it started, sleep, and answer more than a pipe holds."""
+    Path(folder, f"{n}.start").write_text(repr(time.time()))
+    time.sleep(pause)
+    return bytes(1 << 20)
+
+
+def test_a_slow_job_holds_up_only_its_own_child(tmp_path, monkeypatch):
+    """Child 0 sleeps on job 0 while child 1 takes jobs 1, 3 and 5: their results (each more
+    than a pipe holds) are read ahead, so child 1 goes on instead of waiting to be read."""
+    here = str(Path(__file__).parent)  # the children import this module to find _timed
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+    jobs = [(str(tmp_path), 0, 1.5)] + [(str(tmp_path), n, 0.0) for n in range(1, 6)]
+    results = ordered_map(_timed, jobs, 2)
+    first = next(results)
+    started = {n: float((tmp_path / f"{n}.start").read_text()) for n in (0, 5)}
+    assert len(first) == 1 << 20 and len(list(results)) == 5
+    assert started[5] - started[0] < 1.0  # child 1 reached job 5 while job 0 still slept

@@ -13,6 +13,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -141,8 +142,16 @@ class DenseBuild(ArmBuild):
         if self.embedder is None:
             self.embedder = _Embedder(model, gen.progress, gen.seconds)
 
-    def prepare(self, ids: list[int], chunks: list[Chunk]) -> None:
-        if self.embedder is not None:
+    def batch_task(self) -> EmbedChunks:
+        return EmbedChunks(self.spec)
+
+    def prepare(self, ids: list[int], chunks: list[Chunk], done: object = None) -> None:
+        if self.embedder is None:
+            return
+        model, _reason = self.model()
+        if isinstance(done, tuple) and done[0] == model.name and len(done[1]) == len(ids):
+            self.embedder.feed_vectors(ids, done[1])
+        else:  # the worker could not load the model (or loaded another): embed them here
             self.embedder.feed([(cid, document_text(c)) for cid, c in zip(ids, chunks)])
 
     def add(self, ids: list[int], chunks: list[Chunk]) -> None:
@@ -222,6 +231,32 @@ SPEC = ArmSpec(
 )
 
 
+@dataclass(frozen=True)
+class EmbedChunks:
+    """A batch's dense vectors, made in a chunking worker (:meth:`DenseBuild.batch_task`):
+    ``(model name, float32 rows)`` or None where the model cannot load there. Encoding was
+    ~60 % of a cold build's CPU in the indexing process, on its one GIL with the storing of
+    chunks: the Linux sources' build was bound by that process while the workers waited.
+    A text's vector does not depend on the batch it is encoded in."""
+
+    spec: str | None
+
+    def __call__(self, chunks: list[Chunk]) -> tuple[str, np.ndarray] | None:
+        from ..embedding import ModelUnavailable, load_model
+
+        if self.spec in _UNAVAILABLE:
+            return None
+        try:
+            model = load_model(self.spec)
+        except ModelUnavailable:
+            _UNAVAILABLE.add(self.spec)  # once per worker: the indexer says why, from its own try
+            return None
+        return model.name, model.encode([document_text(c) for c in chunks])
+
+
+_UNAVAILABLE: set[str | None] = set()
+
+
 def nearest(arm: str, view: IndexView, vectors, vec: np.ndarray, limit: int, allowed: np.ndarray | None) -> list[Hit]:
     """The ``limit`` chunks whose vectors (one index keyed by chunk id) are nearest ``vec``, as
     ``arm``'s ranking (the deep arm's); ``allowed`` masks chunk rows."""
@@ -253,9 +288,16 @@ class _Embedder:
         self._thread.start()
 
     def feed(self, pairs: list[tuple[int, str]]) -> None:
+        """Chunks to embed, as (id, text)."""
         if pairs:
             self._fed += len(pairs)
             self._queue.put(pairs)
+
+    def feed_vectors(self, ids: list[int], vectors: np.ndarray) -> None:
+        """Chunks embedded already (:class:`EmbedChunks`), kept in order with those fed as text."""
+        if ids:
+            self._fed += len(ids)
+            self._queue.put(_Vectors(np.asarray(ids, dtype=np.int64), vectors))
 
     def cut(self, save_to: Path) -> threading.Event:
         """End the current segment: its vectors go to ``save_to``; the event is set once saved
@@ -298,11 +340,16 @@ class _Embedder:
                 item = self._queue.get()
                 if item is self._END:
                     break
+                if not isinstance(item, list) and pending:  # a cut, or vectors: after the texts before
+                    self._encode(index, pending)
+                    pending = []
+                if isinstance(item, _Vectors):
+                    index.add(item.ids, item.vectors)
+                    self.count += len(item.ids)
+                    self.progress("embed", self.count, self._fed)
+                    continue
                 if isinstance(item, tuple):  # a cut
                     save_to, done = item
-                    if pending:
-                        self._encode(index, pending)
-                        pending = []
                     index.save(save_to)
                     self._saved[done] = len(index)
                     index = VectorIndex(self.model.dim)
@@ -324,6 +371,12 @@ class _Embedder:
         index.add(np.array([cid for cid, _ in batch], dtype=np.int64), vectors)
         self.count += len(batch)
         self.progress("embed", self.count, self._fed)
+
+
+@dataclass
+class _Vectors:
+    ids: np.ndarray
+    vectors: np.ndarray
 
 
 def _row_chunk(row) -> Chunk:

@@ -231,8 +231,16 @@ class ArmBuild:
     def remove(self, ids: list[int]) -> None:
         pass
 
-    def prepare(self, ids: list[int], chunks: list[Chunk]) -> None:
-        pass
+    def batch_task(self) -> Callable[[list[Chunk]], object] | None:
+        """Work on each batch's new chunks for the chunking worker processes to do (a pass
+        chunking in this process does it here): a picklable callable (a module-level class's
+        instance) called with the batch's chunks, whose result reaches :meth:`prepare`; None:
+        none. It must not fail: a result it cannot make is None, and :meth:`prepare` does the
+        work itself."""
+        return None
+
+    def prepare(self, ids: list[int], chunks: list[Chunk], done: object = None) -> None:
+        """``done``: :meth:`batch_task`'s result for these chunks (None: none made)."""
 
     def add(self, ids: list[int], chunks: list[Chunk]) -> None:
         pass
