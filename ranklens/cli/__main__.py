@@ -1,0 +1,5 @@
+"""``python -m ranklens.cli``: the same as ``python -m ranklens``."""
+
+from . import main
+
+raise SystemExit(main())
