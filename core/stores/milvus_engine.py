@@ -138,7 +138,7 @@ class MilvusArm:
     def _definers_first(self, query: str, ranked: list[Hit], expr: str, glob: str | None) -> list[Hit]:
         """As the local ``symbols`` arm: a one-identifier query gets the chunks defining exactly
         that name first (under its qualifier, in the file named after it, shallower first)."""
-        from ..ranking import defined_names, name_key, path_depth, qualifiers, shape, stem_key
+        from ..names import defined_names, name_key, path_depth, qualifiers, shape, stem_key
 
         q = shape(query)
         if not q.lookup:
