@@ -459,7 +459,7 @@ class AgentService:
         one, on one line, in this tool's own words (``top_k``, not ``--top-k``).
         ``arguments`` left out take the tool's defaults."""
         from .arms import REGISTRY
-        from .fusion import check_weight
+        from .rrf import check_weight
         from .service import RequestError, check_request
 
         top_k = arguments.get("top_k", 10)

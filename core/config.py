@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from .fusion import check_k, check_weight
+from .rrf import check_k, check_weight
 from .store import index_dir
 
 CONFIG_FILE = "config.json"

@@ -14,7 +14,7 @@ import heapq
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .fusion import check_k, fused_score, rrf_share
+from .rrf import check_k, fused_score, rrf_share
 from .types import Alternative, ConsolidatedHit, Contribution, Hit, make_docid
 
 if TYPE_CHECKING:

@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from .chunkstep import WITHIN_FILE_ARMS, FileUnits, Labelled, Question, choose, shape_of
 from .consolidate import group
-from .fusion import check_k, check_weights, fuse
+from .fusion import fuse
 from .labels import label_hits
 from .priors import adjuster
 from .ranking import Params, Stage, rank_files
+from .rrf import check_k, check_weights
 
 if TYPE_CHECKING:
     from .settings import FusionSettings

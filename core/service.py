@@ -19,8 +19,8 @@ from .config import ConfigError
 from .discovery import DiscoveryOptions
 from .engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
 from .errors import RequestError
-from .fusion import check_k, check_weight
 from .handoff import envelope
+from .rrf import check_k, check_weight
 from .settings import FusionSettings
 
 RETRIEVERS = ("all", *REGISTRY)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fusion import reciprocal_rank_fusion
+from ..rrf import reciprocal_rank_fusion
 from ..store import IndexView
 from ..types import SEMANTIC, Hit
 from .bm25 import Bm25Arm
