@@ -22,9 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .rrf import check_k, check_weight
-from .store import index_dir
-
-CONFIG_FILE = "config.json"
+from .store import CONFIG_FILE, index_dir
 
 # The shipped defaults, chosen with the ranking stage's constants on the public code-search
 # benchmark pooled with both labelled sets, cross-validated by repository
@@ -67,18 +65,6 @@ class ConfigError(ValueError):
 def config_path(root: Path | str, cache_dir: Path | None = None) -> Path:
     """Where the config of ``root`` lives (it may not exist)."""
     return index_dir(Path(root).expanduser().resolve(), cache_dir) / CONFIG_FILE
-
-
-def deep_switch(directory: Path) -> bool | None:
-    """The ``deep`` key of the config in the index folder ``directory``: True or False, None
-    when the file or the key is missing or unreadable (a broken file is reported by
-    :func:`load_config`)."""
-    try:
-        data = json.loads((Path(directory) / CONFIG_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    value = data.get("deep") if isinstance(data, dict) else None
-    return value if isinstance(value, bool) else None
 
 
 def set_deep(root: Path | str, on: bool, cache_dir: Path | None = None) -> Path:

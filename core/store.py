@@ -168,6 +168,10 @@ def cache_root() -> Path:
     return Path(user_cache_dir("ranklens", appauthor=False))
 
 
+#: The root's settings in its index folder: weights, k, ``deep``, ``store`` (core.config).
+CONFIG_FILE = "config.json"
+
+
 def index_dir(root: Path, cache_dir: Path | None = None) -> Path:
     """The index folder of ``root``: readable name plus a hash of its real path."""
     real = Path(os.path.realpath(root))

@@ -129,7 +129,8 @@ def test_cli_without_the_extra(sample_repo, tmp_path):
 
 
 def test_installed_it_is_off_until_a_root_turns_it_on(monkeypatch, tmp_path):
-    from ranklens.core.config import deep_switch, set_deep
+    from ranklens.core.arms.deep.model import deep_switch
+    from ranklens.core.config import set_deep
 
     monkeypatch.setattr(deep_model, "unavailable", lambda: None)
     monkeypatch.delenv("RANKLENS_DEEP", raising=False)

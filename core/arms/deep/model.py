@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import threading
 from pathlib import Path
@@ -19,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from ...install_hint import pip_hint
-from .. import ArmUnavailable
+from ...store import CONFIG_FILE
+from ..protocol import ArmUnavailable
 
 MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "minilm-l6-onnx"
 TOKENIZER_FILE = MODEL_DIR / "tokenizer.json"
@@ -93,9 +95,19 @@ def switched_on(directory: Path | None = None) -> bool:
         return True
     if directory is None:
         return False
-    from ...config import deep_switch
-
     return deep_switch(directory) is True
+
+
+def deep_switch(directory: Path) -> bool | None:
+    """The ``deep`` key of the config in the index folder ``directory``: True or False, None
+    when the file or the key is missing or unreadable (a broken file is reported by
+    :func:`core.config.load_config`)."""
+    try:
+        data = json.loads((Path(directory) / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("deep") if isinstance(data, dict) else None
+    return value if isinstance(value, bool) else None
 
 
 def enabled(directory: Path | None = None) -> bool:
