@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
 
-from .handoff import HandoffError, span_lines, text_sha256, validate_handoff
+from .handoff import span_lines, text_sha256
+from .handoff_schema import HandoffError, validate_handoff
 from .secrets import redact
 
 #: A burst of calls checks the tree for changes at most this often (seconds) ...

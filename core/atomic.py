@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -29,6 +30,25 @@ def atomic_write(
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: Path | str, text: str) -> Path:
+    """Write ``text`` to ``path`` via a temp file in the same folder, fsync and ``os.replace``.
+
+    Readers see the old file or the new one, never half of one. Raises OSError (unwritable
+    folder, missing parent …) with nothing left behind.
+    """
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise IsADirectoryError(f"{target} is a directory")
+    with atomic_write(target, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return target
+
+
+def write_json_atomic(path: Path | str, data: object) -> Path:
+    """Write ``data`` as indented JSON with :func:`write_text_atomic`."""
+    return write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def fsync_dir(directory: Path) -> None:

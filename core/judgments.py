@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .atomic import write_text_atomic
 from .evaluation import EvalFileError, LabeledQuery, Span, SpanLike, load_queries, overlaps, query_metrics
-from .handoff import write_text_atomic
 from .store import index_dir
 
 JUDGMENTS_FILE = "judgments.jsonl"

@@ -890,7 +890,7 @@ def query(
     if "partial" in data:
         _note_partial(data["partial"])
     if output:
-        from .core.handoff import write_json_atomic
+        from .core.atomic import write_json_atomic
 
         try:
             write_json_atomic(output, data)

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from textual.app import SuspendNotSupported
 
-from ranklens.core.handoff import default_handoff_path, write_json_atomic
+from ranklens.core.atomic import write_json_atomic
+from ranklens.core.handoff import default_handoff_path
 from ranklens.tui.screens.export import ExportScreen, shown_path
 
 if TYPE_CHECKING:
