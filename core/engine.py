@@ -21,13 +21,10 @@ from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
 from .arms.protocol import IndexSettings, IndexStats
 from .chunkstep import WITHIN_FILE_ARMS, FileUnits, Skeleton, skeleton, units_of, units_ranked
 from .consolidate import check_ranking
-from .labels import single_arm
-from .pipeline import MERGE_ADJACENT, QueryWork, rank
-from .priors import apply_priors
+from .pipeline import MERGE_ADJACENT, QueryError, QueryWork, check_query, rank, rank_single
 from .ranking import Params
 from .settings import FusedBy, FusionSettings
 from .store import IndexError_, IndexView, Partial, index_dir
-from .tokenize import code_tokens
 from .types import ConsolidatedHit, Hit
 
 if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an index is built
@@ -35,27 +32,10 @@ if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an
 
     from .indexer import NotifyFn, PartialFn, ProgressFn
 
-MAX_QUERY_CHARS = 1000
 #: An arm's error when the index was deleted from under the engine (see Engine.index_gone).
 INDEX_GONE = "the index folder was deleted: it is being rebuilt"
 MAX_TOP_K = 1000
 DEFAULT_TOP_K = 10
-
-
-class QueryError(ValueError):
-    """The query cannot be run as given (one line, shown to the user)."""
-
-
-def check_query(query: str) -> str:
-    """The query stripped, or :class:`QueryError` when it is empty, too long or has no terms."""
-    text = (query or "").strip()
-    if not text:
-        raise QueryError("the query is empty")
-    if len(text) > MAX_QUERY_CHARS:
-        raise QueryError(f"the query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
-    if not code_tokens(text):
-        raise QueryError("the query has no searchable words (letters or digits)")
-    return text
 
 
 def check_top_k(top_k: int) -> int:
@@ -782,19 +762,6 @@ def _remember(cache: OrderedDict, key, value, bound: int = 16) -> None:
     cache[key] = value
     while len(cache) > bound:
         cache.popitem(last=False)
-
-
-def rank_single(
-    hits: Sequence[Hit], settings: FusionSettings, query: str | None, top_k: int | None = None
-) -> list[ConsolidatedHit]:
-    """One arm's own ranking in the consolidated shape (spans not merged), re-ordered by the
-    priors when ``settings.priors``; its whole pool is ranked before the ``top_k`` cut, so a
-    demoted hit is replaced from below it."""
-    arm = settings.single or ""
-    out = single_arm(hits, k=settings.k, weight=settings.weight(arm))
-    if settings.priors:
-        out = apply_priors(out, query)
-    return out[:top_k] if top_k else out
 
 
 def _ms(t0: float) -> float:

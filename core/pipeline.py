@@ -20,6 +20,9 @@ of each path and name it meets), what each top file's units' names hold. The wit
 searches and the units they rank are kept per query and file by the index side
 (:meth:`core.engine.Engine.file_units`). A re-fuse with other weights or k reruns stages 2-5
 on those: it reweights and re-sorts, it searches nothing again.
+
+Before any stage, :func:`check_query` refuses a query that cannot run (:class:`QueryError`);
+one arm alone (single-arm mode) is ranked by :func:`rank_single` instead of the stages.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ from typing import TYPE_CHECKING, Protocol
 from .chunkstep import WITHIN_FILE_ARMS, FileUnits, Labelled, Question, choose, shape_of
 from .consolidate import group
 from .fusion import fuse
-from .labels import label_hits
-from .priors import adjuster
+from .labels import label_hits, single_arm
+from .priors import adjuster, apply_priors
 from .ranking import Params, Stage, rank_files
 from .rrf import check_k, check_weights
+from .tokenize import code_tokens
 
 if TYPE_CHECKING:
     from .settings import FusionSettings
@@ -43,6 +47,24 @@ if TYPE_CHECKING:
 #: file, so neighbours touching says nothing about relevance, and merging them chains
 #: adjacent chunks into wide hits: off, measured in the README (issue #5, step 2).
 MERGE_ADJACENT = False
+#: The longest query :func:`check_query` lets run, in characters.
+MAX_QUERY_CHARS = 1000
+
+
+class QueryError(ValueError):
+    """The query cannot be run as given (one line, shown to the user)."""
+
+
+def check_query(query: str) -> str:
+    """The query stripped, or :class:`QueryError` when it is empty, too long or has no terms."""
+    text = (query or "").strip()
+    if not text:
+        raise QueryError("the query is empty")
+    if len(text) > MAX_QUERY_CHARS:
+        raise QueryError(f"the query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
+    if not code_tokens(text):
+        raise QueryError("the query has no searchable words (letters or digits)")
+    return text
 
 
 class FileSource(Protocol):
@@ -152,3 +174,16 @@ def fuse_rankings(
     check_k(k)
     check_weights(weights)
     return label_hits(fuse(group(per_arm_hits, merge_adjacent), weights, k))
+
+
+def rank_single(
+    hits: Sequence[Hit], settings: FusionSettings, query: str | None, top_k: int | None = None
+) -> list[ConsolidatedHit]:
+    """One arm's own ranking in the consolidated shape (spans not merged), re-ordered by the
+    priors when ``settings.priors``; its whole pool is ranked before the ``top_k`` cut, so a
+    demoted hit is replaced from below it."""
+    arm = settings.single or ""
+    out = single_arm(hits, k=settings.k, weight=settings.weight(arm))
+    if settings.priors:
+        out = apply_priors(out, query)
+    return out[:top_k] if top_k else out

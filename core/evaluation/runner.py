@@ -68,7 +68,7 @@ def run_queries(
     priors when ``settings.priors``). Arms are opened before the first query, so latencies do
     not include loading them.
     """
-    from ..engine import rank_single
+    from ..pipeline import rank_single
 
     extra = [a for a in dict.fromkeys(also) if a not in settings.arms]
     runs: list[QueryRun] = []
