@@ -144,8 +144,8 @@ def main() -> None:
     # The embedding step alone: the same texts through the same model, nothing else.
     conn = engine.view.connection()
     from ranklens.core.arms.dense import document_text
+    from ranklens.core.base.types import Chunk
     from ranklens.core.store import unpack_text
-    from ranklens.core.types import Chunk
 
     texts = [
         document_text(Chunk("", 0, 0, unpack_text(t), "", c))

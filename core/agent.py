@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
 
+from .base.handoff_schema import HandoffError, validate_handoff
 from .handoff import span_lines, text_sha256
-from .handoff_schema import HandoffError, validate_handoff
 from .secrets import redact
 
 #: A burst of calls checks the tree for changes at most this often (seconds) ...
@@ -460,7 +460,7 @@ class AgentService:
         one, on one line, in this tool's own words (``top_k``, not ``--top-k``).
         ``arguments`` left out take the tool's defaults."""
         from .arms import REGISTRY
-        from .rrf import check_weight
+        from .base.rrf import check_weight
         from .service import RequestError, check_request
 
         top_k = arguments.get("top_k", 10)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._sqlite import sqlite3
+from .base._sqlite import sqlite3
 from .store import close, connect, index_dir
 
 if TYPE_CHECKING:

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import npyfile
-from ._sqlite import sqlite3
+from .base import npyfile
+from .base._sqlite import sqlite3
 from .tokenize import WORD, expansion
 
 if TYPE_CHECKING:

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .base.types import AppliedSignal
 from .ranking import quote_in
-from .types import AppliedSignal
 
 if TYPE_CHECKING:
     from .fusion import Fused

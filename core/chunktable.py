@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import npyfile
+from .base import npyfile
+from .base.types import Hit, make_docid
 from .columns import Coded, Packed
-from .types import Hit, make_docid
 
 __all__ = ["ChunkRows", "ChunkTable"]
 

@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from .rrf import check_k, check_weight
+from .base.rrf import check_k, check_weight
 from .store import CONFIG_FILE, index_dir
 
 # The shipped defaults, chosen with the ranking stage's constants on the public code-search
@@ -71,7 +71,7 @@ def set_deep(root: Path | str, on: bool, cache_dir: Path | None = None) -> Path:
     """Turn the deep arm on (or off) for ``root``: its config's ``deep`` key, written
     atomically with every other key kept. Returns the path; :class:`ConfigError` when the
     existing file cannot be used."""
-    from .atomic import write_json_atomic
+    from .base.atomic import write_json_atomic
 
     path = config_path(root, cache_dir)
     try:
@@ -155,7 +155,7 @@ def save_config(
     cache_dir: Path | None = None,
 ) -> Path:
     """Validate and atomically write ``root``'s config; returns its path."""
-    from .atomic import write_json_atomic
+    from .base.atomic import write_json_atomic
 
     data = {"weights": dict(weights), "k": k, **(dict(extra) if extra else {})}
     parsed = parse_config(data, "config")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .types import Hit, make_docid
+from .base.types import Hit, make_docid
 
 
 def check_ranking(arm: str, hits: Sequence[Hit]) -> None:

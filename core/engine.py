@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
 from .arms.protocol import IndexSettings, IndexStats
+from .base.types import ConsolidatedHit, Hit
 from .chunkstep import WITHIN_FILE_ARMS, FileUnits, Skeleton, skeleton, units_of, units_ranked
 from .consolidate import check_ranking
 from .pipeline import MERGE_ADJACENT, QueryError, QueryWork, check_query, rank, rank_single
 from .ranking import Params
 from .settings import FusedBy, FusionSettings
 from .store import IndexError_, IndexView, Partial, index_dir
-from .types import ConsolidatedHit, Hit
 
 if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an index is built
     import numpy as np

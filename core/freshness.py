@@ -586,7 +586,7 @@ def _max_bytes(key: str) -> int:
 
 
 def _committed_generation(directory: Path) -> int | None:
-    from ._sqlite import sqlite3
+    from .base._sqlite import sqlite3
     from .store import close, connect, gen_dir_name
 
     db = directory / "index.sqlite"

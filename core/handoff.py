@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .handoff_schema import ENVELOPE_VERSION
+from .base.handoff_schema import ENVELOPE_VERSION
+from .base.types import ConsolidatedHit
 from .secrets import redact
-from .types import ConsolidatedHit
 
 
 def span_lines(text: str, start_line: int, end_line: int) -> str:

@@ -35,11 +35,12 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from ._sqlite import sqlite3
 from .applied import fill_options as _fill, json_object as _json_object
 from .arms import REGISTRY
 from .arms.protocol import ArmBuild, Documents, Generation, IndexSettings, IndexStats, SegmentMerge
-from .atomic import publish_folder
+from .base._sqlite import sqlite3
+from .base.atomic import publish_folder
+from .base.types import Chunk
 from .bm25 import IndexVocabulary, TokenBatch, TokenMerger, count_batch
 from .chunking import chunk_file
 from .chunktable import ChunkTable
@@ -58,7 +59,6 @@ from .store import (
     pack_text,
     read_meta,
 )
-from .types import Chunk
 from .workers import ordered_map
 
 #: Files are chunked and their tokens counted in batches of about this much text ...
@@ -157,7 +157,7 @@ class Indexer:
         core.locks.LockBusy
             When another indexer of this root holds the index past :func:`core.locks.index_wait`.
         """
-        from .locks import hold, index_wait
+        from .base.locks import hold, index_wait
 
         progress = progress or (lambda _p: None)
         checked = self.check()
@@ -227,7 +227,7 @@ class Indexer:
         stats.seconds["check"] = checked.seconds
         stats.check = checked.to_dict()
         if checked.restat or checked.rewatched:  # ctimes moved (chmod, a new hard link): note them
-            from .locks import LockBusy, hold
+            from .base.locks import LockBusy, hold
 
             try:  # never waits: an indexer holding it notes them itself
                 with hold(self.directory / INDEX_LOCK, "another ranklens indexing this root", 0):

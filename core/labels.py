@@ -1,6 +1,6 @@
 """Labelled hits, the pipeline's last stage: the list a user sees, each hit explained.
 
-:func:`label_hits` makes a :class:`core.types.ConsolidatedHit` for each place of the list:
+:func:`label_hits` makes a :class:`core.base.types.ConsolidatedHit` for each place of the list:
 the group's span (or the chunk the chunk step chose for it), each arm's contribution,
 ``provenance`` (the arms that ranked it), ``agreement`` (the arms that rank it within their
 top :data:`AGREEMENT_DEPTH`), ``confidence`` (:func:`confidence`) and the trace: the ranking
@@ -14,8 +14,8 @@ import heapq
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .rrf import check_k, fused_score, rrf_share
-from .types import Alternative, ConsolidatedHit, Contribution, Hit, make_docid
+from .base.rrf import check_k, fused_score, rrf_share
+from .base.types import Alternative, ConsolidatedHit, Contribution, Hit, make_docid
 
 if TYPE_CHECKING:
     from .chunkstep import Chunks, Unit

@@ -30,18 +30,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from .base.rrf import check_k, check_weights
 from .chunkstep import WITHIN_FILE_ARMS, FileUnits, Labelled, Question, choose, shape_of
 from .consolidate import group
 from .fusion import fuse
 from .labels import label_hits, single_arm
 from .priors import adjuster, apply_priors
 from .ranking import Params, Stage, rank_files
-from .rrf import check_k, check_weights
 from .tokenize import code_tokens
 
 if TYPE_CHECKING:
+    from .base.types import ConsolidatedHit, Hit
     from .settings import FusionSettings
-    from .types import ConsolidatedHit, Hit
 
 #: Whether hits that only touch (``end + 1 == start``) merge. Budgeted chunks partition a
 #: file, so neighbours touching says nothing about relevance, and merging them chains

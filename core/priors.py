@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from .base.types import AppliedPrior, ConsolidatedHit
 from .languages import language_for
 from .tokenize import code_tokens
-from .types import AppliedPrior, ConsolidatedHit
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from .base.types import AppliedPrior, AppliedSignal
 from .names import (
     _alike,
     _matches,
@@ -63,7 +64,6 @@ from .names import (
     shape,
     stem_key,
 )
-from .types import AppliedPrior, AppliedSignal
 
 if TYPE_CHECKING:
     from .fusion import Fused

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from .arms import REGISTRY, default_arms
 from .arms.protocol import IndexSettings
+from .base.errors import RequestError
+from .base.rrf import check_k, check_weight
 from .config import ConfigError
 from .discovery import DiscoveryOptions
 from .engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
-from .errors import RequestError
 from .handoff import envelope
-from .rrf import check_k, check_weight
 from .settings import FusionSettings
 
 RETRIEVERS = ("all", *REGISTRY)

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .base.types import ConsolidatedHit
 from .engine import ArmResult, Engine, check_query
 from .judgments import QueryJudgments, judge, judgments_for
 from .settings import FusedBy, FusionSettings
-from .types import ConsolidatedHit
 
 
 class IndexStopped(Exception):

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .base.rrf import check_k, check_weights
 from .ranking import DEFAULT_PARAMS, Params
-from .rrf import check_k, check_weights
 
 
 @dataclass(frozen=True)

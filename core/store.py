@@ -15,7 +15,7 @@ Layout, one folder per root under the platformdirs user cache dir::
 
 The indexer writes a new segment and a new ``gen-N`` folder under temporary names (each arm
 its part of them, :mod:`core.arms`), hard-links the files of a folder with identical contents
-(stored once, :func:`core.atomic.link_identical`: the BM25 arms' chunk ids, ``bm25.*`` and
+(stored once, :func:`core.base.atomic.link_identical`: the BM25 arms' chunk ids, ``bm25.*`` and
 ``lexical+ctx.*`` when their documents agree), fsyncs their files, renames them into place,
 and only then commits ``generation = N`` in SQLite. That commit is the single switch-over
 point: a crash before it leaves the previous generation intact and whole. A committed
@@ -41,7 +41,7 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ._sqlite import sqlite3
+from .base._sqlite import sqlite3
 
 if TYPE_CHECKING:  # numpy and the chunk table load with the first view's chunks, not with
     # this module: `ranklens why` and a nothing-changed check open the database only

@@ -19,7 +19,7 @@ import click
 # ranking stage) loads when a command runs, so `--version`, `--help` and `why` start in a
 # fraction of the time (benchmarks/bench_startup.py). Help texts that name the arms, the
 # priors or the engine's limits hold placeholders filled when they are shown (_LazyHelp).
-from .core.errors import RequestError
+from .core.base.errors import RequestError
 
 if TYPE_CHECKING:
     from .core.engine import Engine
@@ -890,7 +890,7 @@ def query(
     if "partial" in data:
         _note_partial(data["partial"])
     if output:
-        from .core.atomic import write_json_atomic
+        from .core.base.atomic import write_json_atomic
 
         try:
             write_json_atomic(output, data)
@@ -1520,11 +1520,11 @@ def main(argv: list[str] | None = None) -> int:
             exc,
             _raised("core.stores", "StoreError")
             + _raised("core.service", "NoAnswer")
-            + _raised("core.locks", "LockBusy"),
+            + _raised("core.base.locks", "LockBusy"),
         ):
             # a shared store down, refusing the token, missing or of another format; every
             # arm asked for was skipped (each said why above); another process held a lock
-            # past its budget (core.locks)
+            # past its budget (core.base.locks)
             _note(f"error: {exc}")
         else:  # the promise: a one-line message, never a traceback
             _note(f"internal error: {type(exc).__name__}: {exc}")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ranklens.core._sqlite import sqlite3
 from ranklens.core.arms.fts5 import Fts5Build
+from ranklens.core.base._sqlite import sqlite3
 from ranklens.core.store import unpack_text
 
 

@@ -174,7 +174,7 @@ def test_merged_postings_equal_a_fresh_build_of_the_kept_rows(texts):
 
 
 def _vocab_db(tmp_path):
-    from ranklens.core._sqlite import sqlite3
+    from ranklens.core.base._sqlite import sqlite3
     from ranklens.core.store import SCHEMA
 
     conn = sqlite3.connect(tmp_path / "index.sqlite", check_same_thread=False)

@@ -7,10 +7,10 @@ import itertools
 
 import pytest
 
+from ranklens.core.base.types import Hit, make_docid
 from ranklens.core.chunkstep import MAX_UNIT_LINES, FileUnits, shown_span, units_of
 from ranklens.core.engine import Engine
 from ranklens.core.ranking import DEFAULT_PARAMS
-from ranklens.core.types import Hit, make_docid
 
 
 def _method(name: str, doc: str, lines: list[str]) -> str:

@@ -356,7 +356,7 @@ def test_help_lists_why_and_the_discovery_flags():
 
 def test_via_of_a_chunk_ranked_only_within_its_file_says_so():
     from ranklens.cli import _via
-    from ranklens.core.types import ConsolidatedHit
+    from ranklens.core.base.types import ConsolidatedHit
 
     hit = ConsolidatedHit("a.py", 1, 9, "a.py:1-9", "a.py", 1.0, 1, [], 0, "low")
     assert _via(hit) == ""

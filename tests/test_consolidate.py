@@ -1,9 +1,9 @@
 import pytest
 from hypothesis import given, strategies as st
 
+from ranklens.core.base.types import Hit, make_docid
 from ranklens.core.labels import confidence
 from ranklens.core.pipeline import fuse_rankings
-from ranklens.core.types import Hit, make_docid
 
 
 def hit(arm, path, start, end, rank, score=1.0, context="", text=None):

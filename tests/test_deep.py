@@ -17,9 +17,9 @@ import pytest
 from ranklens.core.arms import DEFAULT_ARMS, ArmUnavailable, deep, default_arms
 from ranklens.core.arms.deep import build as deep_build, model as deep_model
 from ranklens.core.arms.protocol import IndexSettings
+from ranklens.core.base.install_hint import pip_hint
 from ranklens.core.engine import Engine
 from ranklens.core.indexer import Indexer
-from ranklens.core.install_hint import pip_hint
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "tests" / "fixtures" / "deep_reference.json"
@@ -37,7 +37,7 @@ def no_extra(monkeypatch):
 
 
 def test_without_the_extra_deep_is_not_a_default_arm(no_extra):
-    # The hint installs the extra into this checkout with this interpreter (core/install_hint.py).
+    # The hint installs the extra into this checkout with this interpreter (core/base/install_hint.py).
     assert deep.unavailable() == deep.INSTALL_HINT == f"not installed: {pip_hint('deep')}"
     assert " -m pip install -e '" in deep.INSTALL_HINT
     assert default_arms() == DEFAULT_ARMS

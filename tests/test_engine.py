@@ -12,8 +12,8 @@ from dataclasses import replace
 import pytest
 from index_checks import assert_fts_matches_chunks, fts_instances
 
-from ranklens.core._sqlite import sqlite3
 from ranklens.core.arms.protocol import IndexSettings
+from ranklens.core.base._sqlite import sqlite3
 from ranklens.core.engine import CANDIDATE_DEPTH, Engine, QueryError, check_query
 from ranklens.core.store import index_dir
 
@@ -68,7 +68,7 @@ def test_refuse_reorders_without_rerunning_arms(engine):
 
 
 def test_engine_fuse_keeps_touching_chunks_apart_and_collapses_pieces(engine):
-    from ranklens.core.types import Hit
+    from ranklens.core.base.types import Hit
 
     def h(arm, start, end, rank, of=None):
         return Hit(arm, f"a.py:{start}-{end}", "a.py", start, end, rank, 1.0, "a.py", None, of)
@@ -467,7 +467,7 @@ def test_an_arm_filters_with_the_rows_of_its_own_generation(engine, sample_repo)
 
 def test_dense_documents_lead_with_the_breadcrumb():
     from ranklens.core.arms.dense import document_text
-    from ranklens.core.types import Chunk
+    from ranklens.core.base.types import Chunk
 
     chunk = Chunk(
         "tui/widgets/slider.py", 3, 9, "def nudge(self):\n    pass", "python", "tui/widgets/slider.py > Slider > nudge"
@@ -515,7 +515,7 @@ def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on
     """The engine checks each arm's ranking on the arm's thread (a chunk twice here): that arm
     fails with the reason, the others still answer and are fused."""
     from ranklens.core import arms as arms_mod
-    from ranklens.core.types import Hit
+    from ranklens.core.base.types import Hit
 
     root = tmp_path / "repo"
     root.mkdir()

@@ -9,6 +9,7 @@ import pytest
 from cli_helpers import run
 from hypothesis import given, settings, strategies as st
 
+from ranklens.core.base.types import ConsolidatedHit, Hit, make_docid
 from ranklens.core.config import default_config
 from ranklens.core.evaluation import (
     FUSED,
@@ -45,7 +46,6 @@ from ranklens.core.evaluation import (
 from ranklens.core.evaluation.tuning import _Scorer
 from ranklens.core.pipeline import fuse_rankings
 from ranklens.core.settings import FusionSettings
-from ranklens.core.types import ConsolidatedHit, Hit, make_docid
 
 
 def S(path, start, end):

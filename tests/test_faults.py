@@ -26,7 +26,7 @@ import pytest
 from index_checks import assert_fts_matches_chunks
 
 from ranklens.core import indexer, segments
-from ranklens.core._sqlite import sqlite3
+from ranklens.core.base._sqlite import sqlite3
 from ranklens.core.engine import INDEX_GONE, Engine
 from ranklens.core.segments import Manifest
 from ranklens.core.store import gen_dir_name

@@ -15,8 +15,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from ranklens.core.agent import _find_moved
+from ranklens.core.base.handoff_schema import validate_handoff
 from ranklens.core.handoff import span_text, text_sha256
-from ranklens.core.handoff_schema import validate_handoff
 
 TOOLS = {"search", "read_span", "check_handoff", "index_status"}
 

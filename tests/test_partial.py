@@ -22,8 +22,8 @@ from mcp.client.stdio import stdio_client
 from partial_steps import FIRST_STEP_CHUNKS, small_steps_code
 
 from ranklens.core import indexer
+from ranklens.core.base.handoff_schema import validate_handoff
 from ranklens.core.engine import Engine
-from ranklens.core.handoff_schema import validate_handoff
 from ranklens.core.indexer import index_order
 from ranklens.core.store import Partial
 

@@ -9,12 +9,12 @@ from dataclasses import replace
 import pytest
 
 from ranklens.core import consolidate, fusion
+from ranklens.core.base.types import Hit, make_docid
 from ranklens.core.engine import Engine
 from ranklens.core.labels import label_hits
 from ranklens.core.names import name_parts, path_words, shape
 from ranklens.core.priors import adjuster
 from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage, rank_files
-from ranklens.core.types import Hit, make_docid
 
 
 def hit(arm, path, start, end, rank, symbol=""):

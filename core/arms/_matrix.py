@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from ..base.types import Chunk, Hit
 from ..store import IndexView
 from ..tokenize import code_tokens, query_terms
-from ..types import Chunk, Hit
 from .protocol import ArmBuild, Documents, Generation, SegmentMerge
 
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..base.types import SEMANTIC, Chunk, Hit
 from ..store import IndexView, unpack_text
-from ..types import SEMANTIC, Chunk, Hit
 from .protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation, SegmentMerge
 
 if TYPE_CHECKING:

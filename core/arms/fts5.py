@@ -43,10 +43,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._sqlite import sqlite3
+from ..base._sqlite import sqlite3
+from ..base.types import LEXICAL, Chunk, Hit
 from ..store import IndexView, unpack_text
 from ..tokenize import identifiers
-from ..types import LEXICAL, Chunk, Hit
 from .protocol import ArmBuild, ArmSpec, Generation
 
 PRUNE_FRACTION = 0.1

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..rrf import reciprocal_rank_fusion
+from ..base.rrf import reciprocal_rank_fusion
+from ..base.types import SEMANTIC, Hit
 from ..store import IndexView
-from ..types import SEMANTIC, Hit
 from .bm25 import Bm25Arm
 from .dense import DenseArm
 from .protocol import ArmSpec

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 
-from ..types import DEFAULT_OVERLAP, DEFAULT_WINDOW, Chunk, Hit
+from ..base.types import DEFAULT_OVERLAP, DEFAULT_WINDOW, Chunk, Hit
 
 if TYPE_CHECKING:
-    from .._sqlite import sqlite3
+    from ..base._sqlite import sqlite3
     from ..bm25 import IndexVocabulary, TokenMerger, Vocabulary
     from ..discovery import DiscoveryOptions
     from ..store import IndexView

@@ -25,8 +25,8 @@ Python-side span work.
 
 from __future__ import annotations
 
+from ..base.types import Chunk
 from ..languages import language_for
-from ..types import Chunk
 from .budget import PIECE, Budget
 from .comments import MAX_DOCSTRING
 from .reading import MAX_SIGNATURE, safe_definitions

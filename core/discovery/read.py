@@ -8,7 +8,7 @@ import stat as stat_mod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..handoff_schema import is_handoff_text
+from ..base.handoff_schema import is_handoff_text
 from ..secrets import is_secret_name, redact
 from .results import (
     REASON_BINARY,

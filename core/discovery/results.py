@@ -17,7 +17,7 @@ REASON_OUTSIDE_ROOT = "symlink outside root"
 REASON_UNREADABLE_DIR = "unreadable directory"
 REASON_PRIVATE_KEY = "private key"
 REASON_CREDENTIALS = "credentials only"
-REASON_HANDOFF = "ranklens handoff"  # an export of ranklens itself (core.handoff_schema.is_handoff_text)
+REASON_HANDOFF = "ranklens handoff"  # an export of ranklens itself (core.base.handoff_schema.is_handoff_text)
 
 # Built-in rules that pass entries over without a per-path skip report: ranklens's own
 # scope, not a file the user may have expected to be indexed one by one.

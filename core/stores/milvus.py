@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..install_hint import pip_hint
+from ..base.install_hint import pip_hint
 from . import TOKEN_ENV, StoreError, StoreSpec
 from .sparse import REWEIGHT_DRIFT, SCHEMES, TermStats, doc_counts, doc_length, doc_vector, reweighed, term_index
 
@@ -56,7 +56,7 @@ DELETE_BATCH = 200
 #: An indexer's lease on a repository expires when it has not renewed it for this long (a
 #: killed indexer does not block the repository forever).
 LEASE_SECONDS = 300.0
-#: The chunk fields a search returns (what a :class:`core.types.Hit` needs).
+#: The chunk fields a search returns (what a :class:`core.base.types.Hit` needs).
 HIT_FIELDS = ["repo", "path", "start", "end", "pstart", "pend", "context", "symbol"]
 #: Statistics are stored in parts of at most this many characters (a VARCHAR's limit).
 STATS_PART = 60_000

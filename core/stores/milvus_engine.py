@@ -28,10 +28,10 @@ from pathlib import Path
 
 from ..arms import ArmUnavailable
 from ..arms.fts5 import quoted_phrases
+from ..base.types import ConsolidatedHit, Hit, make_docid
 from ..chunkstep import units_of
 from ..consolidate import check_ranking
 from ..engine import CANDIDATE_DEPTH, PHRASE_CHUNKS, ArmResult, Engine, _ms
-from ..types import ConsolidatedHit, Hit, make_docid
 from . import StoreError, StoreSpec
 from .milvus import MilvusStore, as_stored, check_repo_name, open_store, quote
 from .sparse import NOTHING, SCHEMES, TermStats, query_vector

@@ -39,7 +39,7 @@ Modules: :mod:`~core.arms.deep.model` (the encoder, and whether the extra is ins
 and :func:`build_vectors`).
 """
 
-from ...types import SEMANTIC
+from ...base.types import SEMANTIC
 from ..protocol import ArmSpec
 from . import model as _model
 from .arm import STAMP_FILE, VECTORS_FILE, DeepArm, read_stamp

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ...base.types import Hit
 from ...store import IndexView
-from ...types import Hit
 from ..protocol import ArmUnavailable
 from . import model
 

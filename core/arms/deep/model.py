@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...install_hint import pip_hint
+from ...base.install_hint import pip_hint
 from ...store import CONFIG_FILE
 from ..protocol import ArmUnavailable
 

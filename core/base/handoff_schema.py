@@ -15,7 +15,7 @@ from pathlib import Path
 #: ``schema_version`` of every envelope: bumped when a field changes meaning or goes away
 #: (adding one does not bump it). The format is ``core/schemas/handoff.schema.json``.
 ENVELOPE_VERSION = 1
-SCHEMA_FILE = Path(__file__).with_name("schemas") / "handoff.schema.json"
+SCHEMA_FILE = Path(__file__).parents[1] / "schemas" / "handoff.schema.json"
 
 
 class HandoffError(ValueError):

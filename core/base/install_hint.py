@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-_PACKAGE = Path(__file__).resolve().parent.parent  # ranklens/ in a wheel, the checkout's root in a checkout
+_PACKAGE = Path(__file__).resolve().parents[2]  # ranklens/ in a wheel, the checkout's root in a checkout
 
 
 def _short(path: Path) -> str:
