@@ -110,8 +110,8 @@ def main() -> None:
         root = work / "corpus"
         _copy_corpus(root)
 
-    from ranklens.core.embedding import load_model
     from ranklens.core.engine import Engine
+    from ranklens.core.text.embedding import load_model
 
     print(f"corpus: {root}")
     # Cold index in a fresh process, so its peak RSS is the indexer's alone.

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from .base.handoff_schema import HandoffError, validate_handoff
 from .handoff import span_lines, text_sha256
-from .secrets import redact
+from .text.secrets import redact
 
 #: A burst of calls checks the tree for changes at most this often (seconds) ...
 PROBE_EVERY_S = 1.0

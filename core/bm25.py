@@ -39,7 +39,7 @@ import numpy as np
 
 from .base import npyfile
 from .base._sqlite import sqlite3
-from .tokenize import WORD, expansion
+from .text.tokenize import WORD, expansion
 
 if TYPE_CHECKING:
     from scipy import sparse

@@ -244,7 +244,7 @@ class ChunkTable:
         field, or its last part after ``.``/``::`` …: :func:`core.ranking.defined_names`), in
         any case with ``any_case``. The rows whose field holds the name are found in the
         column's buffer, then each is checked exactly."""
-        from .names import defined_names
+        from .text.names import defined_names
 
         if any_case and not name.isascii():  # the buffer search folds ASCII only: read every row
             candidates = range(len(self.symbols))

@@ -143,7 +143,7 @@ def model_key(spec: str | None) -> str:
     """The dense model asked for, as far as two stats see it without loading it: the spec, and
     for a local folder (the bundled model's for None) its weights' and tokenizer's size and
     mtime."""
-    from .embedding import DEFAULT_MODEL_DIR
+    from .text.embedding import DEFAULT_MODEL_DIR
 
     folder = Path(spec).expanduser() if spec else DEFAULT_MODEL_DIR
     stats = []
@@ -167,8 +167,8 @@ def snapshot_key(options, fingerprint: str, model: str | None) -> str:
     version is embedded again). An arm whose staleness reads anything else must put it here.
     """
     from . import __version__
-    from .secrets import NAME_RULES_VERSION, RULES_VERSION
     from .store import FORMAT_VERSION
+    from .text.secrets import NAME_RULES_VERSION, RULES_VERSION
 
     return json.dumps(
         {

@@ -4,7 +4,7 @@ A coding agent consumes it: every hit says where to look (``path:start-end``), w
 agreement, confidence, provenance, per-arm contributions) and, in a handoff, the sha256 of the
 span's text at export time so the agent can tell whether the file changed since (the text as
 indexed: a line holding a credential is hashed as its redaction marker, see
-:func:`core.secrets.redact`).
+:func:`core.text.secrets.redact`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .base.handoff_schema import ENVELOPE_VERSION
 from .base.types import ConsolidatedHit
-from .secrets import redact
+from .text.secrets import redact
 
 
 def span_lines(text: str, start_line: int, end_line: int) -> str:
@@ -39,7 +39,7 @@ def span_text(root: Path, path: str, start_line: int, end_line: int) -> str | No
 
     Decoded as the index reads files: UTF-8 with bad bytes replaced, CRLF/CR made LF, a
     leading byte-order mark dropped and lines holding a credential redacted
-    (:func:`core.secrets.redact`), so the lines are the ones the index numbered.
+    (:func:`core.text.secrets.redact`), so the lines are the ones the index numbered.
     """
     try:
         with open(Path(root) / path, encoding="utf-8", errors="replace", newline="") as fh:

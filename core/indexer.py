@@ -45,8 +45,6 @@ from .bm25 import IndexVocabulary, TokenBatch, TokenMerger, count_batch
 from .chunking import chunk_file
 from .chunktable import ChunkTable
 from .discovery import DiscoveryOptions, FileEntry, discover, load_text
-from .languages import language_for
-from .secrets import RULES_VERSION as SECRET_RULES
 from .segments import FIRST_SEGMENT_CHUNKS, SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
 from .store import (
     FORMAT_VERSION,
@@ -59,6 +57,8 @@ from .store import (
     pack_text,
     read_meta,
 )
+from .text.languages import language_for
+from .text.secrets import RULES_VERSION as SECRET_RULES
 from .workers import ordered_map
 
 #: Files are chunked and their tokens counted in batches of about this much text ...

@@ -37,7 +37,7 @@ from .fusion import fuse
 from .labels import label_hits, single_arm
 from .priors import adjuster, apply_priors
 from .ranking import Params, Stage, rank_files
-from .tokenize import code_tokens
+from .text.tokenize import code_tokens
 
 if TYPE_CHECKING:
     from .base.types import ConsolidatedHit, Hit

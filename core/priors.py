@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from .base.types import AppliedPrior, ConsolidatedHit
-from .languages import language_for
-from .tokenize import code_tokens
+from .text.languages import language_for
+from .text.tokenize import code_tokens
 
 
 @dataclass(frozen=True)

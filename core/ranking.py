@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from .base.types import AppliedPrior, AppliedSignal
-from .names import (
+from .text.names import (
     _alike,
     _matches,
     chunk_words,

@@ -152,7 +152,7 @@ def check_request(
         check(lambda: check_k(rrf_k))
     ws = check(lambda: parse_weights(weights)) or {}
     if language is not None:
-        from .languages import LANGUAGE_NAMES
+        from .text.languages import LANGUAGE_NAMES
 
         if not isinstance(language, str):
             problems.append("the language must be a name such as python")

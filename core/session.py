@@ -221,9 +221,9 @@ class Session(FusedBy):
 
     def read_file(self, path: str, repo: str = "") -> str | None:
         """A file of the root as text, lines holding a credential redacted as in the index
-        (:func:`core.secrets.redact`), cached until its size or mtime changes. ``repo``: a
+        (:func:`core.text.secrets.redact`), cached until its size or mtime changes. ``repo``: a
         shared store's repository holding it (its folder on this machine; None when not here)."""
-        from .secrets import redact
+        from .text.secrets import redact
 
         root = self.engine.root
         if repo and getattr(self.engine, "shared", False):
@@ -318,7 +318,7 @@ class Session(FusedBy):
         """Bring the index up to date (not the deep arm's vectors: :meth:`build_deep`).
         ``on_partial``: told (on this thread) of each generation a long pass commits and the
         engine opens before its last (:meth:`Engine.ensure_index`), to answer from meanwhile."""
-        from .secrets import load_detectors
+        from .text.secrets import load_detectors
 
         def report(p) -> None:
             if self.index_stop.is_set():

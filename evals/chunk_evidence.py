@@ -128,7 +128,7 @@ class Texts:
     """File lines and the static model's unit vectors of comment texts, cached."""
 
     def __init__(self) -> None:
-        from ranklens.core.embedding import load_model
+        from ranklens.core.text.embedding import load_model
 
         self.model = load_model(None)
         self._lines: dict[tuple[str, str], list[str]] = {}

@@ -108,7 +108,7 @@ class Embeddings:
                 enc.tokenizer.enable_truncation(self.tokens)
                 self._model = lambda texts: enc.encode(texts, batch_size=8)
             else:
-                from ranklens.core.embedding import load_model
+                from ranklens.core.text.embedding import load_model
 
                 m = load_model(None)
                 self._model = lambda texts: _unit(np.asarray(m.encode(texts), dtype=np.float32))

@@ -859,7 +859,7 @@ def query(
     # and hashing reads each hit's file through the credential detectors (~0.2 s to import).
     hashes = as_json or bool(output)
     if hashes:
-        from .core.secrets import load_detectors
+        from .core.text.secrets import load_detectors
 
         threading.Thread(target=load_detectors, name="ranklens-detectors", daemon=True).start()
     engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
@@ -1475,7 +1475,7 @@ def _redacted_kinds(root: Path, rel: str, lines: list[int]) -> list[dict]:
     """Each redacted line with the kind of credential on it."""
     if not lines:
         return []
-    from .core.secrets import find, is_secret_name
+    from .core.text.secrets import find, is_secret_name
 
     text = (root / rel).read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     text = text.removeprefix("\ufeff")

@@ -209,7 +209,7 @@ class FakeDeepEncoder:
         self.seen: list[str] = []
 
     def encode(self, texts, batch_size=16):
-        from ranklens.core.tokenize import code_tokens
+        from ranklens.core.text.tokenize import code_tokens
 
         texts = list(texts)
         self.started.set()

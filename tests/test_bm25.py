@@ -9,7 +9,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from ranklens.core.bm25 import BM25Matrix, TokenCounter, Vocabulary, widen
-from ranklens.core.tokenize import code_tokens
+from ranklens.core.text.tokenize import code_tokens
 
 
 def stdlib_texts(limit_files=60, window=40):

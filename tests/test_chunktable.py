@@ -9,7 +9,7 @@ import pytest
 from ranklens.core import chunktable
 from ranklens.core.chunktable import ChunkRows, ChunkTable
 from ranklens.core.columns import Coded, Packed
-from ranklens.core.names import defined_names
+from ranklens.core.text.names import defined_names
 
 
 def table(first_id: int, rows: list[tuple[str, str, str]]) -> ChunkTable:

@@ -14,9 +14,9 @@ import pytest
 from ranklens.core.base.types import ConsolidatedHit, Hit, make_docid
 from ranklens.core.evaluation import EvalRun, LabeledQuery, QueryRun, Setting, Span
 from ranklens.core.evaluation.tuning import _Scorer
-from ranklens.core.languages import language_for
 from ranklens.core.pipeline import fuse_rankings
 from ranklens.core.priors import RULES, apply_priors, describe, matching_rules
+from ranklens.core.text.languages import language_for
 
 
 def names(path: str) -> list[str]:

@@ -12,9 +12,9 @@ from ranklens.core import consolidate, fusion
 from ranklens.core.base.types import Hit, make_docid
 from ranklens.core.engine import Engine
 from ranklens.core.labels import label_hits
-from ranklens.core.names import name_parts, path_words, shape
 from ranklens.core.priors import adjuster
 from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage, rank_files
+from ranklens.core.text.names import name_parts, path_words, shape
 
 
 def hit(arm, path, start, end, rank, symbol=""):
@@ -81,7 +81,7 @@ def test_keywords_drop_stop_words_and_short_words():
     ],
 )
 def test_path_words_match_in_another_form(a, b, alike):
-    from ranklens.core.names import _alike
+    from ranklens.core.text.names import _alike
 
     assert _alike(a, b) is alike and _alike(b, a) is alike
 
@@ -407,7 +407,7 @@ def test_a_hits_words_are_those_of_its_names_and_of_each_breadcrumb():
     (without their paths), the same words as asking each apart."""
     import random
 
-    from ranklens.core.names import chunk_words, hit_words
+    from ranklens.core.text.names import chunk_words, hit_words
 
     rng = random.Random(3)
     names = ["parse_args", "ArgumentParser", "add_argument", "Thread.lock", "x", "HTTPHeaders", "read csv"]

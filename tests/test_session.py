@@ -88,7 +88,7 @@ def test_judging_toggles_and_the_metrics_follow(session):
 
 def test_files_are_read_redacted_and_exported_as_a_handoff(session):
     from ranklens.core.base.handoff_schema import validate_handoff
-    from ranklens.core.secrets import MARKER
+    from ranklens.core.text.secrets import MARKER
 
     (session.engine.root / "deploy.sh").write_text(
         "echo deploy\nAWS_SECRET_ACCESS_KEY=" + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY\n"

@@ -17,8 +17,8 @@ from ranklens.core.base._sqlite import sqlite3
 from ranklens.core.base.atomic import link_identical, publish_folder
 from ranklens.core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
 from ranklens.core.engine import Engine
-from ranklens.core.languages import language_for
 from ranklens.core.store import pack_text, unpack_text
+from ranklens.core.text.languages import language_for
 from ranklens.core.vectors import VectorIndex
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"

@@ -510,7 +510,7 @@ def test_an_arm_a_shared_store_does_not_serve_is_said(shared, sample_repo):
 ROOT = Path(__file__).resolve().parents[1]
 #: Real code for the parity tests: a few of ranklens's own modules and docs.
 REAL_FILES = [
-    "core/tokenize.py",
+    "core/text/tokenize.py",
     "core/fusion.py",
     "core/arms/fts5.py",
     "core/arms/symbols.py",

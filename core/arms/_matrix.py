@@ -9,7 +9,7 @@ import numpy as np
 
 from ..base.types import Chunk, Hit
 from ..store import IndexView
-from ..tokenize import code_tokens, query_terms
+from ..text.tokenize import code_tokens, query_terms
 from .protocol import ArmBuild, Documents, Generation, SegmentMerge
 
 
@@ -36,7 +36,7 @@ class MatrixArm:
 
     def query_tokens(self, query: str) -> list[str]:
         """The query's tokens; with :attr:`compounds`, also its runs of words joined as one
-        identifier that the index holds (:func:`core.tokenize.query_terms`)."""
+        identifier that the index holds (:func:`core.text.tokenize.query_terms`)."""
         if not self.compounds:
             return code_tokens(query)
         return query_terms(query, lambda terms: [c is not None for c in self.matrix.vocab.columns(terms)])

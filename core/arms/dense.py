@@ -48,7 +48,7 @@ class DenseArm:
         paths = [d / VECTORS_FILE for d in view.segment_dirs]
         if not all(p.exists() for p in paths):
             raise ArmUnavailable("no vectors in this index (re-run `ranklens index`)")
-        from ..embedding import ModelUnavailable, load_model
+        from ..text.embedding import ModelUnavailable, load_model
         from ..vectors import SegmentedVectors, VectorIndex
 
         try:
@@ -114,7 +114,7 @@ class DenseBuild(ArmBuild):
     def model(self):
         """(the model, None) or (None, why it cannot load); loaded once per update."""
         if self._model is None:
-            from ..embedding import ModelUnavailable, load_model
+            from ..text.embedding import ModelUnavailable, load_model
 
             try:
                 self._model = (load_model(self.spec), None)

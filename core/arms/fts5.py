@@ -46,7 +46,7 @@ import numpy as np
 from ..base._sqlite import sqlite3
 from ..base.types import LEXICAL, Chunk, Hit
 from ..store import IndexView, unpack_text
-from ..tokenize import identifiers
+from ..text.tokenize import identifiers
 from .protocol import ArmBuild, ArmSpec, Generation
 
 PRUNE_FRACTION = 0.1

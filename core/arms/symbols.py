@@ -22,7 +22,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..base.types import STRUCTURAL, Chunk, Hit
-from ..names import name_key, path_depth, qualifiers, shape, stem_key
+from ..text.names import name_key, path_depth, qualifiers, shape, stem_key
 from ._matrix import MatrixArm, MatrixBuild
 from .protocol import ArmSpec
 

@@ -15,7 +15,7 @@ Listing modes
 
 In both modes ``.ignore`` and ``.ranklensignore`` files (gitignore syntax, any level),
 :data:`BUILTIN_EXCLUDED_DIRS`, hidden files and folders (names starting with a dot),
-secret-looking (:func:`core.secrets.is_secret_name`) and known-binary file names, the size
+secret-looking (:func:`core.text.secrets.is_secret_name`) and known-binary file names, the size
 limit and the caller's :class:`DiscoveryOptions` apply on top. ``no_ignore`` and ``hidden``
 mean what ripgrep's ``--no-ignore`` and ``--hidden`` mean: no ignore file of any kind is
 read (nor git's own: the listing then holds untracked ignored files too), and hidden

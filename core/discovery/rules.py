@@ -14,7 +14,7 @@ import stat as stat_mod
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..secrets import is_secret_name
+from ..text.secrets import is_secret_name
 from .ignore import _compile, _Layer
 from .results import (
     REASON_BINARY,

@@ -4,10 +4,10 @@ The chunks collection holds, per chunk, its repository, path, span and breadcrum
 lexical arms' BM25 sparse vectors that ranklens weighs itself (:mod:`core.stores.sparse`:
 their inner product with a query's vector is the local arm's score) with each one's document
 length, and the model2vec vector ranklens embeds client-side with the model of
-:mod:`core.embedding`:
+:mod:`core.text.embedding`:
 
 - ``lex_sparse``: the ``bm25`` arm's document (text, path and symbol names in code-aware
-  tokens, :func:`core.tokenize.code_tokens`);
+  tokens, :func:`core.text.tokenize.code_tokens`);
 - ``words_sparse``: the ``fts5`` arm's (the text's identifiers whole, as SQLite FTS5 indexes
   it); ``words`` keeps them space-joined, in order, for quoted passages (``like``);
 - ``names_sparse``: the ``symbols`` arm's (a definition chunk's names three times,
@@ -90,7 +90,7 @@ def quote(value: str) -> str:
 
 def words_text(chunk) -> str:
     """The text's identifiers in order (the ``fts5`` arm's terms), for quoted passages."""
-    from ..tokenize import identifiers
+    from ..text.tokenize import identifiers
 
     return " ".join(identifiers(chunk.text))
 
@@ -277,7 +277,7 @@ class MilvusStore:
                 # Inner product of ranklens's own weights (core.stores.sparse), exact.
                 index.add_index(f"{scheme.field}_sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
             # Exact, as the local arm scans every vector; a cluster may choose HNSW
-            # (docs/scale.md). The vectors are unit length (core.embedding), so the inner
+            # (docs/scale.md). The vectors are unit length (core.text.embedding), so the inner
             # product is their cosine, without Milvus Lite normalising every row per search.
             index.add_index("dense", index_type="FLAT", metric_type="IP")
             self.call(self.client.create_collection, self.name, schema=schema, index_params=index)
@@ -590,7 +590,7 @@ def index_repo(
     from ..chunking import chunk_file
     from ..discovery import DiscoveryOptions, discover, load_text
     from ..indexer import _sha
-    from ..languages import language_for
+    from ..text.languages import language_for
 
     settings = settings or IndexSettings()
     report = progress or (lambda _stage, _done, _total: None)

@@ -138,7 +138,7 @@ class MilvusArm:
     def _definers_first(self, query: str, ranked: list[Hit], expr: str, glob: str | None) -> list[Hit]:
         """As the local ``symbols`` arm: a one-identifier query gets the chunks defining exactly
         that name first (under its qualifier, in the file named after it, shallower first)."""
-        from ..names import defined_names, name_key, path_depth, qualifiers, shape, stem_key
+        from ..text.names import defined_names, name_key, path_depth, qualifiers, shape, stem_key
 
         q = shape(query)
         if not q.lookup:
@@ -253,7 +253,7 @@ class MilvusEngine(Engine):
     @property
     def model(self):
         if self._model is None:
-            from ..embedding import ModelUnavailable, load_model
+            from ..text.embedding import ModelUnavailable, load_model
 
             try:
                 self._model = load_model(self.settings.model)

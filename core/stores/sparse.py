@@ -78,7 +78,7 @@ def term_index(term: str) -> int:
 def doc_counts(arm: str, chunk) -> Counter | None:
     """The chunk's term frequencies in ``arm``'s document, as the local index counts them
     (None: the arm has no document for it, as ``symbols`` for a window)."""
-    from ..tokenize import code_tokens, identifiers
+    from ..text.tokenize import code_tokens, identifiers
 
     if arm == "fts5":  # FTS5 indexes the text alone, identifiers whole
         return Counter(identifiers(chunk.text))
@@ -239,7 +239,7 @@ class TermsDf:
 def query_vector(arm: str, query: str, stats: TermStats) -> dict[int, float]:
     """The query's weights: the idf of each of its terms the searched chunks hold (times its
     count for ``bm25`` and ``symbols``); {} when it has none."""
-    from ..tokenize import code_tokens
+    from ..text.tokenize import code_tokens
 
     scheme = SCHEMES[arm]
     if arm == "fts5":  # its distinct identifiers, the common ones left out as locally
@@ -247,7 +247,7 @@ def query_vector(arm: str, query: str, stats: TermStats) -> dict[int, float]:
 
         counts = Counter(_kept_terms(query, {"n": stats.n, "df": TermsDf(stats)}))
     elif arm == "symbols":  # a question's words joined as an identifier too, as locally
-        from ..tokenize import query_terms
+        from ..text.tokenize import query_terms
 
         counts = Counter(query_terms(query, lambda terms: (stats.df([term_index(t) for t in terms]) > 0).tolist()))
     else:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["DEFAULT_MODEL_DIR", "EmbeddingModel", "ModelUnavailable", "load_model"]
 
-DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parent / "models" / "ranklens-code"
+DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parents[1] / "models" / "ranklens-code"
 _BUNDLED_LABEL = "bundled:ranklens-code"
 
 #: A Hugging Face repo id: ``name`` or ``owner/name`` made of word characters, ``.`` and ``-``.
