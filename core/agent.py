@@ -6,7 +6,7 @@ Freshness: every call first runs :meth:`AgentService.prepare`. It runs the index
 check (:mod:`core.freshness`: the files and folders the last listing saw, its ignore files and
 git's state) and, when anything moved, starts an incremental update in a background thread;
 the caller waits for it a little (:data:`REFRESH_WAIT_S`) and otherwise answers from the last
-generation with a note. A first build commits its work in steps (:mod:`core.segments`): a call
+generation with a note. A first build commits its work in steps (:mod:`core.storage.segments`): a call
 waits for the first step only, and answers from what is committed with ``partial`` set ("from
 1,200 of 4,902 files"); the next calls answer from more. On Linux the server holds inotify watches over the tree
 (:mod:`core.watch`), so the check stats only what an event named since the last one (nothing

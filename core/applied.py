@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .base._sqlite import sqlite3
-from .store import close, connect, index_dir
+from .storage.store import close, connect, index_dir
 
 if TYPE_CHECKING:
     from .discovery import DiscoveryOptions

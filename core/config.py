@@ -1,6 +1,6 @@
 """Per-root fusion settings: the weights and RRF k that ``ranklens tune --save`` found.
 
-Stored as ``config.json`` in the root's index folder (:func:`core.store.index_dir`), written
+Stored as ``config.json`` in the root's index folder (:func:`core.storage.store.index_dir`), written
 atomically::
 
     {"weights": {"bm25": 0.8, "fts5": 1.0, "dense": 1.4, "symbols": 1.2}, "k": 30,
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .base.rrf import check_k, check_weight
-from .store import CONFIG_FILE, index_dir
+from .storage.store import CONFIG_FILE, index_dir
 
 # The shipped defaults, chosen with the ranking stage's constants on the public code-search
 # benchmark pooled with both labelled sets, cross-validated by repository

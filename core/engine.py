@@ -25,7 +25,7 @@ from .consolidate import check_ranking
 from .pipeline import MERGE_ADJACENT, QueryError, QueryWork, check_query, rank, rank_single
 from .ranking import Params
 from .settings import FusedBy, FusionSettings
-from .store import IndexError_, IndexView, Partial, index_dir
+from .storage.store import IndexError_, IndexView, Partial, index_dir
 
 if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an index is built
     import numpy as np
@@ -87,7 +87,7 @@ class SearchResult(FusedBy):
     settings: FusionSettings
     elapsed_ms: float
     #: How much of the files the arms searched, when the index was still being built (the
-    #: generation they opened: :attr:`core.store.IndexView.partial`); None: all of them.
+    #: generation they opened: :attr:`core.storage.store.IndexView.partial`); None: all of them.
     partial: Partial | None = None
 
     @property

@@ -167,7 +167,7 @@ def snapshot_key(options, fingerprint: str, model: str | None) -> str:
     version is embedded again). An arm whose staleness reads anything else must put it here.
     """
     from . import __version__
-    from .store import FORMAT_VERSION
+    from .storage.store import FORMAT_VERSION
     from .text.secrets import NAME_RULES_VERSION, RULES_VERSION
 
     return json.dumps(
@@ -587,7 +587,7 @@ def _max_bytes(key: str) -> int:
 
 def _committed_generation(directory: Path) -> int | None:
     from .base._sqlite import sqlite3
-    from .store import close, connect, gen_dir_name
+    from .storage.store import close, connect, gen_dir_name
 
     db = directory / "index.sqlite"
     if not db.exists():

@@ -105,7 +105,7 @@ def default_handoff_path(root: Path | str) -> Path:
     """Where the terminal UI's export writes by default: ``handoffs/<root's name>.json`` in the
     user cache folder (beside the indexes, ``RANKLENS_CACHE_DIR`` moves it), outside every
     repository, so an export is never indexed, nor left in a work tree."""
-    from .store import cache_root
+    from .storage.store import cache_root
 
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(os.path.realpath(root)).name or "root")[:40]
     return cache_root() / "handoffs" / f"{name}.json"

@@ -41,12 +41,12 @@ from .arms.protocol import ArmBuild, Documents, Generation, IndexSettings, Index
 from .base._sqlite import sqlite3
 from .base.atomic import publish_folder
 from .base.types import Chunk
-from .bm25 import IndexVocabulary, TokenBatch, TokenMerger, count_batch
 from .chunking import chunk_file
-from .chunktable import ChunkTable
 from .discovery import DiscoveryOptions, FileEntry, discover, load_text
-from .segments import FIRST_SEGMENT_CHUNKS, SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
-from .store import (
+from .storage.bm25 import IndexVocabulary, TokenBatch, TokenMerger, count_batch
+from .storage.chunktable import ChunkTable
+from .storage.segments import FIRST_SEGMENT_CHUNKS, SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
+from .storage.store import (
     FORMAT_VERSION,
     SCHEMA,
     IndexWriteError,

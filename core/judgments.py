@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .base.atomic import write_text_atomic
 from .evaluation import EvalFileError, LabeledQuery, Span, SpanLike, load_queries, overlaps, query_metrics
-from .store import index_dir
+from .storage.store import index_dir
 
 JUDGMENTS_FILE = "judgments.jsonl"
 KIND = "judged"

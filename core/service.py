@@ -191,7 +191,7 @@ def answer_query(
 
     The envelope is the handoff format (each hit with its span's ``sha256``) plus ``query_ms``,
     the time spent here, and ``partial`` when the index was still being built (how many of
-    its files the arms searched, :class:`core.store.Partial`). ``deep``: whether the deep arm can answer (:func:`deep_ready`); when
+    its files the arms searched, :class:`core.storage.store.Partial`). ``deep``: whether the deep arm can answer (:func:`deep_ready`); when
     it cannot it takes its weights with it. The CLI's ``query`` and the MCP server both answer
     through this, so they rank alike. ``hashes=False`` leaves ``sha256`` to a caller that reads
     the files itself.

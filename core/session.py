@@ -349,7 +349,7 @@ class Session(FusedBy):
 
     def partial(self):
         """How much of the files the open generation holds while its pass goes on
-        (:class:`core.store.Partial`); None when it is a whole pass's (or none is open)."""
+        (:class:`core.storage.store.Partial`); None when it is a whole pass's (or none is open)."""
         try:
             return self.engine.view.partial
         except Exception:  # not open, or a shared store's view

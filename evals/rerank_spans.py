@@ -61,7 +61,7 @@ def bench_module(path: Path):
 
 def read_chunks(view, paths: list[str]) -> dict[str, list[tuple[int, int, str, str]]]:
     """Each path's chunks ``(start, end, context, text)`` in line order, from the index."""
-    from ranklens.core.store import unpack_text
+    from ranklens.core.storage.store import unpack_text
 
     out: dict[str, list] = {}
     conn = view.connection()

@@ -185,7 +185,7 @@ def _survey(root: str, fresh: bool = False):
     if fresh:
         return None
     from .core.freshness import Survey
-    from .core.store import index_dir
+    from .core.storage.store import index_dir
 
     try:
         path = Path(root).expanduser().resolve()
@@ -235,7 +235,7 @@ def _run_index(
     pass, started by :func:`_survey`. ``max_wait``: when a pass that commits in steps (a first
     build, a large change) is still going on after this many seconds, stop it there and answer
     from what it committed (:func:`_index_within`)."""
-    from .core.store import IndexWriteError
+    from .core.storage.store import IndexWriteError
 
     try:
         if max_wait is None:
@@ -918,7 +918,7 @@ def query(
 
 def _note_partial(partial: dict) -> None:
     """Say on stderr that an answer is from part of the index (--max-wait)."""
-    from .core.store import Partial
+    from .core.storage.store import Partial
 
     _note(
         f"partial answer, {Partial(partial['files'], partial['total']).describe()}: the index is still being "
@@ -1513,7 +1513,7 @@ def main(argv: list[str] | None = None) -> int:
         _note("interrupted")
         return 130
     except Exception as exc:
-        if isinstance(exc, _raised("core.store", "IndexWriteError")):
+        if isinstance(exc, _raised("core.storage.store", "IndexWriteError")):
             # disk full, a file-size limit: the previous index serves
             _note(f"error: {exc.args[-1]}")
         elif isinstance(

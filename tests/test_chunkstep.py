@@ -463,7 +463,7 @@ def test_a_files_chunks_rank_as_in_the_whole_index_after_an_update(tmp_path, arm
 
 
 def test_a_path_held_under_two_codes_finds_the_rows_of_both():
-    from ranklens.core.chunktable import _codes_of
+    from ranklens.core.storage.chunktable import _codes_of
 
     # A concatenated table does not merge its parts' values: one path may have two codes.
     assert _codes_of(["a.py", "b.py"]) == {"a.py": 0, "b.py": 1}

@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 from churn import CHURN_PATH, CHURN_QUERY, consistent_spans, save
 
-from ranklens.core import store
 from ranklens.core.base import npyfile
 from ranklens.core.engine import Engine
+from ranklens.core.storage import store
 
 
 def _answer_errors(result, newest: int) -> list[str]:

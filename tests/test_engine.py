@@ -15,7 +15,7 @@ from index_checks import assert_fts_matches_chunks, fts_instances
 from ranklens.core.arms.protocol import IndexSettings
 from ranklens.core.base._sqlite import sqlite3
 from ranklens.core.engine import CANDIDATE_DEPTH, Engine, QueryError, check_query
-from ranklens.core.store import index_dir
+from ranklens.core.storage.store import index_dir
 
 
 @pytest.fixture
@@ -383,8 +383,8 @@ def test_fts5_over_budget_scores_every_chunk_holding_a_rare_term_as_the_whole_qu
 
 
 def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_repo):
-    from ranklens.core.chunktable import ChunkTable
-    from ranklens.core.store import connect
+    from ranklens.core.storage.chunktable import ChunkTable
+    from ranklens.core.storage.store import connect
 
     (sample_repo / "app/cache.py").write_text("def evict():\n    return 1\n")
     (sample_repo / "app/more.py").write_text("class More:\n    pass\n")
@@ -439,7 +439,7 @@ def test_fts5_index_matches_its_content_after_updates(engine, sample_repo):
 
 
 def test_an_index_of_the_previous_format_is_rebuilt(sample_repo):
-    from ranklens.core.store import FORMAT_VERSION
+    from ranklens.core.storage.store import FORMAT_VERSION
 
     eng = Engine(sample_repo)
     eng.ensure_index()

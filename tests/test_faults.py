@@ -25,11 +25,12 @@ import numpy as np
 import pytest
 from index_checks import assert_fts_matches_chunks
 
-from ranklens.core import indexer, segments
+from ranklens.core import indexer
 from ranklens.core.base._sqlite import sqlite3
 from ranklens.core.engine import INDEX_GONE, Engine
-from ranklens.core.segments import Manifest
-from ranklens.core.store import gen_dir_name
+from ranklens.core.storage import segments
+from ranklens.core.storage.segments import Manifest
+from ranklens.core.storage.store import gen_dir_name
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +41,8 @@ ARMS = ("bm25", "fts5", "dense", "symbols", "lexical+ctx", "hybrid")
 CHILD = r"""
 import sys
 from pathlib import Path
-from ranklens.core import indexer, segments
+from ranklens.core import indexer
+from ranklens.core.storage import segments
 indexer.SEGMENT_CHUNKS = segments.SEGMENT_CHUNKS = 50
 segments.SMALL_SEGMENT = 12
 indexer.CHUNK_BATCH_BYTES = 20_000

@@ -25,7 +25,7 @@ from ranklens.core import indexer
 from ranklens.core.base.handoff_schema import validate_handoff
 from ranklens.core.engine import Engine
 from ranklens.core.indexer import index_order
-from ranklens.core.store import Partial
+from ranklens.core.storage.store import Partial
 
 QUESTIONS = ["parse the configuration file", "retry a failed request", "Scheduler", "render the template"]
 

@@ -19,7 +19,7 @@ from cli_helpers import run
 
 from ranklens.core.engine import Engine
 from ranklens.core.handoff import envelope, span_sha256, span_text
-from ranklens.core.store import connect, unpack_text
+from ranklens.core.storage.store import connect, unpack_text
 from ranklens.core.text import secrets
 from ranklens.core.text.secrets import MARKER, find, is_secret_name, redact
 

@@ -17,7 +17,7 @@ from ranklens.core.base._sqlite import sqlite3
 from ranklens.core.base.atomic import link_identical, publish_folder
 from ranklens.core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
 from ranklens.core.engine import Engine
-from ranklens.core.store import pack_text, unpack_text
+from ranklens.core.storage.store import pack_text, unpack_text
 from ranklens.core.text.languages import language_for
 from ranklens.core.vectors import VectorIndex
 

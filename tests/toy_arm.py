@@ -14,7 +14,7 @@ import numpy as np
 
 from ranklens.core.arms.protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation
 from ranklens.core.base.types import STRUCTURAL, Hit
-from ranklens.core.store import IndexView
+from ranklens.core.storage.store import IndexView
 from ranklens.core.text.tokenize import code_tokens
 
 FILE = "names.json"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..base.types import SEMANTIC, Chunk, Hit
-from ..store import IndexView, unpack_text
+from ..storage.store import IndexView, unpack_text
 from .protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation, SegmentMerge
 
 if TYPE_CHECKING:

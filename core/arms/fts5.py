@@ -45,7 +45,7 @@ import numpy as np
 
 from ..base._sqlite import sqlite3
 from ..base.types import LEXICAL, Chunk, Hit
-from ..store import IndexView, unpack_text
+from ..storage.store import IndexView, unpack_text
 from ..text.tokenize import identifiers
 from .protocol import ArmBuild, ArmSpec, Generation
 

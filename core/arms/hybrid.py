@@ -9,7 +9,7 @@ import numpy as np
 
 from ..base.rrf import reciprocal_rank_fusion
 from ..base.types import SEMANTIC, Hit
-from ..store import IndexView
+from ..storage.store import IndexView
 from .bm25 import Bm25Arm
 from .dense import DenseArm
 from .protocol import ArmSpec

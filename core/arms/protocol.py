@@ -24,9 +24,9 @@ from ..base.types import DEFAULT_OVERLAP, DEFAULT_WINDOW, Chunk, Hit
 
 if TYPE_CHECKING:
     from ..base._sqlite import sqlite3
-    from ..bm25 import IndexVocabulary, TokenMerger, Vocabulary
     from ..discovery import DiscoveryOptions
-    from ..store import IndexView
+    from ..storage.bm25 import IndexVocabulary, TokenMerger, Vocabulary
+    from ..storage.store import IndexView
 
 
 def _discovery_options() -> DiscoveryOptions:

@@ -29,7 +29,7 @@ questions on those 50k chunks and on the code-search benchmark's gin and fastapi
 - The interpreter's own SQLite (3.40 here) is the fallback where sqlean.py has no wheel: the
   same rankings, ~10 % more CPU for the arm.
 
-Whatever the binding, :mod:`core.store` opens and closes every connection to an index under
+Whatever the binding, :mod:`core.storage.store` opens and closes every connection to an index under
 one process-wide lock, so no binding's luck is relied on.
 
 One binding for the whole process, never two: two copies of SQLite in one process release

@@ -5,7 +5,7 @@ A lock held by another process is waited for at most ``budget`` seconds. Past a 
 is spent it raises :class:`LockBusy`, whose one line names the lock, what holds it and how
 long it waited. A budget of 0 never waits.
 
-The locks (all in a root's index folder, :func:`core.store.index_dir`):
+The locks (all in a root's index folder, :func:`core.storage.store.index_dir`):
 
 * ``index.lock``: one indexer writes a root's index at a time (:class:`core.indexer.Indexer`),
   and the deep arm's build takes it to commit its sidecar. Budget :func:`index_wait`.

@@ -1,7 +1,7 @@
 """Where an index lives: the local segments (the default) or a Milvus collection.
 
 A store is named by a URI: ``local`` (the per-root index under the user cache folder,
-:mod:`core.store`), a path ending in ``.db`` (Milvus Lite, an embedded engine in this
+:mod:`core.storage.store`), a path ending in ``.db`` (Milvus Lite, an embedded engine in this
 process), or ``http(s)://host:port`` (a Milvus server or cluster; its token is read from
 :data:`TOKEN_ENV`). ``--store`` picks it per command; else :data:`STORE_ENV`, else the
 ``"store"`` key of the root's ``config.json``, else ``local``.

@@ -52,7 +52,7 @@ class StoreView:
     """What the engine's callers read of an open index (the TUI its generation)."""
 
     #: A shared store is indexed by `ranklens index --store`, whole: never part of a pass
-    #: (:attr:`core.store.IndexView.partial`).
+    #: (:attr:`core.storage.store.IndexView.partial`).
     partial = None
 
     def __init__(self, root: Path, meta: dict, repos: dict) -> None:

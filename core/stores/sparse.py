@@ -61,7 +61,7 @@ class Scheme:
     field: str
     k1: float
     b: float
-    idf: str  # "okapi" (rank-bm25, core.bm25) or "fts5" (SQLite's bm25())
+    idf: str  # "okapi" (rank-bm25, core.storage.bm25) or "fts5" (SQLite's bm25())
 
 
 SCHEMES = {
@@ -155,7 +155,7 @@ class TermStats:
 
     @property
     def average_idf(self) -> float:
-        """rank-bm25's mean idf over the terms (:meth:`core.bm25.CorpusStats._average_idf`)."""
+        """rank-bm25's mean idf over the terms (:meth:`core.storage.bm25.CorpusStats._average_idf`)."""
         if self._average_idf is None:
             df = self.counts[self.counts > 0].astype(np.float64)
             self._average_idf = (

@@ -6,7 +6,7 @@ keywords); :func:`name_key` / :func:`stem_key` compare a name with file stems;
 of a path, of a file's stem and of a chunk's defined names and breadcrumbs; :func:`defined_names`
 the names a chunk's ``symbol`` field defines. Plain functions of text (moved out of
 :mod:`core.ranking`, which scores with them; :mod:`core.arms.symbols` and
-:mod:`core.chunktable` use them too).
+:mod:`core.storage.chunktable` use them too).
 """
 
 from __future__ import annotations

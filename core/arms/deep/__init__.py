@@ -17,7 +17,7 @@ from the rest of the index:
 * **Per generation, as a sidecar.** When every chunk of the committed generation N has a
   vector, they are written as ``deep.usearch`` (a :class:`core.vectors.VectorIndex` keyed by
   chunk id, cosine, float16) plus the stamp ``deep.json`` into a temporary folder, fsynced,
-  and renamed to ``gen-N.deep`` (:func:`core.store.sidecar_dir_name`): that rename is the
+  and renamed to ``gen-N.deep`` (:func:`core.storage.store.sidecar_dir_name`): that rename is the
   sidecar's own commit, and generation N's folder, committed before, is never written again.
   The arm answers only from a generation whose sidecar is committed; until then it is
   skipped with the reason. The sidecar goes when its generation does.

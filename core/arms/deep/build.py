@@ -22,7 +22,7 @@ import numpy as np
 from ...base import npyfile
 from ...base._sqlite import sqlite3
 from ...base.atomic import atomic_write, publish_folder
-from ...store import close, connect, gen_dir_name, read_meta, sidecar_dir_name, unpack_text
+from ...storage.store import close, connect, gen_dir_name, read_meta, sidecar_dir_name, unpack_text
 from ..protocol import ArmUnavailable
 from . import model
 from .arm import NAME, STAMP_FILE, VECTORS_FILE, read_stamp

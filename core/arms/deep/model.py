@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ...base.install_hint import pip_hint
-from ...store import CONFIG_FILE
+from ...storage.store import CONFIG_FILE
 from ..protocol import ArmUnavailable
 
 MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "minilm-l6-onnx"

@@ -7,7 +7,7 @@ Layout, one folder per root under the platformdirs user cache dir::
         index.sqlite        files, chunks (their text zlib-compressed: pack_text), the FTS5
                             table (contentless), vocab, meta (format, generation)
         seg-000012/         a segment: a run of chunks (ids ascending), their chunk table and each
-                            arm's part (BM25 postings, dense vectors); immutable (core.segments)
+                            arm's part (BM25 postings, dense vectors); immutable (core.storage.segments)
         gen-000007/         generation 7: its segments in order (segments.json), the chunk ids
                             tombstoned among them (dead.npy), the statistics spanning segments
                             (BM25 document frequencies) and per-generation arm files
@@ -41,7 +41,7 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from .base._sqlite import sqlite3
+from ..base._sqlite import sqlite3
 
 if TYPE_CHECKING:  # numpy and the chunk table load with the first view's chunks, not with
     # this module: `ranklens why` and a nothing-changed check open the database only
@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # numpy and the chunk table load with the first view's chunks
 #: 12: the deep arm's vectors live in a sidecar folder ``gen-N.deep``, not in ``gen-N``.
 #: 13: segments (``seg-N``: chunk table, BM25 postings, vectors) listed by each generation
 #:    with its tombstones and BM25 statistics, instead of whole arrays per generation.
-#: 14: a segment's chunk table is a memory-mapped file a column (``core.chunktable``);
+#: 14: a segment's chunk table is a memory-mapped file a column (``core.storage.chunktable``);
 #:    contentless FTS5, chunk text zlib-compressed (``pack_text``), a folder's identical files linked,
 #:    no signature or docstring columns in the chunks table (only the matrices read them).
 FORMAT_VERSION = 14
@@ -90,7 +90,7 @@ CREATE TABLE IF NOT EXISTS unread (
     path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, reason TEXT NOT NULL,
     redacted TEXT NOT NULL DEFAULT ''
 );
--- Token -> column of the lexical matrices; it only grows (core.bm25.Vocabulary). Looked up
+-- Token -> column of the lexical matrices; it only grows (core.storage.bm25.Vocabulary). Looked up
 -- by token only: one b-tree keyed by the token (a rowid table and a unique index on the token
 -- took twice the room, ~250 MB for the 4.2M tokens of the Linux sources). Columns run
 -- 0..n-1; n is the meta's vocab_size.
@@ -119,7 +119,7 @@ def unpack_text(blob: bytes) -> str:
 
 class Partial(NamedTuple):
     """A generation committed while the pass writing it goes on (a first build, a large change:
-    :data:`core.segments.FIRST_SEGMENT_CHUNKS`): it holds ``files`` of the ``total`` files that
+    :data:`core.storage.segments.FIRST_SEGMENT_CHUNKS`): it holds ``files`` of the ``total`` files that
     pass will hold, in their current version. The indexer records it in the meta with the
     generation (``partial``; empty once the pass's last generation commits), so every reader,
     in this process or another, knows an answer from it is partial."""
@@ -260,7 +260,7 @@ class IndexView:
         self.directory = directory
         self.generation = generation
         self.meta = meta
-        self.manifest = manifest  # core.segments.Manifest
+        self.manifest = manifest  # core.storage.segments.Manifest
         try:  # which database file this view read: a rebuild may replace it
             self.db_inode = os.stat(self.db_path).st_ino
         except OSError:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import npyfile
-from .base.types import Hit, make_docid
+from ..base import npyfile
+from ..base.types import Hit, make_docid
 from .columns import Coded, Packed
 
 __all__ = ["ChunkRows", "ChunkTable"]
@@ -69,7 +69,7 @@ _recent_tables = Recent(96)  # segments' chunk tables, by file identity (a view 
 
 
 class ChunkTable:
-    """One segment's chunks, ordered by id: columns of numpy arrays and :mod:`core.columns`."""
+    """One segment's chunks, ordered by id: columns of numpy arrays and :mod:`core.storage.columns`."""
 
     #: The table's small file (the coded columns' values and the row count); the columns are
     #: ``chunks.<column>.npy`` beside it.
@@ -244,7 +244,7 @@ class ChunkTable:
         field, or its last part after ``.``/``::`` …: :func:`core.ranking.defined_names`), in
         any case with ``any_case``. The rows whose field holds the name are found in the
         column's buffer, then each is checked exactly."""
-        from .text.names import defined_names
+        from ..text.names import defined_names
 
         if any_case and not name.isascii():  # the buffer search folds ASCII only: read every row
             candidates = range(len(self.symbols))

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .base import npyfile
-from .base._sqlite import sqlite3
-from .text.tokenize import WORD, expansion
+from ..base import npyfile
+from ..base._sqlite import sqlite3
+from ..text.tokenize import WORD, expansion
 
 if TYPE_CHECKING:
     from scipy import sparse

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import npyfile
+from ..base import npyfile
 
 #: A cold build flushes (and commits) a segment every this many chunks. 32k chunks take about
 #: 150 MB to hold while they are written (texts, token counts, vectors); the Linux sources
