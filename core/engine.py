@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, NamedTuple
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
 from .arms.protocol import IndexSettings, IndexStats
 from .base.types import ConsolidatedHit, Hit
-from .chunkstep import WITHIN_FILE_ARMS, FileUnits, Skeleton, skeleton, units_of, units_ranked
-from .consolidate import check_ranking
-from .pipeline import MERGE_ADJACENT, QueryError, QueryWork, check_query, rank, rank_single
-from .ranking import Params
-from .settings import FusedBy, FusionSettings
+from .query.chunkstep import WITHIN_FILE_ARMS, FileUnits, Skeleton, skeleton, units_of, units_ranked
+from .query.consolidate import check_ranking
+from .query.pipeline import MERGE_ADJACENT, QueryError, QueryWork, check_query, rank, rank_single
+from .query.ranking import Params
+from .query.settings import FusedBy, FusionSettings
 from .storage.store import IndexError_, IndexView, Partial, index_dir
 
 if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an index is built
@@ -65,7 +65,7 @@ class ArmResult:
     skipped: str | None = None  # the arm could not run (missing dependency, no model …)
     error: str | None = None  # the arm failed while running
     query: str = ""  # the query text the arm answered (the priors read its words)
-    # Set by Engine.run_arm once the ranking passed core.consolidate.check_ranking (on the
+    # Set by Engine.run_arm once the ranking passed core.query.consolidate.check_ranking (on the
     # arm's thread): the fuse then need not check it again. Hits made by the engine's arms
     # agree across arms by construction (docid is path:start-end, text is not carried).
     checked: bool = field(default=False, repr=False, compare=False)
@@ -479,7 +479,7 @@ class Engine:
         the caller's weights and k may not need it)."""
         try:
             return self._root_fusion()
-        except ValueError:  # core.config.ConfigError
+        except ValueError:  # core.query.config.ConfigError
             return None
 
     def _root_fusion(self) -> FusionSettings:
@@ -495,11 +495,11 @@ class Engine:
         return settings
 
     def root_config(self, with_deep: bool) -> dict:
-        """:func:`core.config.load_config` of this root, kept while its config file's stat stays
+        """:func:`core.query.config.load_config` of this root, kept while its config file's stat stays
         the same: a query stats the file instead of resolving its path, reading and parsing it
-        (~0.2 ms). Raises :class:`core.config.ConfigError` as it does (a broken file is read
+        (~0.2 ms). Raises :class:`core.query.config.ConfigError` as it does (a broken file is read
         again at every query). Not to be modified."""
-        from .config import CONFIG_FILE, load_config
+        from .query.config import CONFIG_FILE, load_config
 
         try:
             st = os.stat(self.directory / CONFIG_FILE)
@@ -574,10 +574,10 @@ class Engine:
         ``settings`` default to :meth:`fusion`'s (``weights``, ``k``, ``priors``, ``stage`` on
         top), which fuse whatever rankings are given. Settings naming one arm: its own ranking,
         spans not merged, re-ordered by the priors (with ``priors``) before the ``top_k`` cut.
-        Several: the query pipeline (:func:`core.pipeline.rank`): overlapping spans merged,
-        weighted RRF, then (with ``priors``) the ranking stage's file step (:mod:`core.ranking`:
-        its signals, the path priors of :mod:`core.priors`, diversity) and chunk step
-        (:mod:`core.chunkstep`): ``score`` is then the final score, ``fused_score`` the RRF
+        Several: the query pipeline (:func:`core.query.pipeline.rank`): overlapping spans merged,
+        weighted RRF, then (with ``priors``) the ranking stage's file step (:mod:`core.query.ranking`:
+        its signals, the path priors of :mod:`core.query.priors`, diversity) and chunk step
+        (:mod:`core.query.chunkstep`): ``score`` is then the final score, ``fused_score`` the RRF
         score, ``signals`` and ``priors`` what was applied. The stage reads ``query``, else the
         ``ArmResult``s' ``query``; with a mapping of rankings and no ``query`` it sees an empty
         query (priors and diversity only). The query's per-query work is kept: a re-fuse of the
@@ -602,7 +602,7 @@ class Engine:
             return rank_single(rankings.get(settings.single, []), settings, query, top_k)
         # A query's per-query work (its groups, the stage's reading of it) is kept: a re-fuse
         # of the same rankings (same list objects; the work keeps them, so their ids stay
-        # theirs) with new weights or k skips validation and grouping (core.pipeline).
+        # theirs) with new weights or k skips validation and grouping (core.query.pipeline).
         key = (tuple(sorted((arm, id(hits)) for arm, hits in rankings.items())), query)
         with self._lock:
             work = self._work.get(key)
@@ -649,8 +649,8 @@ class Engine:
     def file_units(
         self, query: str, paths: Sequence[str], arms: Sequence[str] = WITHIN_FILE_ARMS
     ) -> dict[str, FileUnits]:
-        """Every chunk of each file of ``paths`` as :class:`core.chunkstep.FileUnits`, ranked
-        within its file by each of ``arms`` (the chunk step's units, :mod:`core.chunkstep`);
+        """Every chunk of each file of ``paths`` as :class:`core.query.chunkstep.FileUnits`, ranked
+        within its file by each of ``arms`` (the chunk step's units, :mod:`core.query.chunkstep`);
         the files not kept for this query yet are ranked together (:meth:`_rank_files`), so a
         slider move that brings a new file to the top asks only for that file."""
         view = self.view

@@ -1024,7 +1024,7 @@ def index_order(path: str) -> tuple:
     factor: examples, configuration and data before tests and README-like files); shallow
     before deep within each, then by path. The order a complete index ranks in is not this
     one's business: its scores do not depend on it (tests/test_partial.py)."""
-    from .priors import PROSE_LANGUAGES, matching_rules
+    from .query.priors import PROSE_LANGUAGES, matching_rules
 
     factor = 1.0
     for rule in matching_rules(path):

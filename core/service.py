@@ -17,11 +17,11 @@ from .arms import REGISTRY, default_arms
 from .arms.protocol import IndexSettings
 from .base.errors import RequestError
 from .base.rrf import check_k, check_weight
-from .config import ConfigError
 from .discovery import DiscoveryOptions
 from .engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
 from .handoff import envelope
-from .settings import FusionSettings
+from .query.config import ConfigError
+from .query.settings import FusionSettings
 
 RETRIEVERS = ("all", *REGISTRY)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from .base.types import ConsolidatedHit
 from .engine import ArmResult, Engine, check_query
 from .judgments import QueryJudgments, judge, judgments_for
-from .settings import FusedBy, FusionSettings
+from .query.settings import FusedBy, FusionSettings
 
 
 class IndexStopped(Exception):
@@ -41,7 +41,7 @@ class Session(FusedBy):
     """
 
     def __init__(self, engine: Engine, settings: FusionSettings | None = None) -> None:
-        from .config import ConfigError
+        from .query.config import ConfigError
 
         self.engine = engine
         self.config_error: str | None = None

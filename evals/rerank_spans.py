@@ -21,7 +21,7 @@ at query time over the breadcrumb and text cut at ``--tokens``), ``static`` (the
 arm's static model over the same texts; ``--text doc``: only the breadcrumb, the comment lines
 and the first code line's words). Embeddings are cached in ``$TMPDIR/rerank-spans`` by text.
 
-The shipped chunk step (``core/chunkstep.py``) is measured with ``python -m evals.spans``.
+The shipped chunk step (``core/query/chunkstep.py``) is measured with ``python -m evals.spans``.
 
     python -m evals.rerank_spans --per-repo               # both scorers, every shape
     python -m evals.rerank_spans --scorer static --grid slots

@@ -23,15 +23,15 @@ from .core.base.errors import RequestError
 
 if TYPE_CHECKING:
     from .core.engine import Engine
+    from .core.query.settings import FusionSettings
     from .core.service import QueryRequest
-    from .core.settings import FusionSettings
 
 
 def _help_values() -> dict[str, str]:
     """The placeholders of the help texts, read from the registry and the engine (loaded now)."""
     from .core.arms import REGISTRY, always_fused, optional_defaults
     from .core.engine import CANDIDATE_DEPTH, MAX_TOP_K
-    from .core.priors import RULES
+    from .core.query.priors import RULES
 
     return {
         # What "all" fuses (the same text whatever is installed here).
@@ -612,7 +612,7 @@ def index(
             t0 = time.perf_counter()
         engine = first if i == 0 else open_engine(root, model, _note, hidden, no_ignore, store=store)
         if deep is not None:
-            from .core.config import ConfigError, set_deep
+            from .core.query.config import ConfigError, set_deep
 
             try:
                 set_deep(engine.root, deep, engine.cache_dir)
@@ -1297,8 +1297,8 @@ def tune(
     """
     from .core.engine import DEFAULT_TOP_K, QueryError
     from .core.evaluation import tune as tune_fusion
+    from .core.query.settings import FusionSettings
     from .core.service import fused_arms, open_engine
-    from .core.settings import FusionSettings
 
     arms = fused_arms(retriever)
     if len(arms) < 2:
@@ -1324,7 +1324,7 @@ def tune(
     result["saved"] = None
     if save:
         if result["improves"] or force:
-            from .core.config import save_config
+            from .core.query.config import save_config
 
             cv = result["cross_validation"]
             extra = {

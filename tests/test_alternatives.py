@@ -12,10 +12,10 @@ from cli_helpers import run
 from test_chunkstep import QUEUE
 from test_mcp import call, server
 
-from ranklens.core import chunkstep
 from ranklens.core.base.handoff_schema import validate_handoff
 from ranklens.core.base.types import ConsolidatedHit
 from ranklens.core.engine import Engine
+from ranklens.core.query import chunkstep
 
 #: Asks for one method of jobqueue.py in other words: the file comes first, its other
 #: methods are its runners-up.

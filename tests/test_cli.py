@@ -10,7 +10,7 @@ import sys
 import pytest
 from cli_helpers import run
 
-from ranklens.core.config import default_config
+from ranklens.core.query.config import default_config
 
 LINE = re.compile(
     r"^(?P<loc>\S+:\d+-\d+)  \[score=(?P<score>\d\.\d{4}) agree=(?P<n>\d)/(?P<m>\d) "

@@ -550,7 +550,7 @@ def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on
 
 
 def test_a_running_engine_ranks_with_the_config_saved_between_its_queries(engine, sample_repo):
-    from ranklens.core.config import config_path, save_config
+    from ranklens.core.query.config import config_path, save_config
 
     assert engine.search("token").settings.k == engine.fusion().k
     save_config(sample_repo, {"dense": 2.5}, 17)

@@ -1,4 +1,4 @@
-"""The ranking stage (core.ranking): one test per signal, then the stage through the engine."""
+"""The ranking stage (core.query.ranking): one test per signal, then the stage through the engine."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from ranklens.core import consolidate, fusion
 from ranklens.core.base.types import Hit, make_docid
 from ranklens.core.engine import Engine
-from ranklens.core.labels import label_hits
-from ranklens.core.priors import adjuster
-from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage, rank_files
+from ranklens.core.query import consolidate, fusion
+from ranklens.core.query.labels import label_hits
+from ranklens.core.query.priors import adjuster
+from ranklens.core.query.ranking import DEFAULT_PARAMS, Params, Stage, rank_files
 from ranklens.core.text.names import name_parts, path_words, shape
 
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from ranklens.core.engine import Engine, QueryError
+from ranklens.core.query.settings import FusionSettings
 from ranklens.core.session import Session
-from ranklens.core.settings import FusionSettings
 
 
 @pytest.fixture

@@ -437,7 +437,7 @@ def test_two_folders_of_one_name_do_not_replace_each_other(shared, tmp_path):
 
 @needs_milvus
 def test_the_store_can_be_named_once(tmp_path, sample_repo):
-    from ranklens.core.config import config_path
+    from ranklens.core.query.config import config_path
 
     db = str(tmp_path / "once.db")
     out = run("index", str(sample_repo), "--json", env={"RANKLENS_STORE": db})
@@ -457,7 +457,7 @@ def test_the_store_can_be_named_once(tmp_path, sample_repo):
 
 
 def test_a_re_tune_keeps_the_store_named_in_the_config(sample_repo):
-    from ranklens.core.config import config_path, save_config
+    from ranklens.core.query.config import config_path, save_config
 
     path = config_path(sample_repo)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -511,7 +511,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Real code for the parity tests: a few of ranklens's own modules and docs.
 REAL_FILES = [
     "core/text/tokenize.py",
-    "core/fusion.py",
+    "core/query/fusion.py",
     "core/arms/fts5.py",
     "core/arms/symbols.py",
     "core/arms/bm25.py",
@@ -613,7 +613,7 @@ def test_statistics_follow_updates_and_weights_are_redone_past_the_drift(tmp_pat
     local, shared, _ = _engines(root, tmp_path / "s.db")
     # A small change: the statistics move with it (exactly), the stored weights keep their
     # average length while it stays within the drift: scores within that bound.
-    fusion = root / "core/fusion.py"
+    fusion = root / "core/query/fusion.py"
     fusion.write_text(fusion.read_text(encoding="utf-8").replace('"""', '"""Weighted. ', 1), encoding="utf-8")
     local.ensure_index()
     summary = index_into_store(shared)

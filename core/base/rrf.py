@@ -8,7 +8,7 @@ Summed with ``math.fsum`` so the result does not depend on the order the ranking
 :func:`rrf_share` and :func:`fused_score` are the one formula every fused score in ranklens
 uses; :func:`check_k` / :func:`check_weight` / :func:`check_weights` validate what a caller
 passes; :func:`reciprocal_rank_fusion` fuses plain rankings (the ``hybrid`` arm). The
-pipeline's fusion stage over span groups is :func:`core.fusion.fuse`.
+pipeline's fusion stage over span groups is :func:`core.query.fusion.fuse`.
 """
 
 from __future__ import annotations

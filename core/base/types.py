@@ -93,7 +93,7 @@ class Contribution(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class AppliedPrior:
-    """One prior as applied to a hit (see :mod:`core.priors`).
+    """One prior as applied to a hit (see :mod:`core.query.priors`).
 
     ``factor`` multiplied the hit's fused score; a rule lifted by the query shows with factor
     1.0 and ``lifted_by`` naming the query word that lifted it.
@@ -110,7 +110,7 @@ class AppliedPrior:
 
 @dataclass(frozen=True, slots=True)
 class AppliedSignal:
-    """One step of the ranking stage as applied to a hit (see :mod:`core.ranking`).
+    """One step of the ranking stage as applied to a hit (see :mod:`core.query.ranking`).
 
     ``boost`` was added to the hit's score (in the query's units: the best fused score times
     the signal's constant); ``factor`` multiplied it (``diversity``).
@@ -128,7 +128,7 @@ class AppliedSignal:
 @dataclass(frozen=True, slots=True)
 class Alternative:
     """One of a hit's runners-up in its file: a unit the chunk step ranked below the one the
-    hit shows (:mod:`core.chunkstep`), its lines overlapping no hit of the file shown.
+    hit shows (:mod:`core.query.chunkstep`), its lines overlapping no hit of the file shown.
 
     ``names``: the names it defines; ``score``: the chunk step's score of the unit within its
     file (the hit's own unit scored at least as much); ``why``: the ``chunk`` signal's reason
@@ -182,13 +182,13 @@ class ConsolidatedHit:
     contributors: list[Contribution] = field(default_factory=list)
     fused_score: float | None = None
     priors: list[AppliedPrior] = field(default_factory=list)
-    #: The ranking stage's signals that moved this hit (:mod:`core.ranking`), in order.
+    #: The ranking stage's signals that moved this hit (:mod:`core.query.ranking`), in order.
     signals: list[AppliedSignal] = field(default_factory=list)
     #: The repository the hit is in, when the index is a shared store holding several
     #: (:mod:`core.stores`); "" for a local index (``path`` is then the root's).
     repo: str = ""
     #: Per arm, its rank of this chunk among its file's chunks, when the chunk step
-    #: (:mod:`core.chunkstep`) placed it: the arms' evidence inside the file, where
+    #: (:mod:`core.query.chunkstep`) placed it: the arms' evidence inside the file, where
     #: ``provenance`` is theirs over the whole index (a chunk no arm ranked there can still be
     #: the file's best). In the JSON it is the ``chunk`` signal's reason.
     within: dict[str, int] = field(default_factory=dict)

@@ -101,7 +101,7 @@ class ChunkTable:
         self.languages = languages if isinstance(languages, Coded) else Coded.of(languages)
         self.kinds = kinds if isinstance(kinds, Coded) else Coded.of(kinds)
         # The names each chunk defines, space-separated (``Chunk.symbol``): the ranking stage's
-        # definition signal reads them (core.ranking).
+        # definition signal reads them (core.query.ranking).
         if symbols is None:
             symbols = [""] * len(self.ids)
         self.symbols = symbols if isinstance(symbols, Packed) else Packed.of(symbols)
@@ -241,7 +241,7 @@ class ChunkTable:
 
     def definers(self, name: str, *, any_case: bool = False) -> list[int]:
         """The rows (ascending) of the chunks that define ``name`` (as written in a ``symbol``
-        field, or its last part after ``.``/``::`` …: :func:`core.ranking.defined_names`), in
+        field, or its last part after ``.``/``::`` …: :func:`core.query.ranking.defined_names`), in
         any case with ``any_case``. The rows whose field holds the name are found in the
         column's buffer, then each is checked exactly."""
         from ..text.names import defined_names
@@ -426,7 +426,7 @@ class ChunkRows:
 
     def rows_of_path(self, path: str) -> np.ndarray:
         """The live rows (ascending) of the chunks of file ``path``, kept with the view: the
-        chunk step (:mod:`core.chunkstep`) weighs every chunk of a chosen file."""
+        chunk step (:mod:`core.query.chunkstep`) weighs every chunk of a chosen file."""
         with self._lock:
             found = self._by_path.get(path)
         if found is None:

@@ -168,7 +168,7 @@ def cache_root() -> Path:
     return Path(user_cache_dir("ranklens", appauthor=False))
 
 
-#: The root's settings in its index folder: weights, k, ``deep``, ``store`` (core.config).
+#: The root's settings in its index folder: weights, k, ``deep``, ``store`` (core.query.config).
 CONFIG_FILE = "config.json"
 
 

@@ -71,7 +71,7 @@ def configured_store(root: Path | str | None = None, cache_dir: Path | None = No
         return named
     if root is None:
         return None
-    from ..config import config_path
+    from ..query.config import config_path
 
     try:
         data = json.loads(config_path(root, cache_dir).read_text(encoding="utf-8"))

@@ -29,9 +29,9 @@ from pathlib import Path
 from ..arms import ArmUnavailable
 from ..arms.fts5 import quoted_phrases
 from ..base.types import ConsolidatedHit, Hit, make_docid
-from ..chunkstep import units_of
-from ..consolidate import check_ranking
 from ..engine import CANDIDATE_DEPTH, PHRASE_CHUNKS, ArmResult, Engine, _ms
+from ..query.chunkstep import units_of
+from ..query.consolidate import check_ranking
 from . import StoreError, StoreSpec
 from .milvus import MilvusStore, as_stored, check_repo_name, open_store, quote
 from .sparse import NOTHING, SCHEMES, TermStats, query_vector
@@ -437,7 +437,7 @@ class MilvusEngine(Engine):
             )
         return out
 
-    # -- the chunk step and quoted passages over the store (core.chunkstep, Stage.quoted) ----
+    # -- the chunk step and quoted passages over the store (core.query.chunkstep, Stage.quoted) ----
 
     def _where(self, path: str) -> str:
         """The filter for one fused path (``repo/path`` across several repositories)."""

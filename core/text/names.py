@@ -5,7 +5,7 @@ keywords); :func:`name_key` / :func:`stem_key` compare a name with file stems;
 :func:`path_words`, :func:`name_parts`, :func:`chunk_words` and :func:`hit_words` give the words
 of a path, of a file's stem and of a chunk's defined names and breadcrumbs; :func:`defined_names`
 the names a chunk's ``symbol`` field defines. Plain functions of text (moved out of
-:mod:`core.ranking`, which scores with them; :mod:`core.arms.symbols` and
+:mod:`core.query.ranking`, which scores with them; :mod:`core.arms.symbols` and
 :mod:`core.storage.chunktable` use them too).
 """
 

@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ranklens.core.labels import AGREEMENT_DEPTH, voters
+from ranklens.core.query.labels import AGREEMENT_DEPTH, voters
 
 if TYPE_CHECKING:
     from ranklens.core.base.types import ConsolidatedHit

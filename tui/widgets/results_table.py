@@ -42,7 +42,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ranklens.core.base.types import Alternative, AppliedSignal, ConsolidatedHit, make_docid
-from ranklens.core.labels import AGREEMENT_DEPTH, LOW, voters
+from ranklens.core.query.labels import AGREEMENT_DEPTH, LOW, voters
 
 #: (path, start_line, end_line) of a hit: what the cursor and the selection remember.
 Span = tuple[str, int, int]

@@ -58,7 +58,7 @@ def __getattr__(name: str) -> str:
 #: config key :data:`CONFIG_KEY` does (``ranklens index --deep`` / ``--no-deep`` set it).
 #: ``--retriever deep`` uses it whatever these say.
 ENV_SWITCH = "RANKLENS_DEEP"
-#: The key of a root's ``config.json`` (core.config) that turns the arm on for that root.
+#: The key of a root's ``config.json`` (core.query.config) that turns the arm on for that root.
 CONFIG_KEY = "deep"
 _OFF = ("0", "off", "no", "false")
 _ON = ("1", "on", "yes", "true")
@@ -101,7 +101,7 @@ def switched_on(directory: Path | None = None) -> bool:
 def deep_switch(directory: Path) -> bool | None:
     """The ``deep`` key of the config in the index folder ``directory``: True or False, None
     when the file or the key is missing or unreadable (a broken file is reported by
-    :func:`core.config.load_config`)."""
+    :func:`core.query.config.load_config`)."""
     try:
         data = json.loads((Path(directory) / CONFIG_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):

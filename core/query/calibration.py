@@ -1,7 +1,7 @@
 """How often a hit labelled ``high``, ``medium`` or ``low`` confidence is right: the figures
 measured on the public code-search benchmark, read from one file.
 
-``calibration.json`` beside this module is written by the script that measures it
+``core/calibration.json`` (core's data, beside models/ and schemas/) is written by the script that measures it
 (``python evals/codesearch.py --calibration core/calibration.json``: every question's fused
 top 10, a hit relevant when it overlaps a target as the benchmark's own runner matches them).
 The TUI's help reads it at run time; the README and docs/agents.md quote it, and a test
@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 
 #: The measured figures (written by ``evals/codesearch.py --calibration``).
-PATH = Path(__file__).with_name("calibration.json")
+PATH = Path(__file__).parents[1] / "calibration.json"
 #: The levels, in the order they are told.
 LEVELS = ("high", "medium", "low")
 

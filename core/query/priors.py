@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from .base.types import AppliedPrior, ConsolidatedHit
-from .text.languages import language_for
-from .text.tokenize import code_tokens
+from ..base.types import AppliedPrior, ConsolidatedHit
+from ..text.languages import language_for
+from ..text.tokenize import code_tokens
 
 
 @dataclass(frozen=True)
@@ -471,7 +471,7 @@ def apply_priors(
     the score after, ``priors`` what was applied (lifted rules listed with factor 1.0 and the
     lifting word). ``enabled=False`` returns copies with the fused order, ``fused_score ==
     score`` and no priors. Ties are broken by (path, start, end, docid), as consolidation does.
-    (The engine applies the priors in its ranking stage: :class:`core.ranking.Stage` with an
+    (The engine applies the priors in its ranking stage: :class:`core.query.ranking.Stage` with an
     :func:`adjuster`.)
     """
     adjust = adjuster(query, enabled, rules)

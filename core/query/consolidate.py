@@ -5,7 +5,7 @@ overlapping spans (two pieces of one long function). Hits whose line spans overl
 asked, touch: ``end + 1 == start``) in the same file form one :class:`Group`, and so do the
 pieces of one definition (``Hit.piece_of``); the group keeps each arm's best-ranked member.
 Grouping looks at spans and ranks only, never at weights or k, so a query's groups are made
-once and every re-fuse (a slider move) starts from them (:mod:`core.pipeline`).
+once and every re-fuse (a slider move) starts from them (:mod:`core.query.pipeline`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .base.types import Hit, make_docid
+from ..base.types import Hit, make_docid
 
 
 def check_ranking(arm: str, hits: Sequence[Hit]) -> None:
@@ -100,7 +100,7 @@ class Group:
         self.symbols = symbols  # the names its members define (Hit.symbol fields)
         self.contexts = tuple(h.context for h in best)  # its members' breadcrumbs
         #: (its arms' weights (one: a float; several: a list), k, what its hit showed of its
-        #: arms: :func:`core.labels._parts`) of the last fuse that made its hit; None before.
+        #: arms: :func:`core.query.labels._parts`) of the last fuse that made its hit; None before.
         self.memo: tuple | None = None
 
     def lead_key(self, i: int) -> tuple[bool, str]:
@@ -129,7 +129,7 @@ class Groups:
     member_rank: np.ndarray
     bounds: np.ndarray
     #: What later stages work out of the groups alone, once per query (the file step's
-    #: columns: :func:`core.ranking.rank_files`).
+    #: columns: :func:`core.query.ranking.rank_files`).
     memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 

@@ -1,6 +1,6 @@
 """The chunk step: which code of a chosen file to show.
 
-The ranking stage (:mod:`core.ranking`) decides which *files* answer a question: its signals
+The ranking stage (:mod:`core.query.ranking`) decides which *files* answer a question: its signals
 are mostly about files (the path, the names the file defines, how many of its chunks the arms
 ranked). Left at that, each file shows the chunks the arms happened to return, so the file's
 most generally matching chunk (a struct, a constructor, the file header) comes first and the
@@ -24,7 +24,7 @@ The pieces of one long definition are one *unit* and compete as one. A unit is s
 when it fits :data:`MAX_UNIT_LINES`, else as its best piece. Every hit the step places
 carries a ``chunk`` signal that says why this chunk of the file.
 
-:func:`choose` is the step in the query pipeline (:mod:`core.pipeline`): the fused groups, the
+:func:`choose` is the step in the query pipeline (:mod:`core.query.pipeline`): the fused groups, the
 file step's top files, their units and the :class:`Question` in, a :class:`Pick` per file out.
 The units (each arm's search within the files) and what their names hold are the query's,
 made once; what a re-fuse reruns is the scoring of the units with the new weights and k.
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .base.types import AppliedSignal
+from ..base.types import AppliedSignal
 from .ranking import quote_in
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class Skeleton:
     units: tuple[tuple[int, int, str, tuple[str, ...], tuple[tuple[int, int], ...]], ...]
     of_chunk: Mapping[tuple[int, int], int]
     #: What is worked out of the units once per view, whatever the query (the ranking
-    #: stage's index of their names: :func:`core.ranking.unit_labels`).
+    #: stage's index of their names: :func:`core.query.ranking.unit_labels`).
     memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -274,7 +274,7 @@ def shown_span(unit: Unit) -> tuple[int, int]:
 
 #: Per unit of a file (its position) whose names or breadcrumb hold something the question
 #: names: (the named names it defines, the question's keywords its names and breadcrumb hold);
-#: every other unit's are empty (:meth:`core.ranking.Stage.labelled`).
+#: every other unit's are empty (:meth:`core.query.ranking.Stage.labelled`).
 Labelled = Mapping[int, tuple[set[str], list[str]]]
 
 

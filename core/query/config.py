@@ -21,8 +21,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from .base.rrf import check_k, check_weight
-from .storage.store import CONFIG_FILE, index_dir
+from ..base.rrf import check_k, check_weight
+from ..storage.store import CONFIG_FILE, index_dir
 
 # The shipped defaults, chosen with the ranking stage's constants on the public code-search
 # benchmark pooled with both labelled sets, cross-validated by repository
@@ -35,7 +35,7 @@ def default_weights(with_deep: bool | None = None) -> dict[str, float]:
     (:mod:`core.arms`): tuned with the optional ``deep`` arm or without it (None: whether it is
     a default arm with no root named, i.e. ``RANKLENS_DEEP=1`` and installed; a caller that
     knows deep cannot answer now passes False, and the optional arms are then left out)."""
-    from . import arms
+    from .. import arms
 
     if with_deep is None:
         with_deep = "deep" in arms.default_arms()
@@ -71,7 +71,7 @@ def set_deep(root: Path | str, on: bool, cache_dir: Path | None = None) -> Path:
     """Turn the deep arm on (or off) for ``root``: its config's ``deep`` key, written
     atomically with every other key kept. Returns the path; :class:`ConfigError` when the
     existing file cannot be used."""
-    from .base.atomic import write_json_atomic
+    from ..base.atomic import write_json_atomic
 
     path = config_path(root, cache_dir)
     try:
@@ -103,7 +103,7 @@ def load_config(root: Path | str, cache_dir: Path | None = None, *, with_deep: b
     """
     path = config_path(root, cache_dir)
     if with_deep is None:  # whether deep is a default arm of this root
-        from .arms import default_arms
+        from ..arms import default_arms
 
         with_deep = "deep" in default_arms(path.parent)
     try:
@@ -121,7 +121,7 @@ def load_config(root: Path | str, cache_dir: Path | None = None, *, with_deep: b
 
 def parse_config(data: object, source: str = "config", *, with_deep: bool | None = None) -> dict:
     """Validate a config object into ``{"weights": …, "k": …}`` (extra keys are ignored)."""
-    from .arms import REGISTRY
+    from ..arms import REGISTRY
 
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object")
@@ -155,7 +155,7 @@ def save_config(
     cache_dir: Path | None = None,
 ) -> Path:
     """Validate and atomically write ``root``'s config; returns its path."""
-    from .base.atomic import write_json_atomic
+    from ..base.atomic import write_json_atomic
 
     data = {"weights": dict(weights), "k": k, **(dict(extra) if extra else {})}
     parsed = parse_config(data, "config")

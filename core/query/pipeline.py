@@ -4,14 +4,14 @@ sees (a query, a re-fuse after a slider move or ``p``, ``eval`` and ``tune`` all
 Each stage is a module with one entry function, a typed value in and a typed value out; a
 stage never calls back into the one that called it. In order (docs/architecture.md draws it):
 
-1. groups  :func:`core.consolidate.group`: the arms' rankings -> :class:`~core.consolidate.Groups`
+1. groups  :func:`core.query.consolidate.group`: the arms' rankings -> :class:`~core.query.consolidate.Groups`
    (overlapping spans of a file merged, each arm's best rank kept);
-2. fused   :func:`core.fusion.fuse`: groups, weights, k -> :class:`~core.fusion.Fused` (weighted RRF);
-3. files   :func:`core.ranking.rank_files`: fused, the query's stage -> :class:`~core.ranking.Files`
+2. fused   :func:`core.query.fusion.fuse`: groups, weights, k -> :class:`~core.query.fusion.Fused` (weighted RRF);
+3. files   :func:`core.query.ranking.rank_files`: fused, the query's stage -> :class:`~core.query.ranking.Files`
    (the file step: signals, priors, diversity, the order);
-4. chunks  :func:`core.chunkstep.choose`: fused, the top files, their units, the question ->
-   :class:`~core.chunkstep.Chunks` (which chunks of each top file take its places);
-5. hits    :func:`core.labels.label_hits`: fused, files, chunks, top-k -> the labelled hits
+4. chunks  :func:`core.query.chunkstep.choose`: fused, the top files, their units, the question ->
+   :class:`~core.query.chunkstep.Chunks` (which chunks of each top file take its places);
+5. hits    :func:`core.query.labels.label_hits`: fused, files, chunks, top-k -> the labelled hits
    (agreement, confidence, the trace).
 
 What depends on the query and its rankings alone is made once and kept in a :class:`QueryWork`:
@@ -30,17 +30,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from .base.rrf import check_k, check_weights
+from ..base.rrf import check_k, check_weights
+from ..text.tokenize import code_tokens
 from .chunkstep import WITHIN_FILE_ARMS, FileUnits, Labelled, Question, choose, shape_of
 from .consolidate import group
 from .fusion import fuse
 from .labels import label_hits, single_arm
 from .priors import adjuster, apply_priors
 from .ranking import Params, Stage, rank_files
-from .text.tokenize import code_tokens
 
 if TYPE_CHECKING:
-    from .base.types import ConsolidatedHit, Hit
+    from ..base.types import ConsolidatedHit, Hit
     from .settings import FusionSettings
 
 #: Whether hits that only touch (``end + 1 == start``) merge. Budgeted chunks partition a
@@ -85,7 +85,7 @@ class QueryWork:
 
     ``rankings``: arm -> its hits (kept alive: the engine keys the work by their identity);
     ``query``: the question (None: the stage reads an empty one, priors and diversity only);
-    ``check``: check the rankings first (:func:`core.consolidate.group`).
+    ``check``: check the rankings first (:func:`core.query.consolidate.group`).
     """
 
     def __init__(

@@ -3,8 +3,8 @@
 score(d) = sum over rankings i that contain d of  w_i / (k + rank_i(d)),  ranks 1-based
 (the arithmetic, and the checks of k and the weights, are :mod:`core.base.rrf`'s).
 
-:func:`fuse` is the pipeline's fusion stage (:mod:`core.pipeline`): a query's groups of
-overlapping spans (:mod:`core.consolidate`), each scored by its arms' best ranks. It is the one
+:func:`fuse` is the pipeline's fusion stage (:mod:`core.query.pipeline`): a query's groups of
+overlapping spans (:mod:`core.query.consolidate`), each scored by its arms' best ranks. It is the one
 stage a slider move always reruns: what it gives depends on nothing but the weights and k.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .base.rrf import check_k, check_weights
+from ..base.rrf import check_k, check_weights
 
 if TYPE_CHECKING:
     from .consolidate import Group, Groups

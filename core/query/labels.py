@@ -14,8 +14,8 @@ import heapq
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .base.rrf import check_k, fused_score, rrf_share
-from .base.types import Alternative, ConsolidatedHit, Contribution, Hit, make_docid
+from ..base.rrf import check_k, fused_score, rrf_share
+from ..base.types import Alternative, ConsolidatedHit, Contribution, Hit, make_docid
 
 if TYPE_CHECKING:
     from .chunkstep import Chunks, Unit
@@ -45,7 +45,7 @@ def confidence(share: float, votes: int, defines: bool = False) -> str:
     ``high``: it defines a named symbol, or it scores within 10 % of the best and an arm
     votes for it. ``medium``: it scores at least half the best, or two arms vote for it.
     ``low``: anything else. How often each level is right on the public benchmark:
-    :mod:`core.calibration` (measured, and quoted by the help, the README and the docs).
+    :mod:`core.query.calibration` (measured, and quoted by the help, the README and the docs).
     """
     if defines or (share >= HIGH_SHARE and votes >= 1):
         return HIGH
@@ -272,7 +272,7 @@ def _unit_hit(path: str, unit: Unit, mine, kept, scores, weight_of, kf) -> Conso
 
 def _alternatives(pick, shown: int) -> list[Alternative]:
     """The runners-up of a file whose first ``shown`` places are in the list
-    (:meth:`core.chunkstep.Pick.runners_up`), as its first hit carries them."""
+    (:meth:`core.query.chunkstep.Pick.runners_up`), as its first hit carries them."""
     from .chunkstep import shown_span
 
     out = []

@@ -31,7 +31,7 @@ facts about a hit predict whether it answers a question better than its fused sc
 
 Boosts are additive, in units of the best fused score of the query (so they mean the same
 whatever k and the weights are); then ``depth``, ``name-length`` and the path priors
-(:mod:`core.priors`: tests, examples, project docs, documentation, non-code) multiply; then
+(:mod:`core.query.priors`: tests, examples, project docs, documentation, non-code) multiply; then
 ``diversity``: a file's second and later hits are scaled down, so ten hits show several
 files rather than one file ten times; the first file's less (``top_file_diversity``), since
 the function that answers is often its second-best chunk and a reader opens it first.
@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from .base.types import AppliedPrior, AppliedSignal
-from .text.names import (
+from ..base.types import AppliedPrior, AppliedSignal
+from ..text.names import (
     _alike,
     _matches,
     chunk_words,
@@ -95,7 +95,7 @@ class UnitLabels(NamedTuple):
 
 
 def unit_labels(shape) -> UnitLabels:
-    """The :class:`UnitLabels` of a :class:`core.chunkstep.Skeleton`'s units, made once per
+    """The :class:`UnitLabels` of a :class:`core.query.chunkstep.Skeleton`'s units, made once per
     skeleton (it is kept per index view, so this is worked out once, not per query)."""
     found = shape.memo.get("labels")
     if found is None:
@@ -147,7 +147,7 @@ class Params:
     name_length: float = 0.8
     #: Boost for a hit holding a passage the question quotes (an error message pasted in).
     quote: float = 2.0
-    #: The chunk step (:mod:`core.chunkstep`): every chunk of this many top files competes for
+    #: The chunk step (:mod:`core.query.chunkstep`): every chunk of this many top files competes for
     #: the file's places (0: off, each file shows the chunks the arms returned).
     chunk_files: int = 5
     #: A unit's chunk score: its arms' ranks within the file (weighted RRF), plus this times
@@ -179,7 +179,7 @@ REASONS = {
 class Stage:
     """The ranking stage for one query (see the module docstring).
 
-    ``priors``: path -> (factor, applied priors), from :func:`core.priors.adjuster`.
+    ``priors``: path -> (factor, applied priors), from :func:`core.query.priors.adjuster`.
     """
 
     def __init__(
@@ -477,7 +477,7 @@ class Stage:
         return sorted(found) if found else []
 
     def labelled(self, shape) -> dict[int, tuple[set[str], list[str]]]:
-        """Per unit of a :class:`core.chunkstep.Skeleton` (its position) whose names or
+        """Per unit of a :class:`core.query.chunkstep.Skeleton` (its position) whose names or
         breadcrumb hold something: what :meth:`named` finds in its names and
         :meth:`label_keywords` in its names and breadcrumb; every other unit's are empty.
         Worked out from the file's :func:`unit_labels`: a word is a form of a keyword only

@@ -5,7 +5,7 @@ arm's weight, the RRF constant k, whether the ranking stage runs (``priors``: it
 the path priors and diversity) and the stage's constants. :meth:`FusionSettings.resolve`
 builds it the same way for every caller, from three layers, later ones winning:
 
-1. the shipped defaults (:mod:`core.config`: the weights with or without the ``deep`` arm, k),
+1. the shipped defaults (:mod:`core.query.config`: the weights with or without the ``deep`` arm, k),
 2. the root's tuned config (``ranklens tune --save``),
 3. what the caller gives (command-line flags, the TUI's sliders, keyword arguments).
 
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .base.rrf import check_k, check_weights
+from ..base.rrf import check_k, check_weights
 from .ranking import DEFAULT_PARAMS, Params
 
 
@@ -86,10 +86,10 @@ class FusionSettings:
         weights are those tuned with the ``deep`` arm (default: whether it is asked for);
         a caller that knows deep cannot answer passes False, so the other arms keep the
         weights tuned without it. ``config``: an already loaded config (else read from
-        ``root``; raises :class:`core.config.ConfigError` for a broken one, unless
+        ``root``; raises :class:`core.query.config.ConfigError` for a broken one, unless
         ``weights`` and ``k`` make it unnecessary).
         """
-        from .arms import default_arms
+        from ..arms import default_arms
         from .config import ConfigError, config_path, default_config, load_config
 
         if arms is not None:
