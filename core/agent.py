@@ -3,13 +3,13 @@ the only ways an agent reads the repository (search hits with their text, spans,
 checks, the index's state).
 
 Freshness: every call first runs :meth:`AgentService.prepare`. It runs the indexer's freshness
-check (:mod:`core.freshness`: the files and folders the last listing saw, its ignore files and
+check (:mod:`core.index.freshness`: the files and folders the last listing saw, its ignore files and
 git's state) and, when anything moved, starts an incremental update in a background thread;
 the caller waits for it a little (:data:`REFRESH_WAIT_S`) and otherwise answers from the last
 generation with a note. A first build commits its work in steps (:mod:`core.storage.segments`): a call
 waits for the first step only, and answers from what is committed with ``partial`` set ("from
 1,200 of 4,902 files"); the next calls answer from more. On Linux the server holds inotify watches over the tree
-(:mod:`core.watch`), so the check stats only what an event named since the last one (nothing
+(:mod:`core.index.watch`), so the check stats only what an event named since the last one (nothing
 when no event came) and runs before every call. Elsewhere, or with ``--fresh``, it stats every
 entry: ~0.1 s at 20k files, so a burst of calls runs it at most once a second (and on a large
 tree at most :data:`PROBE_SHARE` of the time).
@@ -101,7 +101,7 @@ class _Job:
         counts one (deep embeds a few chunks at most here), and a stage's share only grows (the
         embedder reports while chunking still does). The last unit is the update's end
         (:meth:`AgentService.final_progress`): progress reaches the total only when it is done."""
-        from .indexer import STAGES
+        from .index.indexer import STAGES
 
         counted = [s for s in STAGES if s != "deep"]
         done = sum(min(d / t, 1.0) if t else 0.0 for s, (d, t) in self.stages.items() if s in counted)

@@ -30,7 +30,7 @@ from .storage.store import IndexError_, IndexView, Partial, index_dir
 if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an index is built
     import numpy as np
 
-    from .indexer import NotifyFn, PartialFn, ProgressFn
+    from .index.indexer import NotifyFn, PartialFn, ProgressFn
 
 #: An arm's error when the index was deleted from under the engine (see Engine.index_gone).
 INDEX_GONE = "the index folder was deleted: it is being rebuilt"
@@ -139,7 +139,7 @@ class Engine:
         self._configs: dict[tuple, dict] = {}  # (config file stamp, with deep) -> root_config
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
-        self.watcher = None  # core.watch.TreeWatcher once watch() is called (a long-lived process)
+        self.watcher = None  # core.index.watch.TreeWatcher once watch() is called (a long-lived process)
 
     @property
     def settings(self) -> IndexSettings:
@@ -171,12 +171,12 @@ class Engine:
         deep vectors as they are when more texts than this lack one (``stats.deep_deferred``).
         ``open_view=False`` leaves the index closed (``ranklens index`` only builds it).
         ``fresh``: list the whole tree again instead of trusting the last listing's snapshot.
-        ``survey``: the stat pass of the check, made meanwhile by a child (:class:`core.freshness.Survey`).
+        ``survey``: the stat pass of the check, made meanwhile by a child (:class:`core.index.freshness.Survey`).
         ``on_partial``: a pass that commits several generations (a first build, a large change)
         opens each but the last as it commits, and then calls this (on the indexing thread)
         with what it holds: queries meanwhile answer from it (:attr:`IndexView.partial`).
         """
-        from .indexer import Indexer
+        from .index.indexer import Indexer
 
         t0 = time.perf_counter()
         if self.index_gone:
@@ -243,17 +243,17 @@ class Engine:
 
     def check(self):
         """Whether the tree changed since the last index pass, by a stat pass over what that
-        pass listed (:func:`core.freshness.check`; ``.unchanged``, ``.verdict``, ``.reason``)."""
-        from .indexer import Indexer
+        pass listed (:func:`core.index.freshness.check`; ``.unchanged``, ``.verdict``, ``.reason``)."""
+        from .index.indexer import Indexer
 
         return Indexer(self.root, self.directory, self.settings, self.notify, self.watcher).check()
 
     def watch(self) -> bool:
         """Hold inotify watches over the tree from now on, so a freshness check stats only what
-        changed (:mod:`core.watch`; for a process that outlives one query). Whether there is a
+        changed (:mod:`core.index.watch`; for a process that outlives one query). Whether there is a
         watcher (Linux only)."""
         if self.watcher is None:
-            from .watch import open_watcher
+            from .index.watch import open_watcher
 
             self.watcher = open_watcher(self.root)
         return self.watcher is not None
@@ -277,7 +277,7 @@ class Engine:
         return build
 
     def _deep_stage(self, stats: IndexStats, progress: ProgressFn | None, limit: int | None = None) -> None:
-        from .indexer import Progress  # here: main's warm start imports the indexer only to index
+        from .index.indexer import Progress  # here: main's warm start imports the indexer only to index
 
         def report(done: int, total: int) -> None:
             if progress is not None:

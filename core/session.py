@@ -294,7 +294,7 @@ class Session(FusedBy):
         return self.engine.index_gone
 
     def watch(self) -> bool:
-        """Hold inotify watches over the tree (:mod:`core.watch`), so :meth:`changed` is cheap;
+        """Hold inotify watches over the tree (:mod:`core.index.watch`), so :meth:`changed` is cheap;
         whether there is a watcher (Linux, a local index)."""
         return not self.engine_shared and self.engine.watch()
 

@@ -180,11 +180,11 @@ class _Group(click.Group):
 
 def _survey(root: str, fresh: bool = False):
     """Start the freshness check's stat pass for ``root`` in a child process, before the engine
-    (numpy, the arms) is imported: the two overlap (:class:`core.freshness.Survey`). None when
+    (numpy, the arms) is imported: the two overlap (:class:`core.index.freshness.Survey`). None when
     there is nothing to check or no child can do it."""
     if fresh:
         return None
-    from .core.freshness import Survey
+    from .core.index.freshness import Survey
     from .core.storage.store import index_dir
 
     try:
@@ -364,7 +364,7 @@ def _run_index_stages(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
-    from .core.indexer import STAGES, Progress
+    from .core.index.indexer import STAGES, Progress
 
     console = Console(stderr=True)
     with Bar(
@@ -1413,8 +1413,8 @@ def why(path: str, root: str, as_json: bool, hidden: bool | None, no_ignore: boo
     index reads it: a file refused for its content says why, and credential lines the
     index holds redacted are listed with their kind.
     """
-    from .core.applied import effective_options
     from .core.discovery import DiscoveryOptions, explain, load_text
+    from .core.index.applied import effective_options
 
     root_path = Path(root).expanduser()
     if not root_path.is_dir():

@@ -243,7 +243,7 @@ def fake_deep(monkeypatch) -> FakeDeepEncoder:
 @pytest.fixture
 def small_segments(monkeypatch):
     """Segments of ~50 chunks (about one file batch each), merged after 8 small ones."""
-    from ranklens.core import indexer
+    from ranklens.core.index import indexer
     from ranklens.core.storage import segments
 
     monkeypatch.setattr(indexer, "SEGMENT_CHUNKS", 50)

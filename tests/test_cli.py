@@ -37,7 +37,7 @@ def test_index_reports_its_wall_time_and_the_stage_times_apart(sample_repo):
     `in 71.54s` for a 36.6 s run); each stage's own time is on a line of its own."""
     import time
 
-    from ranklens.core import indexer
+    from ranklens.core.index import indexer
 
     t0 = time.perf_counter()
     out = run("index", str(sample_repo))

@@ -19,7 +19,7 @@ from ranklens.core.arms.deep import build as deep_build, model as deep_model
 from ranklens.core.arms.protocol import IndexSettings
 from ranklens.core.base.install_hint import pip_hint
 from ranklens.core.engine import Engine
-from ranklens.core.indexer import Indexer
+from ranklens.core.index.indexer import Indexer
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "tests" / "fixtures" / "deep_reference.json"

@@ -264,7 +264,7 @@ def test_querying_an_open_index_loads_neither_scipy_nor_the_indexer(engine):
         "from ranklens.core.engine import Engine\n"
         f"e = Engine({str(engine.root)!r}); assert e.open(); e.warm()\n"
         "assert e.search('login user session').hits\n"
-        "loaded = {'scipy', 'ranklens.core.indexer', 'ranklens.core.chunking', 'usearch'} & set(sys.modules)\n"
+        "loaded = {'scipy', 'ranklens.core.index.indexer', 'ranklens.core.chunking', 'usearch'} & set(sys.modules)\n"
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
@@ -399,7 +399,7 @@ def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_rep
 
 def test_bm25_documents_hold_path_and_symbol_tokens(engine):
     from ranklens.core.arms.bm25 import FIELDS
-    from ranklens.core.indexer import arm_builds
+    from ranklens.core.index.indexer import arm_builds
 
     assert (
         FIELDS == {"text": 1, "path": 1, "symbol": 1} and arm_builds(IndexSettings())["bm25"].documents.fields is FIELDS
@@ -479,7 +479,7 @@ def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_p
     """Large updates chunk and count tokens in a child process: same chunks, ids and matrices."""
     import numpy as np
 
-    from ranklens.core import indexer
+    from ranklens.core.index import indexer
 
     def build(cache):
         eng = Engine(sample_repo, cache_dir=tmp_path / cache)

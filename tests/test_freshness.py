@@ -1,4 +1,4 @@
-"""The freshness check (core.freshness): each kind of change is seen, with the listing when it
+"""The freshness check (core.index.freshness): each kind of change is seen, with the listing when it
 can change and without it when it cannot; a change inside an ignored folder is not seen at all."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from ranklens.core import freshness, indexer as indexer_mod
 from ranklens.core.engine import Engine
-from ranklens.core.freshness import SNAPSHOT_FILE
+from ranklens.core.index import freshness, indexer as indexer_mod
+from ranklens.core.index.freshness import SNAPSHOT_FILE
 
 HAS_GIT = shutil.which("git") is not None
 

@@ -15,7 +15,7 @@ from ranklens.core import judgments
 from ranklens.core.arms import deep
 from ranklens.core.base import locks
 from ranklens.core.engine import Engine
-from ranklens.core.indexer import INDEX_LOCK, Indexer
+from ranklens.core.index.indexer import INDEX_LOCK, Indexer
 
 CORE = Path(__file__).resolve().parent.parent / "core"
 

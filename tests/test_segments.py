@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ranklens.core import indexer
 from ranklens.core.engine import Engine
+from ranklens.core.index import indexer
 from ranklens.core.storage import segments
 from ranklens.core.storage.chunktable import ChunkTable
 from ranklens.core.storage.segments import Manifest, SegmentRef, plan_merges

@@ -10,10 +10,10 @@ DEADLOCKING = {(3, 51, 0), (3, 51, 1)}
 
 
 def test_every_module_uses_the_one_binding():
-    from ranklens.core import indexer
     from ranklens.core.arms import fts5
     from ranklens.core.arms.deep import build as deep_build
     from ranklens.core.base import _sqlite
+    from ranklens.core.index import indexer
     from ranklens.core.storage import bm25, store
 
     for module in (bm25, indexer, store, deep_build, fts5):

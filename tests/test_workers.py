@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from ranklens.core.workers import WorkerError, ordered_map
+from ranklens.core.index.workers import WorkerError, ordered_map
 
 
 @pytest.mark.parametrize("processes", [1, 3])

@@ -7,7 +7,7 @@ long it waited. A budget of 0 never waits.
 
 The locks (all in a root's index folder, :func:`core.storage.store.index_dir`):
 
-* ``index.lock``: one indexer writes a root's index at a time (:class:`core.indexer.Indexer`),
+* ``index.lock``: one indexer writes a root's index at a time (:class:`core.index.indexer.Indexer`),
   and the deep arm's build takes it to commit its sidecar. Budget :func:`index_wait`.
 * ``deep.lock``: one process embeds for the deep arm at a time
   (:func:`core.arms.deep.build_vectors`). Never waited for: whoever finds it held answers

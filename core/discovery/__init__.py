@@ -37,7 +37,7 @@ Modules: :mod:`~core.discovery.listing` (:func:`discover`, :func:`explain`),
 :mod:`~core.discovery.ignore` (ignore-file matching), :mod:`~core.discovery.results` (what is
 reported), :mod:`~core.discovery.read` (reading a file: :func:`read_text`, :func:`load_text`) and
 :mod:`~core.discovery.relist` (a walk-mode listing redone in the folders that changed, for
-:mod:`core.freshness`).
+:mod:`core.index.freshness`).
 """
 
 from .listing import discover, explain

@@ -589,7 +589,7 @@ def index_repo(
     from ..arms.protocol import IndexSettings
     from ..chunking import chunk_file
     from ..discovery import DiscoveryOptions, discover, load_text
-    from ..indexer import _sha
+    from ..index.indexer import _sha
     from ..text.languages import language_for
 
     settings = settings or IndexSettings()

@@ -60,7 +60,7 @@ MARKER = "[ranklens: credential redacted]"
 #: other rules is rebuilt (its stored text may hold what these rules now remove).
 RULES_VERSION = 1
 #: Bumped when a name rule skips fewer files (nothing stored needs removing, so no rebuild):
-#: the next pass lists the tree again (core.freshness.snapshot_key) and indexes what is now
+#: the next pass lists the tree again (core.index.freshness.snapshot_key) and indexes what is now
 #: kept. 2: the word rule judges data and key files only, not documentation pages.
 NAME_RULES_VERSION = 2
 

@@ -2,7 +2,7 @@
 
 ``hidden`` and ``no_ignore`` left unset on the command line are as the root's index was last
 built (ripgrep's flags, made sticky). ``ranklens why`` asks that without loading the indexer
-(numpy, the chunkers), so it lives here rather than in :mod:`core.indexer`.
+(numpy, the chunkers), so it lives here rather than in :mod:`core.index.indexer`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .base._sqlite import sqlite3
-from .storage.store import close, connect, index_dir
+from ..base._sqlite import sqlite3
+from ..storage.store import close, connect, index_dir
 
 if TYPE_CHECKING:
-    from .discovery import DiscoveryOptions
+    from ..discovery import DiscoveryOptions
 
 
 def fill_options(options: DiscoveryOptions, stored: dict) -> DiscoveryOptions:

@@ -34,7 +34,7 @@ entry changed within :data:`RACY_NS` of the listing that saw it is stored as *ra
 counts as changed, and the indexer reads and hashes such a file whatever its stat says (git's
 "racily clean" entries).
 
-With a :class:`core.watch.TreeWatcher` (the terminal UI and the MCP server hold one), the
+With a :class:`core.index.watch.TreeWatcher` (the terminal UI and the MCP server hold one), the
 check stats only what inotify events named since the last check, and nothing at all when no
 event came; whatever the watcher cannot vouch for (watches just added, an overflowed queue)
 makes it a whole check.
@@ -143,7 +143,7 @@ def model_key(spec: str | None) -> str:
     """The dense model asked for, as far as two stats see it without loading it: the spec, and
     for a local folder (the bundled model's for None) its weights' and tokenizer's size and
     mtime."""
-    from .text.embedding import DEFAULT_MODEL_DIR
+    from ..text.embedding import DEFAULT_MODEL_DIR
 
     folder = Path(spec).expanduser() if spec else DEFAULT_MODEL_DIR
     stats = []
@@ -166,9 +166,9 @@ def snapshot_key(options, fingerprint: str, model: str | None) -> str:
     and a local model's files as stat sees them, so a bundled model replaced under the same
     version is embedded again). An arm whose staleness reads anything else must put it here.
     """
-    from . import __version__
-    from .storage.store import FORMAT_VERSION
-    from .text.secrets import NAME_RULES_VERSION, RULES_VERSION
+    from .. import __version__
+    from ..storage.store import FORMAT_VERSION
+    from ..text.secrets import NAME_RULES_VERSION, RULES_VERSION
 
     return json.dumps(
         {
@@ -300,8 +300,8 @@ class Check:
         changed files' new stats (``files``), and the changed folders listed again
         (``folders``, :func:`core.discovery.relist.relist`); None when only a whole listing
         can answer."""
-        from .discovery import DiscoveryResult, FileEntry, Rule
-        from .discovery.relist import relist, with_stats
+        from ..discovery import DiscoveryResult, FileEntry, Rule
+        from ..discovery.relist import relist, with_stats
 
         snap = self.snapshot
         assert snap is not None and self.verdict in ("files", "folders")
@@ -443,7 +443,7 @@ def check(root: Path, directory: Path, key_for, watcher=None, survey: Survey | N
 
     ``key_for(discovery)`` gives the key the caller's settings make, with ``hidden`` and
     ``no_ignore`` left unset taken from ``discovery`` (the snapshot's, as last applied).
-    ``watcher`` (:class:`core.watch.TreeWatcher`): stat only what its events named; an
+    ``watcher`` (:class:`core.index.watch.TreeWatcher`): stat only what its events named; an
     unchanged verdict settles them. ``survey``: the stat pass a child already made
     (:class:`Survey`), used when it is of the snapshot this check loads. Never raises: anything
     unexpected is verdict ``none``.
@@ -497,7 +497,7 @@ def _check(root: str, directory: Path, key_for, watcher, survey: Survey | None =
 
 
 def _compare(root: str, snap: Snapshot, only) -> Check:
-    """Stat the snapshot's entries (``only``: those a watcher's :class:`core.watch.Changes`
+    """Stat the snapshot's entries (``only``: those a watcher's :class:`core.index.watch.Changes`
     names) and say what differs."""
     out = Check("unchanged", "", snap)
     if only is not None:
@@ -572,7 +572,7 @@ def _compare(root: str, snap: Snapshot, only) -> Check:
 
 def _same_text(path: str, expected: str) -> bool:
     """Whether the ignore file at ``path`` still holds the text its digest was made of."""
-    from .discovery.ignore import digest
+    from ..discovery.ignore import digest
 
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -586,8 +586,8 @@ def _max_bytes(key: str) -> int:
 
 
 def _committed_generation(directory: Path) -> int | None:
-    from .base._sqlite import sqlite3
-    from .storage.store import close, connect, gen_dir_name
+    from ..base._sqlite import sqlite3
+    from ..storage.store import close, connect, gen_dir_name
 
     db = directory / "index.sqlite"
     if not db.exists():

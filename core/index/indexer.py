@@ -34,19 +34,18 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
-from .applied import fill_options as _fill, json_object as _json_object
-from .arms import REGISTRY
-from .arms.protocol import ArmBuild, Documents, Generation, IndexSettings, IndexStats, SegmentMerge
-from .base._sqlite import sqlite3
-from .base.atomic import publish_folder
-from .base.types import Chunk
-from .chunking import chunk_file
-from .discovery import DiscoveryOptions, FileEntry, discover, load_text
-from .storage.bm25 import IndexVocabulary, TokenBatch, TokenMerger, count_batch
-from .storage.chunktable import ChunkTable
-from .storage.segments import FIRST_SEGMENT_CHUNKS, SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
-from .storage.store import (
+from .. import __version__
+from ..arms import REGISTRY
+from ..arms.protocol import ArmBuild, Documents, Generation, IndexSettings, IndexStats, SegmentMerge
+from ..base._sqlite import sqlite3
+from ..base.atomic import publish_folder
+from ..base.types import Chunk
+from ..chunking import chunk_file
+from ..discovery import DiscoveryOptions, FileEntry, discover, load_text
+from ..storage.bm25 import IndexVocabulary, TokenBatch, TokenMerger, count_batch
+from ..storage.chunktable import ChunkTable
+from ..storage.segments import FIRST_SEGMENT_CHUNKS, SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
+from ..storage.store import (
     FORMAT_VERSION,
     SCHEMA,
     IndexWriteError,
@@ -57,8 +56,9 @@ from .storage.store import (
     pack_text,
     read_meta,
 )
-from .text.languages import language_for
-from .text.secrets import RULES_VERSION as SECRET_RULES
+from ..text.languages import language_for
+from ..text.secrets import RULES_VERSION as SECRET_RULES
+from .applied import fill_options as _fill, json_object as _json_object
 from .workers import ordered_map
 
 #: Files are chunked and their tokens counted in batches of about this much text ...
@@ -157,7 +157,7 @@ class Indexer:
         core.locks.LockBusy
             When another indexer of this root holds the index past :func:`core.locks.index_wait`.
         """
-        from .base.locks import hold, index_wait
+        from ..base.locks import hold, index_wait
 
         progress = progress or (lambda _p: None)
         checked = self.check()
@@ -210,7 +210,7 @@ class Indexer:
 
     def _unchanged(self, checked, progress: ProgressFn) -> IndexStats:
         """The stats of a pass that found nothing changed: the last pass's, from its snapshot."""
-        from .discovery import Exclusion, Rule
+        from ..discovery import Exclusion, Rule
 
         progress(Progress("discover", 1, 1))
         report = checked.snapshot.report
@@ -227,7 +227,7 @@ class Indexer:
         stats.seconds["check"] = checked.seconds
         stats.check = checked.to_dict()
         if checked.restat or checked.rewatched:  # ctimes moved (chmod, a new hard link): note them
-            from .base.locks import LockBusy, hold
+            from ..base.locks import LockBusy, hold
 
             try:  # never waits: an indexer holding it notes them itself
                 with hold(self.directory / INDEX_LOCK, "another ranklens indexing this root", 0):
@@ -1024,7 +1024,7 @@ def index_order(path: str) -> tuple:
     factor: examples, configuration and data before tests and README-like files); shallow
     before deep within each, then by path. The order a complete index ranks in is not this
     one's business: its scores do not depend on it (tests/test_partial.py)."""
-    from .query.priors import PROSE_LANGUAGES, matching_rules
+    from ..query.priors import PROSE_LANGUAGES, matching_rules
 
     factor = 1.0
     for rule in matching_rules(path):

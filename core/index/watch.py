@@ -1,7 +1,7 @@
 """Which paths may have changed since the last freshness check, from inotify, for a process
 that outlives one query (the terminal UI, the MCP server).
 
-The freshness check (:mod:`core.freshness`) stats every file and folder the last listing saw:
+The freshness check (:mod:`core.index.freshness`) stats every file and folder the last listing saw:
 ~0.1 s at 20k files here, over a second for the Linux sources on a slow VM. A long-lived
 process need not: a :class:`TreeWatcher` holds an inotify watch on each folder that listing
 entered (and on the folders holding the git and ignore files it watched), and the check then
