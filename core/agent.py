@@ -136,7 +136,7 @@ class AgentService:
         from .service import open_engine  # every front end's engine set-up: same settings, same index
 
         self.engine = open_engine(root, model, notify or (lambda _msg: None), store=store, repos=repos)
-        #: A shared store (core.stores): indexed by `ranklens index --store`, never by this server.
+        #: A shared store (core.backends): indexed by `ranklens index --store`, never by this server.
         self.shared = bool(getattr(self.engine, "shared", False))
         #: Whether inotify tells the freshness check what changed (then it runs on every call).
         self.watching = not self.shared and not fresh and self.engine.watch()
@@ -186,7 +186,7 @@ class AgentService:
     def _prepare_shared(self, force: bool) -> None:
         """A shared store: (re)open it now and then, and take the root repository's file list
         from it (the files this server serves)."""
-        from .stores import StoreError
+        from .backends import StoreError
 
         now = time.monotonic()
         with self._lock:

@@ -61,7 +61,7 @@ def open_engine(
 ) -> Engine:
     """The engine over ``root`` with the chunking, model and discovery settings every front end
     uses (RequestError when ``root`` is not a folder). ``store``: where the index lives
-    (``--store``; None: the configured store, else local, :func:`core.stores.resolve_store`);
+    (``--store``; None: the configured store, else local, :func:`core.backends.resolve_store`);
     ``repos``: ``--repo``, the repositories a shared store's query searches; ``name``: the
     root's repository name in a shared store (default: its folder's)."""
     path = Path(root).expanduser()
@@ -69,7 +69,7 @@ def open_engine(
         raise RequestError(f"{root} is not a directory")
     options = DiscoveryOptions(hidden=hidden, no_ignore=no_ignore)
     settings = IndexSettings(model=model, options=options)
-    from .stores import StoreError, repo_names, resolve_store
+    from .backends import StoreError, repo_names, resolve_store
 
     try:
         spec = resolve_store(store, path)
@@ -80,7 +80,7 @@ def open_engine(
         if names is not None:
             raise RequestError("--repo searches a shared store: give --store too")
         return Engine(path, settings, notify=notify)
-    from .stores.milvus_engine import MilvusEngine  # imports nothing of pymilvus until it opens
+    from .milvus_engine import MilvusEngine  # imports nothing of pymilvus until it opens
 
     try:
         return MilvusEngine(path, settings, store=spec, repos=names, name=name, notify=notify)
@@ -231,7 +231,7 @@ def repo_roots(engine: Engine, hits) -> dict:
     """A shared store's hits' repositories and their folders here (empty for a local index)."""
     if not getattr(engine, "shared", False):
         return {}
-    from .stores.milvus_engine import repo_roots as roots
+    from .milvus_engine import repo_roots as roots
 
     return dict(roots(engine, hits))
 

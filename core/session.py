@@ -284,7 +284,7 @@ class Session(FusedBy):
 
     @property
     def engine_shared(self) -> bool:
-        """Whether the index is a shared store's (:mod:`core.stores`)."""
+        """Whether the index is a shared store's (:mod:`core.backends`)."""
         return bool(getattr(self.engine, "shared", False))
 
     # -- index and deep (worker bodies) --------------------------------------------------

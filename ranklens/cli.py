@@ -623,8 +623,8 @@ def index(
 
 def _index_shared(roots, first, as_json: bool, model, hidden, no_ignore, store, wait: float) -> None:
     """``index ROOT... --store URI``: each root into the shared store, one summary each."""
+    from .core.milvus_engine import index_into_store
     from .core.service import open_engine
-    from .core.stores.milvus_engine import index_into_store
 
     names: dict[str, str] = {}
     engines = [first] + [open_engine(r, model, _note, hidden, no_ignore, store=store) for r in roots[1:]]
@@ -1518,7 +1518,7 @@ def main(argv: list[str] | None = None) -> int:
             _note(f"error: {exc.args[-1]}")
         elif isinstance(
             exc,
-            _raised("core.stores", "StoreError")
+            _raised("core.backends", "StoreError")
             + _raised("core.service", "NoAnswer")
             + _raised("core.base.locks", "LockBusy"),
         ):

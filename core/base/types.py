@@ -185,7 +185,7 @@ class ConsolidatedHit:
     #: The ranking stage's signals that moved this hit (:mod:`core.query.ranking`), in order.
     signals: list[AppliedSignal] = field(default_factory=list)
     #: The repository the hit is in, when the index is a shared store holding several
-    #: (:mod:`core.stores`); "" for a local index (``path`` is then the root's).
+    #: (:mod:`core.backends`); "" for a local index (``path`` is then the root's).
     repo: str = ""
     #: Per arm, its rank of this chunk among its file's chunks, when the chunk step
     #: (:mod:`core.query.chunkstep`) placed it: the arms' evidence inside the file, where

@@ -161,7 +161,7 @@ def save_config(
     parsed = parse_config(data, "config")
     data.update(weights=parsed["weights"], k=parsed["k"])
     path = config_path(root, cache_dir)
-    try:  # the store named for this root (core.stores) and its deep switch outlive a re-tune
+    try:  # the store named for this root (core.backends) and its deep switch outlive a re-tune
         kept = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         kept = {}

@@ -1,7 +1,7 @@
 """A team's shared index in Milvus: one collection of chunks for many repositories.
 
 The chunks collection holds, per chunk, its repository, path, span and breadcrumb, the three
-lexical arms' BM25 sparse vectors that ranklens weighs itself (:mod:`core.stores.sparse`:
+lexical arms' BM25 sparse vectors that ranklens weighs itself (:mod:`core.backends.sparse`:
 their inner product with a query's vector is the local arm's score) with each one's document
 length, and the model2vec vector ranklens embeds client-side with the model of
 :mod:`core.text.embedding`:
@@ -17,7 +17,7 @@ length, and the model2vec vector ranklens embeds client-side with the model of
 A second collection, ``<name>_files``, holds one row per indexed file (its content hash,
 size and mtime: an update re-reads a file only when its stat changed and re-chunks it only
 when its hash did), one row per repository (its root, counts), each repository's BM25
-statistics per arm (:class:`core.stores.sparse.TermStats`: a header row and the document
+statistics per arm (:class:`core.backends.sparse.TermStats`: a header row and the document
 frequencies in compressed parts), the collection's meta row (store format, embedding model
 and dimension: a collection built otherwise is refused), and the indexers' lease rows (one
 indexer per repository at a time).
@@ -274,7 +274,7 @@ class MilvusStore:
             schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
             index = self.client.prepare_index_params()
             for scheme in SCHEMES.values():
-                # Inner product of ranklens's own weights (core.stores.sparse), exact.
+                # Inner product of ranklens's own weights (core.backends.sparse), exact.
                 index.add_index(f"{scheme.field}_sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
             # Exact, as the local arm scans every vector; a cluster may choose HNSW
             # (docs/scale.md). The vectors are unit length (core.text.embedding), so the inner
@@ -364,7 +364,7 @@ class MilvusStore:
         return out
 
     def stats(self, repos: Sequence[str]) -> dict[str, tuple[dict, bool]]:
-        """Each repository's BM25 statistics per arm (:class:`core.stores.sparse.TermStats`),
+        """Each repository's BM25 statistics per arm (:class:`core.backends.sparse.TermStats`),
         and whether an indexer was changing its chunks when they were written (``dirty``: a
         pass killed midway; the next one counts them again). A repository with none is absent."""
         from .sparse import TermStats
@@ -475,7 +475,7 @@ class RepoStats:
     removed: int = 0
     unchanged: int = 0
     embedded: int = 0
-    #: Chunks weighed again (their repository's average length drifted, core.stores.sparse).
+    #: Chunks weighed again (their repository's average length drifted, core.backends.sparse).
     reweighed: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)

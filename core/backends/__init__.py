@@ -6,9 +6,15 @@ process), or ``http(s)://host:port`` (a Milvus server or cluster; its token is r
 :data:`TOKEN_ENV`). ``--store`` picks it per command; else :data:`STORE_ENV`, else the
 ``"store"`` key of the root's ``config.json``, else ``local``.
 
-Nothing here imports pymilvus: the Milvus modules (:mod:`core.stores.milvus`,
-:mod:`core.stores.milvus_engine`) load only when a Milvus store is asked for, so the default
+Nothing here imports pymilvus: the Milvus modules (:mod:`core.backends.milvus`,
+:mod:`core.milvus_engine`) load only when a Milvus store is asked for, so the default
 install never needs it.
+
+``__init__``  store URIs: parse_store, resolve_store, StoreError (this file)
+``milvus``    a team's shared index in a Milvus collection: the store, indexing a repository
+``sparse``    the lexical arms' BM25 weights as sparse vectors, for the Milvus collection
+(The engine over a Milvus store, an :class:`core.engine.Engine` subclass, is
+:mod:`core.milvus_engine`: a surface beside the engine, since it builds on it.)
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The engine over a Milvus store: the same arms, threads, fusion and ranking stage.
 
 :class:`MilvusEngine` is a :class:`core.engine.Engine` whose arms are requests to a Milvus
-collection (:mod:`core.stores.milvus`) instead of the local segments: ``bm25``, ``fts5`` and
+collection (:mod:`core.backends.milvus`) instead of the local segments: ``bm25``, ``fts5`` and
 ``symbols`` are inner-product searches of the query's BM25 weights (its terms' idf from the
-searched repositories' statistics) over the chunks' stored ones (:mod:`core.stores.sparse`:
+searched repositories' statistics) over the chunks' stored ones (:mod:`core.backends.sparse`:
 the score is the local arm's), ``dense`` a cosine search over the vectors, the query embedded
 here with the collection's model. Each arm is still one request on its own worker thread
 (:meth:`Engine.search`), so the terminal UI streams arms as they answer; fusion,
@@ -26,15 +26,15 @@ from dataclasses import replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from ..arms import ArmUnavailable
-from ..arms.fts5 import quoted_phrases
-from ..base.types import ConsolidatedHit, Hit, make_docid
-from ..engine import CANDIDATE_DEPTH, PHRASE_CHUNKS, ArmResult, Engine, _ms
-from ..query.chunkstep import units_of
-from ..query.consolidate import check_ranking
-from . import StoreError, StoreSpec
-from .milvus import MilvusStore, as_stored, check_repo_name, open_store, quote
-from .sparse import NOTHING, SCHEMES, TermStats, query_vector
+from .arms import ArmUnavailable
+from .arms.fts5 import quoted_phrases
+from .backends import StoreError, StoreSpec
+from .backends.milvus import MilvusStore, as_stored, check_repo_name, open_store, quote
+from .backends.sparse import NOTHING, SCHEMES, TermStats, query_vector
+from .base.types import ConsolidatedHit, Hit, make_docid
+from .engine import CANDIDATE_DEPTH, PHRASE_CHUNKS, ArmResult, Engine, _ms
+from .query.chunkstep import units_of
+from .query.consolidate import check_ranking
 
 #: The arms a Milvus store serves, and the field each searches.
 FIELDS = {"bm25": "lex_sparse", "fts5": "words_sparse", "dense": "dense", "symbols": "names_sparse"}
@@ -100,7 +100,7 @@ class MilvusArm:
         ranked by FTS5's ``bm25()`` of the phrases (each phrase a term: its idf from the chunks
         holding it, its frequency the times a chunk holds it), then the rest of the ranking
         (asked again as deep as the phrase hits take), every phrase hit scored above it."""
-        from .sparse import FTS5_IDF_FLOOR
+        from .backends.sparse import FTS5_IDF_FLOOR
 
         stats, scheme = self.engine.term_stats.get("fts5"), SCHEMES["fts5"]
         like = " or ".join(f"words like {quote('%' + _like_literal(' '.join(p)) + '%')}" for p in phrases)
@@ -138,7 +138,7 @@ class MilvusArm:
     def _definers_first(self, query: str, ranked: list[Hit], expr: str, glob: str | None) -> list[Hit]:
         """As the local ``symbols`` arm: a one-identifier query gets the chunks defining exactly
         that name first (under its qualifier, in the file named after it, shallower first)."""
-        from ..text.names import defined_names, name_key, path_depth, qualifiers, shape, stem_key
+        from .text.names import defined_names, name_key, path_depth, qualifiers, shape, stem_key
 
         q = shape(query)
         if not q.lookup:
@@ -253,7 +253,7 @@ class MilvusEngine(Engine):
     @property
     def model(self):
         if self._model is None:
-            from ..text.embedding import ModelUnavailable, load_model
+            from .text.embedding import ModelUnavailable, load_model
 
             try:
                 self._model = load_model(self.settings.model)
@@ -336,7 +336,7 @@ class MilvusEngine(Engine):
         --store`` does); the returned stats say what it holds. ``fresh``, ``survey`` and
         ``on_partial`` are :class:`core.engine.Engine`'s, accepted and unused: the store has no
         local listing, and is never built here."""
-        from ..arms.protocol import IndexStats
+        from .arms.protocol import IndexStats
 
         view = self._open_store()
         held = [r for n, r in view.repos.items() if self.all_repos or n in self.repos]
@@ -529,8 +529,8 @@ def repo_roots(engine: Engine, hits: Sequence[ConsolidatedHit]) -> Mapping[str, 
 
 def index_into_store(engine: MilvusEngine, progress=None, wait: float = 0.0):
     """``ranklens index ROOT --store URI``: bring the engine's root, as its repository, up to
-    date in the store (:func:`core.stores.milvus.index_repo`)."""
-    from .milvus import index_repo
+    date in the store (:func:`core.backends.milvus.index_repo`)."""
+    from .backends.milvus import index_repo
 
     return index_repo(
         engine.store,
