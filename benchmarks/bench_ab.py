@@ -55,7 +55,8 @@ for _ in range(passes):
             t = time.perf_counter(); e.fuse(r.results.values(), weights=w, k=20 + i)
             refuse.append((time.perf_counter() - t) * 1000)
 engine_module = sys.modules[type(e).__module__]
-made = engine_module.ArmResult, sys.modules[engine_module.__name__.rsplit(".", 1)[0] + ".types"]
+core_package = engine_module.__name__.rsplit(".", 1)[0]  # types: core/base/types.py, before that core/types.py
+made = engine_module.ArmResult, sys.modules.get(core_package + ".base.types") or sys.modules[core_package + ".types"]
 candidates = json.loads(sys.argv[5])
 results = [
     made[0](arm, hits=[made[1].Hit(arm, made[1].make_docid(p, n, n), p, n, n, rank, 100.0 / rank, context=p)

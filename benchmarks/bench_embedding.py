@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ranklens.core.embedding import load_model
+from ranklens.core.text.embedding import load_model
 from ranklens.core.vectors import VectorIndex
 
 HNSW_GRID = [  # (connectivity, expansion_add, expansion_search)

@@ -1,4 +1,5 @@
-"""Embedding CPU per chunk, this checkout against an older commit's ``core/embedding.py``.
+"""Embedding CPU per chunk, this checkout against an older commit's ``core/embedding.py``
+(``core/text/embedding.py`` since the source tree was grouped into packages).
 
     python benchmarks/bench_encode.py TREE [--against 2a86201] [--files 1500] [--rounds 3]
 
@@ -31,7 +32,7 @@ import numpy as np
 
 from ranklens.core.arms.dense import document_text
 from ranklens.core.chunking import chunk_file
-from ranklens.core.embedding import DEFAULT_MODEL_DIR
+from ranklens.core.text.embedding import DEFAULT_MODEL_DIR
 
 HERE = Path(__file__).resolve().parent.parent
 SUFFIXES = (".c", ".h", ".py", ".go", ".rs", ".java", ".js", ".ts")
@@ -71,7 +72,7 @@ def main() -> None:
     old = subprocess.run(
         ["git", "show", f"{args.against}:core/embedding.py"], cwd=HERE, capture_output=True, text=True, check=True
     ).stdout
-    models = {"now": load_version("now", (HERE / "core" / "embedding.py").read_text(encoding="utf-8"))}
+    models = {"now": load_version("now", (HERE / "core" / "text" / "embedding.py").read_text(encoding="utf-8"))}
     models[args.against] = load_version("old", old)
     texts = chunk_texts(args.tree, args.files)
     print(f"{len(texts)} chunks of {args.files} files of {args.tree}, {args.rounds} rounds")

@@ -110,8 +110,8 @@ def main() -> None:
         root = work / "corpus"
         _copy_corpus(root)
 
-    from ranklens.core.embedding import load_model
     from ranklens.core.engine import Engine
+    from ranklens.core.text.embedding import load_model
 
     print(f"corpus: {root}")
     # Cold index in a fresh process, so its peak RSS is the indexer's alone.
@@ -144,8 +144,8 @@ def main() -> None:
     # The embedding step alone: the same texts through the same model, nothing else.
     conn = engine.view.connection()
     from ranklens.core.arms.dense import document_text
-    from ranklens.core.store import unpack_text
-    from ranklens.core.types import Chunk
+    from ranklens.core.base.types import Chunk
+    from ranklens.core.storage.store import unpack_text
 
     texts = [
         document_text(Chunk("", 0, 0, unpack_text(t), "", c))
@@ -244,7 +244,7 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
     import numpy as np
 
     from ranklens.core.arms import DEFAULT_ARMS, deep
-    from ranklens.core.store import unpack_text
+    from ranklens.core.storage.store import unpack_text
 
     reason = deep.unavailable()
     if reason:
@@ -271,7 +271,7 @@ def bench_deep(engine, root: Path, target: Path, args) -> None:
         code = (
             "import json, resource, sqlite3, sys, time\n"
             "from ranklens.core.arms import deep\n"
-            "from ranklens.core.store import unpack_text\n"
+            "from ranklens.core.storage.store import unpack_text\n"
             "ids = json.loads(sys.argv[2]); conn = sqlite3.connect(sys.argv[1])\n"
             "rows = [conn.execute('SELECT text, context FROM chunks WHERE id = ?', (i,)).fetchone() for i in ids]\n"
             "texts = [deep.document_text(unpack_text(t), c) for t, c in rows]\n"

@@ -3,7 +3,7 @@
     python benchmarks/bench_fts5_binding.py [--root DIR] [--rounds N] [--repeat N] [--apsw]
                                             [--bindings sqlean,pysqlite3,sqlite3] [--questions FILE]
 
-Each binding (``RANKLENS_SQLITE``, :mod:`core._sqlite`) builds its own index of the corpus
+Each binding (``RANKLENS_SQLITE``, :mod:`core.base._sqlite`) builds its own index of the corpus
 (default: bench_engine.py's ~50k chunks of the stdlib and scipy) in a cache folder of its own,
 then, in fresh processes taking turns (round 1: a, b, c; round 2: b, c, a ...), runs the fts5
 arm alone over the questions (default: bench_engine.py's 20) ``--repeat`` times, timing each
@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 CHILD = r"""
 import json, os, sys, time
 from pathlib import Path
-from ranklens.core._sqlite import sqlite3
+from ranklens.core.base._sqlite import sqlite3
 from ranklens.core.engine import Engine
 root, queries, repeat, build = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 engine = Engine(root)
@@ -79,7 +79,7 @@ APSW_CHILD = SQL_TIMING.format(
     "open_ro = lambda db: apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)"
 )
 SQL_CHILD = SQL_TIMING.format(
-    connect="from ranklens.core._sqlite import sqlite3\nversion = sqlite3.sqlite_version\n"
+    connect="from ranklens.core.base._sqlite import sqlite3\nversion = sqlite3.sqlite_version\n"
     'open_ro = lambda db: sqlite3.connect(f"file:{db}?mode=ro", uri=True)'
 )
 

@@ -77,9 +77,9 @@ def _corpus(args, work: Path) -> Path:
 
 def latency(args) -> None:
     os.environ.setdefault("RANKLENS_DEEP", "0")
+    from ranklens.core.backends import parse_store
     from ranklens.core.engine import Engine
-    from ranklens.core.stores import parse_store
-    from ranklens.core.stores.milvus_engine import MilvusEngine, index_into_store
+    from ranklens.core.milvus_engine import MilvusEngine, index_into_store
 
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-milvus-"))
     root = _corpus(args, work)
@@ -186,8 +186,8 @@ def _mcp_client(args_: list[str], env: dict, until: float, times: list[float], e
 
 
 def concurrent(args) -> None:
-    from ranklens.core.stores import parse_store
-    from ranklens.core.stores.milvus_engine import MilvusEngine, index_into_store
+    from ranklens.core.backends import parse_store
+    from ranklens.core.milvus_engine import MilvusEngine, index_into_store
 
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-milvus-"))
     root = _corpus(args, work)
@@ -280,9 +280,9 @@ def _bench_repos(names: list[str] | None) -> list[tuple[str, Path, list[str]]]:
 
 def arms(args) -> None:
     os.environ.setdefault("RANKLENS_DEEP", "0")
+    from ranklens.core.backends import StoreSpec, parse_store
     from ranklens.core.engine import Engine
-    from ranklens.core.stores import StoreSpec, parse_store
-    from ranklens.core.stores.milvus_engine import MilvusEngine, index_into_store
+    from ranklens.core.milvus_engine import MilvusEngine, index_into_store
 
     names = ["bm25", "fts5", "dense", "symbols"]
     base = parse_store(args.store)

@@ -589,7 +589,7 @@ def _main(argv: list[str] | None) -> int:
     import ranklens as package  # not "ranklens": main() calls the ranklens() helper below
 
     subprocess.run([sys.executable, "-m", "compileall", "-q", *package.__path__], env=env, check=False)
-    from ranklens.core.store import index_dir
+    from ranklens.core.storage.store import index_dir
 
     where = index_dir(tree, args.cache.resolve())
 

@@ -36,8 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ranklens.core.base.types import Hit, make_docid
 from ranklens.core.engine import ArmResult, Engine
-from ranklens.core.types import Hit, make_docid
 from ranklens.tui.app import RanklensApp
 
 ROOT = Path(__file__).resolve().parents[1]

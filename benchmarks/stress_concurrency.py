@@ -14,7 +14,7 @@ Rounds run in child processes of ``--batch`` rounds each, with a watchdog: a rou
 longer than ``--timeout`` seconds dumps every thread's stack (faulthandler) and kills its
 child; it counts as a hang and the next child goes on with the next round. A round whose
 index pass, engine or arm raised counts as an error. ``--binding`` sets ``RANKLENS_SQLITE``
-(:mod:`core._sqlite`); run with another checkout on ``PYTHONPATH`` to measure older code
+(:mod:`core.base._sqlite`); run with another checkout on ``PYTHONPATH`` to measure older code
 (which may ignore it).
 """
 

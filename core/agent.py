@@ -3,13 +3,13 @@ the only ways an agent reads the repository (search hits with their text, spans,
 checks, the index's state).
 
 Freshness: every call first runs :meth:`AgentService.prepare`. It runs the indexer's freshness
-check (:mod:`core.freshness`: the files and folders the last listing saw, its ignore files and
+check (:mod:`core.index.freshness`: the files and folders the last listing saw, its ignore files and
 git's state) and, when anything moved, starts an incremental update in a background thread;
 the caller waits for it a little (:data:`REFRESH_WAIT_S`) and otherwise answers from the last
-generation with a note. A first build commits its work in steps (:mod:`core.segments`): a call
+generation with a note. A first build commits its work in steps (:mod:`core.storage.segments`): a call
 waits for the first step only, and answers from what is committed with ``partial`` set ("from
 1,200 of 4,902 files"); the next calls answer from more. On Linux the server holds inotify watches over the tree
-(:mod:`core.watch`), so the check stats only what an event named since the last one (nothing
+(:mod:`core.index.watch`), so the check stats only what an event named since the last one (nothing
 when no event came) and runs before every call. Elsewhere, or with ``--fresh``, it stats every
 entry: ~0.1 s at 20k files, so a burst of calls runs it at most once a second (and on a large
 tree at most :data:`PROBE_SHARE` of the time).
@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
 
-from .handoff import HandoffError, span_lines, text_sha256, validate_handoff
-from .secrets import redact
+from .base.handoff_schema import HandoffError, validate_handoff
+from .handoff import span_lines, text_sha256
+from .text.secrets import redact
 
 #: A burst of calls checks the tree for changes at most this often (seconds) ...
 PROBE_EVERY_S = 1.0
@@ -100,7 +101,7 @@ class _Job:
         counts one (deep embeds a few chunks at most here), and a stage's share only grows (the
         embedder reports while chunking still does). The last unit is the update's end
         (:meth:`AgentService.final_progress`): progress reaches the total only when it is done."""
-        from .indexer import STAGES
+        from .index.indexer import STAGES
 
         counted = [s for s in STAGES if s != "deep"]
         done = sum(min(d / t, 1.0) if t else 0.0 for s, (d, t) in self.stages.items() if s in counted)
@@ -135,7 +136,7 @@ class AgentService:
         from .service import open_engine  # every front end's engine set-up: same settings, same index
 
         self.engine = open_engine(root, model, notify or (lambda _msg: None), store=store, repos=repos)
-        #: A shared store (core.stores): indexed by `ranklens index --store`, never by this server.
+        #: A shared store (core.backends): indexed by `ranklens index --store`, never by this server.
         self.shared = bool(getattr(self.engine, "shared", False))
         #: Whether inotify tells the freshness check what changed (then it runs on every call).
         self.watching = not self.shared and not fresh and self.engine.watch()
@@ -185,7 +186,7 @@ class AgentService:
     def _prepare_shared(self, force: bool) -> None:
         """A shared store: (re)open it now and then, and take the root repository's file list
         from it (the files this server serves)."""
-        from .stores import StoreError
+        from .backends import StoreError
 
         now = time.monotonic()
         with self._lock:
@@ -459,7 +460,7 @@ class AgentService:
         one, on one line, in this tool's own words (``top_k``, not ``--top-k``).
         ``arguments`` left out take the tool's defaults."""
         from .arms import REGISTRY
-        from .fusion import check_weight
+        from .base.rrf import check_weight
         from .service import RequestError, check_request
 
         top_k = arguments.get("top_k", 10)

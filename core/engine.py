@@ -19,43 +19,23 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
 from .arms.protocol import IndexSettings, IndexStats
-from .chunkstep import WITHIN_FILE_ARMS, FileUnits, Skeleton, skeleton, units_of, units_ranked
-from .consolidate import check_ranking
-from .labels import single_arm
-from .pipeline import MERGE_ADJACENT, QueryWork, rank
-from .priors import apply_priors
-from .ranking import Params
-from .settings import FusedBy, FusionSettings
-from .store import IndexError_, IndexView, Partial, index_dir
-from .tokenize import code_tokens
-from .types import ConsolidatedHit, Hit
+from .base.types import ConsolidatedHit, Hit
+from .query.chunkstep import WITHIN_FILE_ARMS, FileUnits, Skeleton, skeleton, units_of, units_ranked
+from .query.consolidate import check_ranking
+from .query.pipeline import MERGE_ADJACENT, QueryError, QueryWork, check_query, rank, rank_single
+from .query.ranking import Params
+from .query.settings import FusedBy, FusionSettings
+from .storage.store import IndexError_, IndexView, Partial, index_dir
 
 if TYPE_CHECKING:  # the indexer (chunking, discovery, scipy) loads only when an index is built
     import numpy as np
 
-    from .indexer import NotifyFn, PartialFn, ProgressFn
+    from .index.indexer import NotifyFn, PartialFn, ProgressFn
 
-MAX_QUERY_CHARS = 1000
 #: An arm's error when the index was deleted from under the engine (see Engine.index_gone).
 INDEX_GONE = "the index folder was deleted: it is being rebuilt"
 MAX_TOP_K = 1000
 DEFAULT_TOP_K = 10
-
-
-class QueryError(ValueError):
-    """The query cannot be run as given (one line, shown to the user)."""
-
-
-def check_query(query: str) -> str:
-    """The query stripped, or :class:`QueryError` when it is empty, too long or has no terms."""
-    text = (query or "").strip()
-    if not text:
-        raise QueryError("the query is empty")
-    if len(text) > MAX_QUERY_CHARS:
-        raise QueryError(f"the query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
-    if not code_tokens(text):
-        raise QueryError("the query has no searchable words (letters or digits)")
-    return text
 
 
 def check_top_k(top_k: int) -> int:
@@ -85,7 +65,7 @@ class ArmResult:
     skipped: str | None = None  # the arm could not run (missing dependency, no model …)
     error: str | None = None  # the arm failed while running
     query: str = ""  # the query text the arm answered (the priors read its words)
-    # Set by Engine.run_arm once the ranking passed core.consolidate.check_ranking (on the
+    # Set by Engine.run_arm once the ranking passed core.query.consolidate.check_ranking (on the
     # arm's thread): the fuse then need not check it again. Hits made by the engine's arms
     # agree across arms by construction (docid is path:start-end, text is not carried).
     checked: bool = field(default=False, repr=False, compare=False)
@@ -107,7 +87,7 @@ class SearchResult(FusedBy):
     settings: FusionSettings
     elapsed_ms: float
     #: How much of the files the arms searched, when the index was still being built (the
-    #: generation they opened: :attr:`core.store.IndexView.partial`); None: all of them.
+    #: generation they opened: :attr:`core.storage.store.IndexView.partial`); None: all of them.
     partial: Partial | None = None
 
     @property
@@ -159,7 +139,7 @@ class Engine:
         self._configs: dict[tuple, dict] = {}  # (config file stamp, with deep) -> root_config
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=len(REGISTRY), thread_name_prefix="ranklens-arm")
-        self.watcher = None  # core.watch.TreeWatcher once watch() is called (a long-lived process)
+        self.watcher = None  # core.index.watch.TreeWatcher once watch() is called (a long-lived process)
 
     @property
     def settings(self) -> IndexSettings:
@@ -191,12 +171,12 @@ class Engine:
         deep vectors as they are when more texts than this lack one (``stats.deep_deferred``).
         ``open_view=False`` leaves the index closed (``ranklens index`` only builds it).
         ``fresh``: list the whole tree again instead of trusting the last listing's snapshot.
-        ``survey``: the stat pass of the check, made meanwhile by a child (:class:`core.freshness.Survey`).
+        ``survey``: the stat pass of the check, made meanwhile by a child (:class:`core.index.freshness.Survey`).
         ``on_partial``: a pass that commits several generations (a first build, a large change)
         opens each but the last as it commits, and then calls this (on the indexing thread)
         with what it holds: queries meanwhile answer from it (:attr:`IndexView.partial`).
         """
-        from .indexer import Indexer
+        from .index.indexer import Indexer
 
         t0 = time.perf_counter()
         if self.index_gone:
@@ -263,17 +243,17 @@ class Engine:
 
     def check(self):
         """Whether the tree changed since the last index pass, by a stat pass over what that
-        pass listed (:func:`core.freshness.check`; ``.unchanged``, ``.verdict``, ``.reason``)."""
-        from .indexer import Indexer
+        pass listed (:func:`core.index.freshness.check`; ``.unchanged``, ``.verdict``, ``.reason``)."""
+        from .index.indexer import Indexer
 
         return Indexer(self.root, self.directory, self.settings, self.notify, self.watcher).check()
 
     def watch(self) -> bool:
         """Hold inotify watches over the tree from now on, so a freshness check stats only what
-        changed (:mod:`core.watch`; for a process that outlives one query). Whether there is a
+        changed (:mod:`core.index.watch`; for a process that outlives one query). Whether there is a
         watcher (Linux only)."""
         if self.watcher is None:
-            from .watch import open_watcher
+            from .index.watch import open_watcher
 
             self.watcher = open_watcher(self.root)
         return self.watcher is not None
@@ -297,7 +277,7 @@ class Engine:
         return build
 
     def _deep_stage(self, stats: IndexStats, progress: ProgressFn | None, limit: int | None = None) -> None:
-        from .indexer import Progress  # here: main's warm start imports the indexer only to index
+        from .index.indexer import Progress  # here: main's warm start imports the indexer only to index
 
         def report(done: int, total: int) -> None:
             if progress is not None:
@@ -499,7 +479,7 @@ class Engine:
         the caller's weights and k may not need it)."""
         try:
             return self._root_fusion()
-        except ValueError:  # core.config.ConfigError
+        except ValueError:  # core.query.config.ConfigError
             return None
 
     def _root_fusion(self) -> FusionSettings:
@@ -515,11 +495,11 @@ class Engine:
         return settings
 
     def root_config(self, with_deep: bool) -> dict:
-        """:func:`core.config.load_config` of this root, kept while its config file's stat stays
+        """:func:`core.query.config.load_config` of this root, kept while its config file's stat stays
         the same: a query stats the file instead of resolving its path, reading and parsing it
-        (~0.2 ms). Raises :class:`core.config.ConfigError` as it does (a broken file is read
+        (~0.2 ms). Raises :class:`core.query.config.ConfigError` as it does (a broken file is read
         again at every query). Not to be modified."""
-        from .config import CONFIG_FILE, load_config
+        from .query.config import CONFIG_FILE, load_config
 
         try:
             st = os.stat(self.directory / CONFIG_FILE)
@@ -594,10 +574,10 @@ class Engine:
         ``settings`` default to :meth:`fusion`'s (``weights``, ``k``, ``priors``, ``stage`` on
         top), which fuse whatever rankings are given. Settings naming one arm: its own ranking,
         spans not merged, re-ordered by the priors (with ``priors``) before the ``top_k`` cut.
-        Several: the query pipeline (:func:`core.pipeline.rank`): overlapping spans merged,
-        weighted RRF, then (with ``priors``) the ranking stage's file step (:mod:`core.ranking`:
-        its signals, the path priors of :mod:`core.priors`, diversity) and chunk step
-        (:mod:`core.chunkstep`): ``score`` is then the final score, ``fused_score`` the RRF
+        Several: the query pipeline (:func:`core.query.pipeline.rank`): overlapping spans merged,
+        weighted RRF, then (with ``priors``) the ranking stage's file step (:mod:`core.query.ranking`:
+        its signals, the path priors of :mod:`core.query.priors`, diversity) and chunk step
+        (:mod:`core.query.chunkstep`): ``score`` is then the final score, ``fused_score`` the RRF
         score, ``signals`` and ``priors`` what was applied. The stage reads ``query``, else the
         ``ArmResult``s' ``query``; with a mapping of rankings and no ``query`` it sees an empty
         query (priors and diversity only). The query's per-query work is kept: a re-fuse of the
@@ -622,7 +602,7 @@ class Engine:
             return rank_single(rankings.get(settings.single, []), settings, query, top_k)
         # A query's per-query work (its groups, the stage's reading of it) is kept: a re-fuse
         # of the same rankings (same list objects; the work keeps them, so their ids stay
-        # theirs) with new weights or k skips validation and grouping (core.pipeline).
+        # theirs) with new weights or k skips validation and grouping (core.query.pipeline).
         key = (tuple(sorted((arm, id(hits)) for arm, hits in rankings.items())), query)
         with self._lock:
             work = self._work.get(key)
@@ -669,8 +649,8 @@ class Engine:
     def file_units(
         self, query: str, paths: Sequence[str], arms: Sequence[str] = WITHIN_FILE_ARMS
     ) -> dict[str, FileUnits]:
-        """Every chunk of each file of ``paths`` as :class:`core.chunkstep.FileUnits`, ranked
-        within its file by each of ``arms`` (the chunk step's units, :mod:`core.chunkstep`);
+        """Every chunk of each file of ``paths`` as :class:`core.query.chunkstep.FileUnits`, ranked
+        within its file by each of ``arms`` (the chunk step's units, :mod:`core.query.chunkstep`);
         the files not kept for this query yet are ranked together (:meth:`_rank_files`), so a
         slider move that brings a new file to the top asks only for that file."""
         view = self.view
@@ -782,19 +762,6 @@ def _remember(cache: OrderedDict, key, value, bound: int = 16) -> None:
     cache[key] = value
     while len(cache) > bound:
         cache.popitem(last=False)
-
-
-def rank_single(
-    hits: Sequence[Hit], settings: FusionSettings, query: str | None, top_k: int | None = None
-) -> list[ConsolidatedHit]:
-    """One arm's own ranking in the consolidated shape (spans not merged), re-ordered by the
-    priors when ``settings.priors``; its whole pool is ranked before the ``top_k`` cut, so a
-    demoted hit is replaced from below it."""
-    arm = settings.single or ""
-    out = single_arm(hits, k=settings.k, weight=settings.weight(arm))
-    if settings.priors:
-        out = apply_priors(out, query)
-    return out[:top_k] if top_k else out
 
 
 def _ms(t0: float) -> float:

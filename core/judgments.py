@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .base.atomic import write_text_atomic
 from .evaluation import EvalFileError, LabeledQuery, Span, SpanLike, load_queries, overlaps, query_metrics
-from .handoff import write_text_atomic
-from .store import index_dir
+from .storage.store import index_dir
 
 JUDGMENTS_FILE = "judgments.jsonl"
 KIND = "judged"
@@ -123,10 +123,10 @@ def judge(
     span replaces the old one. Returns the query's judgments after the change.
 
     Raises ValueError for an empty query or a bad span, OSError when the file cannot be written,
-    :class:`core.locks.LockBusy` when another process holds its lock past
-    :data:`core.locks.JUDGMENTS_WAIT_S`.
+    :class:`core.base.locks.LockBusy` when another process holds its lock past
+    :data:`core.base.locks.JUDGMENTS_WAIT_S`.
     """
-    from .locks import JUDGMENTS_WAIT_S, hold
+    from .base.locks import JUDGMENTS_WAIT_S, hold
 
     key = normalize_query(query)
     if not key:

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from .arms import REGISTRY, default_arms
 from .arms.protocol import IndexSettings
-from .config import ConfigError
+from .base.errors import RequestError
+from .base.rrf import check_k, check_weight
 from .discovery import DiscoveryOptions
 from .engine import DEFAULT_TOP_K, MAX_TOP_K, Engine, QueryError
-from .errors import RequestError
-from .fusion import check_k, check_weight
 from .handoff import envelope
-from .settings import FusionSettings
+from .query.config import ConfigError
+from .query.settings import FusionSettings
 
 RETRIEVERS = ("all", *REGISTRY)
 
@@ -61,7 +61,7 @@ def open_engine(
 ) -> Engine:
     """The engine over ``root`` with the chunking, model and discovery settings every front end
     uses (RequestError when ``root`` is not a folder). ``store``: where the index lives
-    (``--store``; None: the configured store, else local, :func:`core.stores.resolve_store`);
+    (``--store``; None: the configured store, else local, :func:`core.backends.resolve_store`);
     ``repos``: ``--repo``, the repositories a shared store's query searches; ``name``: the
     root's repository name in a shared store (default: its folder's)."""
     path = Path(root).expanduser()
@@ -69,7 +69,7 @@ def open_engine(
         raise RequestError(f"{root} is not a directory")
     options = DiscoveryOptions(hidden=hidden, no_ignore=no_ignore)
     settings = IndexSettings(model=model, options=options)
-    from .stores import StoreError, repo_names, resolve_store
+    from .backends import StoreError, repo_names, resolve_store
 
     try:
         spec = resolve_store(store, path)
@@ -80,7 +80,7 @@ def open_engine(
         if names is not None:
             raise RequestError("--repo searches a shared store: give --store too")
         return Engine(path, settings, notify=notify)
-    from .stores.milvus_engine import MilvusEngine  # imports nothing of pymilvus until it opens
+    from .milvus_engine import MilvusEngine  # imports nothing of pymilvus until it opens
 
     try:
         return MilvusEngine(path, settings, store=spec, repos=names, name=name, notify=notify)
@@ -152,7 +152,7 @@ def check_request(
         check(lambda: check_k(rrf_k))
     ws = check(lambda: parse_weights(weights)) or {}
     if language is not None:
-        from .languages import LANGUAGE_NAMES
+        from .text.languages import LANGUAGE_NAMES
 
         if not isinstance(language, str):
             problems.append("the language must be a name such as python")
@@ -191,7 +191,7 @@ def answer_query(
 
     The envelope is the handoff format (each hit with its span's ``sha256``) plus ``query_ms``,
     the time spent here, and ``partial`` when the index was still being built (how many of
-    its files the arms searched, :class:`core.store.Partial`). ``deep``: whether the deep arm can answer (:func:`deep_ready`); when
+    its files the arms searched, :class:`core.storage.store.Partial`). ``deep``: whether the deep arm can answer (:func:`deep_ready`); when
     it cannot it takes its weights with it. The CLI's ``query`` and the MCP server both answer
     through this, so they rank alike. ``hashes=False`` leaves ``sha256`` to a caller that reads
     the files itself.
@@ -231,7 +231,7 @@ def repo_roots(engine: Engine, hits) -> dict:
     """A shared store's hits' repositories and their folders here (empty for a local index)."""
     if not getattr(engine, "shared", False):
         return {}
-    from .stores.milvus_engine import repo_roots as roots
+    from .milvus_engine import repo_roots as roots
 
     return dict(roots(engine, hits))
 

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .base.types import ConsolidatedHit
 from .engine import ArmResult, Engine, check_query
 from .judgments import QueryJudgments, judge, judgments_for
-from .settings import FusedBy, FusionSettings
-from .types import ConsolidatedHit
+from .query.settings import FusedBy, FusionSettings
 
 
 class IndexStopped(Exception):
@@ -41,7 +41,7 @@ class Session(FusedBy):
     """
 
     def __init__(self, engine: Engine, settings: FusionSettings | None = None) -> None:
-        from .config import ConfigError
+        from .query.config import ConfigError
 
         self.engine = engine
         self.config_error: str | None = None
@@ -221,9 +221,9 @@ class Session(FusedBy):
 
     def read_file(self, path: str, repo: str = "") -> str | None:
         """A file of the root as text, lines holding a credential redacted as in the index
-        (:func:`core.secrets.redact`), cached until its size or mtime changes. ``repo``: a
+        (:func:`core.text.secrets.redact`), cached until its size or mtime changes. ``repo``: a
         shared store's repository holding it (its folder on this machine; None when not here)."""
-        from .secrets import redact
+        from .text.secrets import redact
 
         root = self.engine.root
         if repo and getattr(self.engine, "shared", False):
@@ -284,7 +284,7 @@ class Session(FusedBy):
 
     @property
     def engine_shared(self) -> bool:
-        """Whether the index is a shared store's (:mod:`core.stores`)."""
+        """Whether the index is a shared store's (:mod:`core.backends`)."""
         return bool(getattr(self.engine, "shared", False))
 
     # -- index and deep (worker bodies) --------------------------------------------------
@@ -294,7 +294,7 @@ class Session(FusedBy):
         return self.engine.index_gone
 
     def watch(self) -> bool:
-        """Hold inotify watches over the tree (:mod:`core.watch`), so :meth:`changed` is cheap;
+        """Hold inotify watches over the tree (:mod:`core.index.watch`), so :meth:`changed` is cheap;
         whether there is a watcher (Linux, a local index)."""
         return not self.engine_shared and self.engine.watch()
 
@@ -318,7 +318,7 @@ class Session(FusedBy):
         """Bring the index up to date (not the deep arm's vectors: :meth:`build_deep`).
         ``on_partial``: told (on this thread) of each generation a long pass commits and the
         engine opens before its last (:meth:`Engine.ensure_index`), to answer from meanwhile."""
-        from .secrets import load_detectors
+        from .text.secrets import load_detectors
 
         def report(p) -> None:
             if self.index_stop.is_set():
@@ -349,7 +349,7 @@ class Session(FusedBy):
 
     def partial(self):
         """How much of the files the open generation holds while its pass goes on
-        (:class:`core.store.Partial`); None when it is a whole pass's (or none is open)."""
+        (:class:`core.storage.store.Partial`); None when it is a whole pass's (or none is open)."""
         try:
             return self.engine.view.partial
         except Exception:  # not open, or a shared store's view

@@ -23,8 +23,8 @@ Three measurements (``--part``):
   bm25 and dense, weight ``w``), both sets scored end to end, per repository and language,
   with a leave-one-repository-out choice of ``w`` (0: off).
 
-The experiment wraps :func:`core.chunkstep.rank_units` as the chunk step calls it (through
-:func:`core.chunkstep.distinct_units`); nothing in the product changes. Unit texts are read
+The experiment wraps :func:`core.query.chunkstep.rank_units` as the chunk step calls it (through
+:func:`core.query.chunkstep.distinct_units`); nothing in the product changes. Unit texts are read
 from the files on disk.
 
     python -m evals.chunk_evidence                       # all three parts
@@ -128,7 +128,7 @@ class Texts:
     """File lines and the static model's unit vectors of comment texts, cached."""
 
     def __init__(self) -> None:
-        from ranklens.core.embedding import load_model
+        from ranklens.core.text.embedding import load_model
 
         self.model = load_model(None)
         self._lines: dict[tuple[str, str], list[str]] = {}
@@ -343,7 +343,7 @@ class Injected:
     """The chunk step's ranking with one more within-file ranking (``kind``, weight ``w``)."""
 
     def __init__(self, texts: Texts) -> None:
-        import ranklens.core.chunkstep as chunkstep
+        import ranklens.core.query.chunkstep as chunkstep
 
         self.texts = texts
         self.kind: str | None = None
@@ -359,7 +359,7 @@ class Injected:
         return self.hits_for(run, i, **kw)
 
     def rank_units(self, fu, weights, k, groups, labelled, quoted, n_keywords, params, places=None):
-        from ranklens.core.chunkstep import FileUnits
+        from ranklens.core.query.chunkstep import FileUnits
 
         rest = (groups, labelled, quoted, n_keywords, params)
         if self.kind is None:

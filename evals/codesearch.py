@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         help="write the confidence calibration here (core/calibration.json: the help, README and docs quote it)",
     )
     args = ap.parse_args(argv)
-    from ranklens.core.config import load_config
+    from ranklens.core.query.config import load_config
 
     repos = load(bench_dir(args.bench), args.repo, args.language)
     arms = args.arms.split(",") if args.arms else None

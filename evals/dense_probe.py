@@ -67,7 +67,7 @@ def _ndcg(found: list[int], n_targets: int, k: int = 10) -> float:
 
 
 def _models(model_dir: Path):
-    from ranklens.core.embedding import load_model
+    from ranklens.core.text.embedding import load_model
 
     model = load_model(model_dir)
     return model, model

@@ -55,7 +55,7 @@ def heldout_tasks(root: Path = HELDOUT):
 
 def prepare(bench: Path, trees: Path) -> list[dict]:
     from evals import dense_probe, spans
-    from ranklens.core.embedding import load_model
+    from ranklens.core.text.embedding import load_model
 
     model = load_model(None)
     rows = []

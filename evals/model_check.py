@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write the summaries here")
     args = ap.parse_args(argv)
 
-    from ranklens.core import embedding
+    from ranklens.core.text import embedding
 
     if args.model is not None:
         embedding.DEFAULT_MODEL_DIR = args.model.resolve()

@@ -99,7 +99,7 @@ FIXTURE_QUESTIONS = [
 
 def variants(base) -> Iterable[tuple[str, object, int | None]]:
     """``(name, settings, top-k)`` of each of :data:`VARIANTS` over the settings ``base``."""
-    from ranklens.core.ranking import Params
+    from ranklens.core.query.ranking import Params
 
     for name, (tuned, top_k, other) in VARIANTS.items():
         settings = base if tuned is None else base.with_(weights=tuned[0], k=tuned[1])

@@ -21,7 +21,7 @@ at query time over the breadcrumb and text cut at ``--tokens``), ``static`` (the
 arm's static model over the same texts; ``--text doc``: only the breadcrumb, the comment lines
 and the first code line's words). Embeddings are cached in ``$TMPDIR/rerank-spans`` by text.
 
-The shipped chunk step (``core/chunkstep.py``) is measured with ``python -m evals.spans``.
+The shipped chunk step (``core/query/chunkstep.py``) is measured with ``python -m evals.spans``.
 
     python -m evals.rerank_spans --per-repo               # both scorers, every shape
     python -m evals.rerank_spans --scorer static --grid slots
@@ -61,7 +61,7 @@ def bench_module(path: Path):
 
 def read_chunks(view, paths: list[str]) -> dict[str, list[tuple[int, int, str, str]]]:
     """Each path's chunks ``(start, end, context, text)`` in line order, from the index."""
-    from ranklens.core.store import unpack_text
+    from ranklens.core.storage.store import unpack_text
 
     out: dict[str, list] = {}
     conn = view.connection()
@@ -108,7 +108,7 @@ class Embeddings:
                 enc.tokenizer.enable_truncation(self.tokens)
                 self._model = lambda texts: enc.encode(texts, batch_size=8)
             else:
-                from ranklens.core.embedding import load_model
+                from ranklens.core.text.embedding import load_model
 
                 m = load_model(None)
                 self._model = lambda texts: _unit(np.asarray(m.encode(texts), dtype=np.float32))

@@ -42,15 +42,15 @@ from pathlib import Path
 
 from evals import codesearch, spans
 from ranklens.core.arms import DEFAULT_ARMS
-from ranklens.core.config import DEFAULT_K, default_weights
 from ranklens.core.engine import Engine
 from ranklens.core.evaluation import load_queries, ndcg_at_k
-from ranklens.core.fusion import fuse
-from ranklens.core.labels import label_hits
-from ranklens.core.pipeline import QueryWork, rank
-from ranklens.core.priors import RULES, adjuster
-from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage, rank_files
-from ranklens.core.settings import FusionSettings
+from ranklens.core.query.config import DEFAULT_K, default_weights
+from ranklens.core.query.fusion import fuse
+from ranklens.core.query.labels import label_hits
+from ranklens.core.query.pipeline import QueryWork, rank
+from ranklens.core.query.priors import RULES, adjuster
+from ranklens.core.query.ranking import DEFAULT_PARAMS, Params, Stage, rank_files
+from ranklens.core.query.settings import FusionSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = (
@@ -172,7 +172,7 @@ def _parts(setting: dict) -> tuple[dict, float, Params, tuple]:
 
 def unit_scores(unit: Unit, setting: dict) -> list[float]:
     """Every question's nDCG@10 under ``setting``. With the shipped prior factors this is the
-    engine's own ranking (:func:`core.pipeline.rank`); other factors need the stage built
+    engine's own ranking (:func:`core.query.pipeline.rank`); other factors need the stage built
     here with those rules (then the file step and the labelled hits, as the pipeline runs them)."""
     weights, k, params, rules = _parts(setting)
     shipped = all(r.factor == s.factor for r, s in zip(rules, RULES))

@@ -334,7 +334,7 @@ def serve(
     root: str, model: str | None = None, store: str | None = None, repos: str | None = None, fresh: bool = False
 ) -> None:
     """Serve ``root`` over stdio until the client closes the connection (``store``/``repos``:
-    a shared index, :mod:`core.stores`; ``fresh``: no inotify watcher, every call's check
+    a shared index, :mod:`core.backends`; ``fresh``: no inotify watcher, every call's check
     stats the tree)."""
     service = AgentService(
         root,

@@ -234,7 +234,7 @@ def corpus_sources() -> list[tuple[str, str, Path]]:
 
 
 def _source_files(folder: Path) -> list[Path]:
-    from ranklens.core.languages import TREE_SITTER_LANGUAGES, language_for
+    from ranklens.core.text.languages import TREE_SITTER_LANGUAGES, language_for
 
     files = []
     for dirpath, dirnames, filenames in os.walk(folder):
@@ -670,7 +670,7 @@ def _model_card(*, vocab, dim, dtype, seed, corpus, n_code, n_doc, train_stats, 
 A static (model2vec) embedding model: one {dim}-d vector per token of the teacher's WordPiece
 vocabulary, averaged over a text's tokens and L2-normalised. It needs no torch and no network
 at run time; ranklens reads `model.safetensors`, `tokenizer.json` and `config.json` directly
-(`core/embedding.py`), and `model2vec.StaticModel.from_pretrained(<this directory>)` loads it too.
+(`core/text/embedding.py`), and `model2vec.StaticModel.from_pretrained(<this directory>)` loads it too.
 
 It is the plain model2vec distillation of the teacher, trained further with
 [tokenlearn](https://github.com/MinishLab/tokenlearn) on code and docstrings: the teacher embeds

@@ -49,7 +49,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from ranklens.core.chunking import definitions  # noqa: E402
-from ranklens.core.languages import language_for  # noqa: E402
+from ranklens.core.text.languages import language_for  # noqa: E402
 
 #: The benchmark's 19 languages (and the repositories they come from, in no set of ranklens's).
 REPOSITORIES: dict[str, list[str]] = {

@@ -209,7 +209,7 @@ class FakeDeepEncoder:
         self.seen: list[str] = []
 
     def encode(self, texts, batch_size=16):
-        from ranklens.core.tokenize import code_tokens
+        from ranklens.core.text.tokenize import code_tokens
 
         texts = list(texts)
         self.started.set()
@@ -243,7 +243,8 @@ def fake_deep(monkeypatch) -> FakeDeepEncoder:
 @pytest.fixture
 def small_segments(monkeypatch):
     """Segments of ~50 chunks (about one file batch each), merged after 8 small ones."""
-    from ranklens.core import indexer, segments
+    from ranklens.core.index import indexer
+    from ranklens.core.storage import segments
 
     monkeypatch.setattr(indexer, "SEGMENT_CHUNKS", 50)
     monkeypatch.setattr(segments, "SEGMENT_CHUNKS", 50)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ranklens.core._sqlite import sqlite3
 from ranklens.core.arms.fts5 import Fts5Build
-from ranklens.core.store import unpack_text
+from ranklens.core.base._sqlite import sqlite3
+from ranklens.core.storage.store import unpack_text
 
 
 def fts_instances(conn: sqlite3.Connection, schema: str = "main") -> list[tuple]:

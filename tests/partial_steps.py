@@ -14,8 +14,8 @@ STEP_BATCH_BYTES = 1_500
 
 def small_steps(monkeypatch) -> None:
     """Small first steps (doubling: 6, 12, 24 ... chunks) cut from batches of a file or two,
-    the files in :func:`core.indexer.index_order`, in this process."""
-    from ranklens.core import indexer
+    the files in :func:`core.index.indexer.index_order`, in this process."""
+    from ranklens.core.index import indexer
 
     monkeypatch.setattr(indexer, "FIRST_SEGMENT_CHUNKS", FIRST_STEP_CHUNKS)
     monkeypatch.setattr(indexer, "FIRST_BATCH_BYTES", STEP_BATCH_BYTES)
@@ -26,7 +26,7 @@ def small_steps(monkeypatch) -> None:
 def small_steps_code() -> list[str]:
     """:func:`small_steps` as lines of a child's sitecustomize."""
     return [
-        "import ranklens.core.indexer as _indexer",
+        "import ranklens.core.index.indexer as _indexer",
         f"_indexer.FIRST_SEGMENT_CHUNKS = {FIRST_STEP_CHUNKS}",
         f"_indexer.FIRST_BATCH_BYTES = _indexer.CHUNK_BATCH_BYTES = {STEP_BATCH_BYTES}",
         "_indexer.ORDER_MIN_BYTES = 0",

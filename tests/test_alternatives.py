@@ -12,10 +12,10 @@ from cli_helpers import run
 from test_chunkstep import QUEUE
 from test_mcp import call, server
 
-from ranklens.core import chunkstep
+from ranklens.core.base.handoff_schema import validate_handoff
+from ranklens.core.base.types import ConsolidatedHit
 from ranklens.core.engine import Engine
-from ranklens.core.handoff import validate_handoff
-from ranklens.core.types import ConsolidatedHit
+from ranklens.core.query import chunkstep
 
 #: Asks for one method of jobqueue.py in other words: the file comes first, its other
 #: methods are its runners-up.
@@ -162,7 +162,7 @@ def test_query_json_carries_alternatives_in_a_valid_envelope(queue_root):
 
 
 def test_the_schema_refuses_a_malformed_alternative(queue_root):
-    from ranklens.core.handoff import HandoffError
+    from ranklens.core.base.handoff_schema import HandoffError
 
     data = json.loads(run("query", QUERY, "--root", str(queue_root), "--json").stdout)
     hit = next(r for r in data["results"] if r.get("alternatives"))

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 import toy_arm
 
-from ranklens.core import arms, config
+from ranklens.core import arms
 from ranklens.core.engine import Engine
+from ranklens.core.query import config
 
 TESTS = Path(__file__).resolve().parent
 

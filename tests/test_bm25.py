@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from ranklens.core.bm25 import BM25Matrix, TokenCounter, Vocabulary, widen
-from ranklens.core.tokenize import code_tokens
+from ranklens.core.storage.bm25 import BM25Matrix, TokenCounter, Vocabulary, widen
+from ranklens.core.text.tokenize import code_tokens
 
 
 def stdlib_texts(limit_files=60, window=40):
@@ -112,7 +112,7 @@ def test_a_query_asked_again_within_a_mask_ranks_as_on_a_fresh_matrix(corpus):
 def _segments(texts, bounds, vocab):
     """One Postings per ``bounds`` run of ``texts`` (keys = text positions), counted with one
     growing vocabulary, as the indexer's generations do."""
-    from ranklens.core.bm25 import Postings
+    from ranklens.core.storage.bm25 import Postings
 
     counter = TokenCounter(vocab)
     return [Postings.from_tf(counter.count(texts[lo:hi]), np.arange(lo, hi)) for lo, hi in bounds]
@@ -121,7 +121,7 @@ def _segments(texts, bounds, vocab):
 def test_segments_with_tombstones_score_as_one_matrix_over_the_live_rows(texts, corpus):
     """Statistics updated generation by generation (segments added, rows tombstoned) give the
     scores rank_bm25 gives over the live documents, and exactly a fresh one-segment build's."""
-    from ranklens.core.bm25 import CorpusStats
+    from ranklens.core.storage.bm25 import CorpusStats
 
     vocab = Vocabulary()
     segs = _segments(texts, [(0, 300), (300, 600), (600, 610), (610, 900)], vocab)
@@ -157,7 +157,7 @@ def test_segments_with_tombstones_score_as_one_matrix_over_the_live_rows(texts, 
 
 
 def test_merged_postings_equal_a_fresh_build_of_the_kept_rows(texts):
-    from ranklens.core.bm25 import Postings
+    from ranklens.core.storage.bm25 import Postings
 
     vocab = Vocabulary()
     segs = _segments(texts, [(0, 200), (200, 230), (230, 400)], vocab)
@@ -174,8 +174,8 @@ def test_merged_postings_equal_a_fresh_build_of_the_kept_rows(texts):
 
 
 def _vocab_db(tmp_path):
-    from ranklens.core._sqlite import sqlite3
-    from ranklens.core.store import SCHEMA
+    from ranklens.core.base._sqlite import sqlite3
+    from ranklens.core.storage.store import SCHEMA
 
     conn = sqlite3.connect(tmp_path / "index.sqlite", check_same_thread=False)
     conn.executescript(SCHEMA)
@@ -183,7 +183,7 @@ def _vocab_db(tmp_path):
 
 
 def test_save_and_load_round_trip(tmp_path, texts):
-    from ranklens.core.bm25 import CorpusStats, Postings, StoredVocabulary
+    from ranklens.core.storage.bm25 import CorpusStats, Postings, StoredVocabulary
 
     conn = _vocab_db(tmp_path)
     vocab = Vocabulary()
@@ -204,7 +204,7 @@ def test_save_and_load_round_trip(tmp_path, texts):
 
 
 def test_stored_vocabulary_looks_up_only_the_query_tokens_and_ignores_later_columns(tmp_path):
-    from ranklens.core.bm25 import StoredVocabulary
+    from ranklens.core.storage.bm25 import StoredVocabulary
 
     conn = _vocab_db(tmp_path)
     vocab = Vocabulary(["open", "file", "read"])
@@ -226,7 +226,7 @@ def test_empty_corpus_scores_nothing():
 
 
 def test_the_index_vocabulary_reads_only_the_tokens_a_batch_needs(tmp_path):
-    from ranklens.core.bm25 import IndexVocabulary
+    from ranklens.core.storage.bm25 import IndexVocabulary
 
     conn = _vocab_db(tmp_path)
     Vocabulary(["open", "file", "read"]).store(conn, 0)
@@ -250,7 +250,7 @@ def test_the_index_vocabulary_reads_only_the_tokens_a_batch_needs(tmp_path):
 def test_batches_merged_equal_one_counting_pass(texts):
     """TokenMerger numbers tokens and counts them as one TokenCounter pass over every
     document, field after field, would (the indexer counts batches in a worker process)."""
-    from ranklens.core.bm25 import TokenMerger, count_batch
+    from ranklens.core.storage.bm25 import TokenMerger, count_batch
 
     docs = texts[:400]
     fields = {"text": docs, "head": [t.split("\n", 1)[0] for t in docs]}

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from evals.codesearch import Repo, Task, calibration, collect, score
-from ranklens.core import calibration as measured
+from ranklens.core.query import calibration as measured
 
 REPO = Path(__file__).resolve().parent.parent
 

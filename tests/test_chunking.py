@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from ranklens.core.arms import symbols as symbols_arm
 from ranklens.core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file, definitions, even_spans, line_windows
-from ranklens.core.languages import TREE_SITTER_LANGUAGES, language_for
+from ranklens.core.text.languages import TREE_SITTER_LANGUAGES, language_for
 
 
 def src(text: str) -> str:
@@ -92,7 +92,7 @@ def test_tree_sitter_languages_cover_the_required_set():
 
 def test_language_names_are_pygments_aliases():
     pygments = pytest.importorskip("pygments.lexers")
-    from ranklens.core.languages import BASENAMES, EXTENSIONS
+    from ranklens.core.text.languages import BASENAMES, EXTENSIONS
 
     for name in set(EXTENSIONS.values()) | set(BASENAMES.values()):
         pygments.get_lexer_by_name(name)

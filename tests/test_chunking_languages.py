@@ -11,7 +11,7 @@ import pytest
 
 from ranklens.core.arms import symbols as symbols_arm
 from ranklens.core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file, definitions
-from ranklens.core.languages import TREE_SITTER_LANGUAGES, language_for
+from ranklens.core.text.languages import TREE_SITTER_LANGUAGES, language_for
 
 
 def src(text: str) -> str:

@@ -1,4 +1,4 @@
-"""The chunk step (core.chunkstep): which file, then which chunk of it."""
+"""The chunk step (core.query.chunkstep): which file, then which chunk of it."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import itertools
 
 import pytest
 
-from ranklens.core.chunkstep import MAX_UNIT_LINES, FileUnits, shown_span, units_of
+from ranklens.core.base.types import Hit, make_docid
 from ranklens.core.engine import Engine
-from ranklens.core.ranking import DEFAULT_PARAMS
-from ranklens.core.types import Hit, make_docid
+from ranklens.core.query.chunkstep import MAX_UNIT_LINES, FileUnits, shown_span, units_of
+from ranklens.core.query.ranking import DEFAULT_PARAMS
 
 
 def _method(name: str, doc: str, lines: list[str]) -> str:
@@ -240,9 +240,9 @@ def test_a_hit_defining_two_named_names_of_one_length_is_explained_alike_in_ever
 def test_ranking_a_files_units_for_its_first_places_gives_the_first_of_the_whole_ranking(queue_repo):
     """rank_units with ``places`` gives the first units of the ranking of every unit, with
     their scores."""
-    from ranklens.core.chunkstep import rank_units
-    from ranklens.core.priors import adjuster
-    from ranklens.core.ranking import Stage
+    from ranklens.core.query.chunkstep import rank_units
+    from ranklens.core.query.priors import adjuster
+    from ranklens.core.query.ranking import Stage
 
     for query in ("how long does a failed job wait before the next retry", "JobQueue push", "close the queue"):
         stage = Stage(query, adjuster(query))
@@ -273,7 +273,7 @@ def test_units_ranked_as_arrays_are_the_units_of_the_loop_ties_and_pieces_includ
 
     import numpy as np
 
-    from ranklens.core.chunkstep import ARRAYS_FROM, rank_units, skeleton, units_ranked
+    from ranklens.core.query.chunkstep import ARRAYS_FROM, rank_units, skeleton, units_ranked
 
     rng = random.Random(18)
     for _trial in range(20):
@@ -348,9 +348,9 @@ def test_what_a_files_units_names_hold_is_what_the_stage_finds_in_each():
     anything: forms of a keyword, names in other cases, qualified names, lookups."""
     import random
 
-    from ranklens.core.chunkstep import skeleton
-    from ranklens.core.priors import adjuster
-    from ranklens.core.ranking import Stage
+    from ranklens.core.query.chunkstep import skeleton
+    from ranklens.core.query.priors import adjuster
+    from ranklens.core.query.ranking import Stage
 
     rng = random.Random(7)
     words = [
@@ -410,7 +410,7 @@ def test_a_files_hits_never_show_the_same_lines_twice(tmp_path):
 def test_distinct_units_are_the_greedy_pick_of_the_whole_ranking(queue_repo):
     """However few places are asked for, the distinct units are the first of the greedy pick
     over the file's whole ranking (a unit kept when it overlaps no better unit kept)."""
-    from ranklens.core.chunkstep import Unit, distinct_units, rank_units
+    from ranklens.core.query.chunkstep import Unit, distinct_units, rank_units
 
     # Twelve overlapping windows of 40 lines, 10 apart, each ranked by one arm in a shuffled order.
     units = [Unit(1 + 10 * i, 40 + 10 * i, "", ()) for i in range(12)]
@@ -463,7 +463,7 @@ def test_a_files_chunks_rank_as_in_the_whole_index_after_an_update(tmp_path, arm
 
 
 def test_a_path_held_under_two_codes_finds_the_rows_of_both():
-    from ranklens.core.chunktable import _codes_of
+    from ranklens.core.storage.chunktable import _codes_of
 
     # A concatenated table does not merge its parts' values: one path may have two codes.
     assert _codes_of(["a.py", "b.py"]) == {"a.py": 0, "b.py": 1}

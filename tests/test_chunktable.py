@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ranklens.core import chunktable
-from ranklens.core.chunktable import ChunkRows, ChunkTable
-from ranklens.core.columns import Coded, Packed
-from ranklens.core.ranking import defined_names
+from ranklens.core.storage import chunktable
+from ranklens.core.storage.chunktable import ChunkRows, ChunkTable
+from ranklens.core.storage.columns import Coded, Packed
+from ranklens.core.text.names import defined_names
 
 
 def table(first_id: int, rows: list[tuple[str, str, str]]) -> ChunkTable:

@@ -10,7 +10,7 @@ import sys
 import pytest
 from cli_helpers import run
 
-from ranklens.core.config import default_config
+from ranklens.core.query.config import default_config
 
 LINE = re.compile(
     r"^(?P<loc>\S+:\d+-\d+)  \[score=(?P<score>\d\.\d{4}) agree=(?P<n>\d)/(?P<m>\d) "
@@ -37,7 +37,7 @@ def test_index_reports_its_wall_time_and_the_stage_times_apart(sample_repo):
     `in 71.54s` for a 36.6 s run); each stage's own time is on a line of its own."""
     import time
 
-    from ranklens.core import indexer
+    from ranklens.core.index import indexer
 
     t0 = time.perf_counter()
     out = run("index", str(sample_repo))
@@ -356,7 +356,7 @@ def test_help_lists_why_and_the_discovery_flags():
 
 def test_via_of_a_chunk_ranked_only_within_its_file_says_so():
     from ranklens.cli.query import _via
-    from ranklens.core.types import ConsolidatedHit
+    from ranklens.core.base.types import ConsolidatedHit
 
     hit = ConsolidatedHit("a.py", 1, 9, "a.py:1-9", "a.py", 1.0, 1, [], 0, "low")
     assert _via(hit) == ""

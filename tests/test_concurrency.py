@@ -24,8 +24,9 @@ import numpy as np
 import pytest
 from churn import CHURN_PATH, CHURN_QUERY, consistent_spans, save
 
-from ranklens.core import npyfile, store
+from ranklens.core.base import npyfile
 from ranklens.core.engine import Engine
+from ranklens.core.storage import store
 
 
 def _answer_errors(result, newest: int) -> list[str]:
@@ -110,7 +111,7 @@ def test_the_connection_rule_holds_even_on_the_deadlocking_sqlite(sample_repo, t
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from pathlib import Path\n"
-        "from ranklens.core._sqlite import sqlite3\n"
+        "from ranklens.core.base._sqlite import sqlite3\n"
         "assert sqlite3.sqlite_version_info[:2] == (3, 51), sqlite3.sqlite_version\n"
         "from test_concurrency import stress\n"
         "done, errors = stress(Path(sys.argv[2]), rounds=4)\n"

@@ -1,9 +1,9 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from ranklens.core.labels import confidence
-from ranklens.core.pipeline import fuse_rankings
-from ranklens.core.types import Hit, make_docid
+from ranklens.core.base.types import Hit, make_docid
+from ranklens.core.query.labels import confidence
+from ranklens.core.query.pipeline import fuse_rankings
 
 
 def hit(arm, path, start, end, rank, score=1.0, context="", text=None):
@@ -60,7 +60,7 @@ def test_pieces_of_one_definition_collapse_into_one_hit():
 def test_a_hit_stays_the_size_of_an_answer():
     """Far pieces of a long definition, or a chain of overlapping windows, stop merging once
     the hit would span more than MAX_GROUP_LINES lines."""
-    from ranklens.core.consolidate import MAX_GROUP_LINES
+    from ranklens.core.query.consolidate import MAX_GROUP_LINES
 
     long_def = fuse_rankings(
         {"bm25": [piece("bm25", 1, 40, 1, of=(1, 500)), piece("bm25", 461, 500, 2, of=(1, 500))]},
@@ -155,7 +155,7 @@ def test_confidence_rule(share, votes, defines, expected):
 
 
 def test_an_arm_votes_only_for_its_own_top_few():
-    from ranklens.core.labels import AGREEMENT_DEPTH
+    from ranklens.core.query.labels import AGREEMENT_DEPTH
 
     deep = AGREEMENT_DEPTH + 1
     out = fuse_rankings(
@@ -177,7 +177,7 @@ spans = st.tuples(st.sampled_from(["a.py", "b.py"]), st.integers(1, 60), st.inte
 def test_groups_never_overlap_and_cover_every_hit(raw):
     """Groups of one file stay apart unless joining them would pass the size cap; every hit
     lies inside one group, and no group grows past the cap (or its widest hit)."""
-    from ranklens.core.consolidate import MAX_GROUP_LINES
+    from ranklens.core.query.consolidate import MAX_GROUP_LINES
 
     ranking = [hit("bm25", p, s, s + n, i + 1) for i, (p, s, n) in enumerate(raw)]
     out = fuse_rankings({"bm25": ranking})
@@ -194,7 +194,7 @@ def test_groups_never_overlap_and_cover_every_hit(raw):
 
 
 def test_single_arm_keeps_the_arms_own_ranking_unmerged():
-    from ranklens.core.labels import single_arm
+    from ranklens.core.query.labels import single_arm
 
     ranking = [hit("dense", "a.py", 1, 40, 1, score=0.9), hit("dense", "a.py", 31, 70, 2, score=0.8)]
     out = single_arm(ranking, k=60)
@@ -226,9 +226,9 @@ arm_hits = st.lists(
 def test_fusing_with_a_cut_equals_the_whole_fused_list_then_the_cut(raw, limit, weights, k):
     """The query path scores every group but builds hits only for the kept ones: it must
     give exactly what fusing everything and cutting gives."""
-    from ranklens.core.consolidate import group
-    from ranklens.core.fusion import fuse
-    from ranklens.core.labels import label_hits
+    from ranklens.core.query.consolidate import group
+    from ranklens.core.query.fusion import fuse
+    from ranklens.core.query.labels import label_hits
 
     rankings: dict[str, list[Hit]] = {}
     for arm, path, start, n in raw:

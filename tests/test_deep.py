@@ -17,9 +17,9 @@ import pytest
 from ranklens.core.arms import DEFAULT_ARMS, ArmUnavailable, deep, default_arms
 from ranklens.core.arms.deep import build as deep_build, model as deep_model
 from ranklens.core.arms.protocol import IndexSettings
+from ranklens.core.base.install_hint import pip_hint
 from ranklens.core.engine import Engine
-from ranklens.core.indexer import Indexer
-from ranklens.core.install_hint import pip_hint
+from ranklens.core.index.indexer import Indexer
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "tests" / "fixtures" / "deep_reference.json"
@@ -37,7 +37,7 @@ def no_extra(monkeypatch):
 
 
 def test_without_the_extra_deep_is_not_a_default_arm(no_extra):
-    # The hint installs the extra into this checkout with this interpreter (core/install_hint.py).
+    # The hint installs the extra into this checkout with this interpreter (core/base/install_hint.py).
     assert deep.unavailable() == deep.INSTALL_HINT == f"not installed: {pip_hint('deep')}"
     assert " -m pip install -e '" in deep.INSTALL_HINT
     assert default_arms() == DEFAULT_ARMS
@@ -129,7 +129,8 @@ def test_cli_without_the_extra(sample_repo, tmp_path):
 
 
 def test_installed_it_is_off_until_a_root_turns_it_on(monkeypatch, tmp_path):
-    from ranklens.core.config import deep_switch, set_deep
+    from ranklens.core.arms.deep.model import deep_switch
+    from ranklens.core.query.config import set_deep
 
     monkeypatch.setattr(deep_model, "unavailable", lambda: None)
     monkeypatch.delenv("RANKLENS_DEEP", raising=False)
@@ -153,7 +154,7 @@ def test_installed_it_is_off_until_a_root_turns_it_on(monkeypatch, tmp_path):
     path.write_text('{"k": 7, "deep": true}')
     set_deep(root, False)
     assert json.loads(path.read_text()) == {"k": 7, "deep": False}
-    from ranklens.core.config import ConfigError, load_config
+    from ranklens.core.query.config import ConfigError, load_config
 
     path.write_text('{"deep": "yes"}')
     with pytest.raises(ConfigError, match='"deep" must be true or false'):
@@ -212,7 +213,7 @@ def test_cli_query_leaves_a_first_deep_build_to_index(fake, sample_repo, monkeyp
     assert "deep:" in out.output and "`ranklens index` builds them" in out.output
     assert fake.seen == []
     # Sitting the query out, deep leaves the other arms the weights tuned without it.
-    from ranklens.core.config import DEFAULT_WEIGHTS
+    from ranklens.core.query.config import DEFAULT_WEIGHTS
 
     out = CliRunner().invoke(cli.cli, ["query", "hash a password", "--root", str(sample_repo), "--json"])
     data = json.loads(out.stdout)
@@ -392,7 +393,7 @@ def test_real_encoder_matches_the_fp32_model(real):
 
 
 def test_real_arm_answers_a_paraphrase(real, sample_repo):
-    from ranklens.core.config import set_deep
+    from ranklens.core.query.config import set_deep
 
     set_deep(sample_repo, True)  # off unless the root turns it on
     engine = Engine(sample_repo)

@@ -23,7 +23,7 @@ from ranklens.core.discovery import (
     discover,
     read_text,
 )
-from ranklens.core.secrets import MARKER
+from ranklens.core.text.secrets import MARKER
 
 HAS_GIT = shutil.which("git") is not None
 needs_git = pytest.mark.skipif(not HAS_GIT, reason="git is not installed")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ranklens.core.embedding import DEFAULT_MODEL_DIR, EmbeddingModel, ModelUnavailable, load_model
+from ranklens.core.text.embedding import DEFAULT_MODEL_DIR, EmbeddingModel, ModelUnavailable, load_model
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -111,7 +111,7 @@ socket.socket.connect = refuse
 socket.socket.connect_ex = refuse
 socket.getaddrinfo = refuse
 socket.create_connection = refuse
-import ranklens.core.embedding as emb
+import ranklens.core.text.embedding as emb
 assert "model2vec" not in sys.modules, "model2vec must be imported lazily"
 model = emb.load_model()
 vec = model.encode(["def main(): pass"])
@@ -263,7 +263,7 @@ def test_fast_encoding_matches_model2vec_pooling():
     """The sparse mean-pooling path gives model2vec's own vectors (after normalising)."""
     import numpy as np
 
-    from ranklens.core.embedding import load_model
+    from ranklens.core.text.embedding import load_model
 
     model = load_model(None)
     texts = [
@@ -274,7 +274,7 @@ def test_fast_encoding_matches_model2vec_pooling():
     ]
     from model2vec import StaticModel
 
-    from ranklens.core.embedding import DEFAULT_MODEL_DIR
+    from ranklens.core.text.embedding import DEFAULT_MODEL_DIR
 
     reference = StaticModel.from_pretrained(str(DEFAULT_MODEL_DIR))
     assert "model2vec" not in type(model._model).__module__  # the fast loader served it
@@ -374,12 +374,12 @@ def test_a_text_is_tokenized_from_its_words_exactly_as_the_tokenizer_does():
     import string
 
     from ranklens.core.chunking import chunk_file
-    from ranklens.core.embedding import _tokenizer_ids
+    from ranklens.core.text.embedding import _tokenizer_ids
 
     model = load_model()
     assert model._words is not None  # the bundled tokenizer qualifies
     texts = []
-    for path in sorted((REPO / "core").glob("*.py"))[:12]:
+    for path in sorted((REPO / "core").rglob("*.py"))[:12]:
         texts += [c.text for c in chunk_file(path.name, path.read_text(encoding="utf-8"))]
     texts += [
         "getHTTPResponse2XX maxConnections HTMLParser.parseURL(myURLs) a1B2 ABCDef",
@@ -401,7 +401,7 @@ def test_a_text_is_tokenized_from_its_words_exactly_as_the_tokenizer_does():
 
 
 def test_a_full_word_cache_starts_again_and_still_tokenizes_right(monkeypatch):
-    from ranklens.core.embedding import _tokenizer_ids, _WordTokens
+    from ranklens.core.text.embedding import _tokenizer_ids, _WordTokens
 
     model = load_model()
     words = _WordTokens.of(model._model.tokenizer)
@@ -425,7 +425,7 @@ def test_a_tokenizer_that_could_join_or_split_across_words_is_used_whole(change)
     """Where a text's tokens might not be its words' tokens in order, there is no word cache."""
     from tokenizers import Tokenizer
 
-    from ranklens.core.embedding import _WordTokens
+    from ranklens.core.text.embedding import _WordTokens
 
     spec = json.loads((DEFAULT_MODEL_DIR / "tokenizer.json").read_text(encoding="utf-8"))
     assert _WordTokens.of(Tokenizer.from_str(json.dumps(spec))) is not None
@@ -438,7 +438,7 @@ def test_token_counts_are_the_csr_matrix_scipy_makes_of_the_pairs():
     counts, as scipy's COO -> CSR makes them, so the vectors are the same bit for bit."""
     from scipy import sparse
 
-    from ranklens.core.embedding import _counts
+    from ranklens.core.text.embedding import _counts
 
     rng = np.random.default_rng(3)
     for n, nnz in [(9, 0), (9, 40), (300, 20_000), (50, 3)]:
@@ -461,7 +461,7 @@ def test_safetensors_are_memory_mapped_or_left_to_safetensors(tmp_path: Path):
 
     from safetensors.numpy import save_file
 
-    from ranklens.core.embedding import _mapped_tensors
+    from ranklens.core.text.embedding import _mapped_tensors
 
     arrays = {"embeddings": np.arange(12, dtype=np.float16).reshape(4, 3), "mapping": np.arange(4, dtype=np.int64)}
     save_file(arrays, str(tmp_path / "m.safetensors"))

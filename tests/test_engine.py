@@ -12,10 +12,10 @@ from dataclasses import replace
 import pytest
 from index_checks import assert_fts_matches_chunks, fts_instances
 
-from ranklens.core._sqlite import sqlite3
 from ranklens.core.arms.protocol import IndexSettings
+from ranklens.core.base._sqlite import sqlite3
 from ranklens.core.engine import CANDIDATE_DEPTH, Engine, QueryError, check_query
-from ranklens.core.store import index_dir
+from ranklens.core.storage.store import index_dir
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def test_refuse_reorders_without_rerunning_arms(engine):
 
 
 def test_engine_fuse_keeps_touching_chunks_apart_and_collapses_pieces(engine):
-    from ranklens.core.types import Hit
+    from ranklens.core.base.types import Hit
 
     def h(arm, start, end, rank, of=None):
         return Hit(arm, f"a.py:{start}-{end}", "a.py", start, end, rank, 1.0, "a.py", None, of)
@@ -264,7 +264,7 @@ def test_querying_an_open_index_loads_neither_scipy_nor_the_indexer(engine):
         "from ranklens.core.engine import Engine\n"
         f"e = Engine({str(engine.root)!r}); assert e.open(); e.warm()\n"
         "assert e.search('login user session').hits\n"
-        "loaded = {'scipy', 'ranklens.core.indexer', 'ranklens.core.chunking', 'usearch'} & set(sys.modules)\n"
+        "loaded = {'scipy', 'ranklens.core.index.indexer', 'ranklens.core.chunking', 'usearch'} & set(sys.modules)\n"
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
@@ -383,8 +383,8 @@ def test_fts5_over_budget_scores_every_chunk_holding_a_rare_term_as_the_whole_qu
 
 
 def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_repo):
-    from ranklens.core.chunktable import ChunkTable
-    from ranklens.core.store import connect
+    from ranklens.core.storage.chunktable import ChunkTable
+    from ranklens.core.storage.store import connect
 
     (sample_repo / "app/cache.py").write_text("def evict():\n    return 1\n")
     (sample_repo / "app/more.py").write_text("class More:\n    pass\n")
@@ -399,7 +399,7 @@ def test_saved_chunk_table_matches_the_database_after_updates(engine, sample_rep
 
 def test_bm25_documents_hold_path_and_symbol_tokens(engine):
     from ranklens.core.arms.bm25 import FIELDS
-    from ranklens.core.indexer import arm_builds
+    from ranklens.core.index.indexer import arm_builds
 
     assert (
         FIELDS == {"text": 1, "path": 1, "symbol": 1} and arm_builds(IndexSettings())["bm25"].documents.fields is FIELDS
@@ -439,7 +439,7 @@ def test_fts5_index_matches_its_content_after_updates(engine, sample_repo):
 
 
 def test_an_index_of_the_previous_format_is_rebuilt(sample_repo):
-    from ranklens.core.store import FORMAT_VERSION
+    from ranklens.core.storage.store import FORMAT_VERSION
 
     eng = Engine(sample_repo)
     eng.ensure_index()
@@ -467,7 +467,7 @@ def test_an_arm_filters_with_the_rows_of_its_own_generation(engine, sample_repo)
 
 def test_dense_documents_lead_with_the_breadcrumb():
     from ranklens.core.arms.dense import document_text
-    from ranklens.core.types import Chunk
+    from ranklens.core.base.types import Chunk
 
     chunk = Chunk(
         "tui/widgets/slider.py", 3, 9, "def nudge(self):\n    pass", "python", "tui/widgets/slider.py > Slider > nudge"
@@ -494,7 +494,7 @@ def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_p
     matrices and vectors."""
     import numpy as np
 
-    from ranklens.core import indexer
+    from ranklens.core.index import indexer
 
     def build(cache):
         eng = Engine(sample_repo, cache_dir=tmp_path / cache)
@@ -532,8 +532,8 @@ def test_vectors_a_worker_could_not_make_are_embedded_by_the_indexer_alike(sampl
     the indexer embeds those chunks itself, to the same vectors."""
     import numpy as np
 
-    from ranklens.core import indexer
     from ranklens.core.arms import dense
+    from ranklens.core.index import indexer
 
     monkeypatch.setattr(indexer, "POOL_MIN_BYTES", 0)
     monkeypatch.setattr(indexer, "LEAD_BYTES", 0)  # every batch from a worker
@@ -563,7 +563,7 @@ def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on
     """The engine checks each arm's ranking on the arm's thread (a chunk twice here): that arm
     fails with the reason, the others still answer and are fused."""
     from ranklens.core import arms as arms_mod
-    from ranklens.core.types import Hit
+    from ranklens.core.base.types import Hit
 
     root = tmp_path / "repo"
     root.mkdir()
@@ -598,7 +598,7 @@ def test_an_arm_whose_ranking_breaks_the_rules_is_an_error_and_the_query_goes_on
 
 
 def test_a_running_engine_ranks_with_the_config_saved_between_its_queries(engine, sample_repo):
-    from ranklens.core.config import config_path, save_config
+    from ranklens.core.query.config import config_path, save_config
 
     assert engine.search("token").settings.k == engine.fusion().k
     save_config(sample_repo, {"dense": 2.5}, 17)

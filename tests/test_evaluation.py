@@ -9,7 +9,7 @@ import pytest
 from cli_helpers import run
 from hypothesis import given, settings, strategies as st
 
-from ranklens.core.config import default_config
+from ranklens.core.base.types import ConsolidatedHit, Hit, make_docid
 from ranklens.core.evaluation import (
     FUSED,
     K_GRID,
@@ -43,9 +43,9 @@ from ranklens.core.evaluation import (
     tune,
 )
 from ranklens.core.evaluation.tuning import _Scorer
-from ranklens.core.pipeline import fuse_rankings
-from ranklens.core.settings import FusionSettings
-from ranklens.core.types import ConsolidatedHit, Hit, make_docid
+from ranklens.core.query.config import default_config
+from ranklens.core.query.pipeline import fuse_rankings
+from ranklens.core.query.settings import FusionSettings
 
 
 def S(path, start, end):
@@ -501,7 +501,7 @@ _spans = st.tuples(st.sampled_from(["a.py", "b.py", "c.py"]), st.integers(1, 60)
 def test_tuning_scores_the_list_the_engine_ranks(arm_spans, weights, k):
     """The tuner re-fuses through the engine's own fusion: without the ranking stage its list
     is plain consolidation's, with it the stage's (one implementation, nothing to drift)."""
-    from ranklens.core.pipeline import QueryWork, rank
+    from ranklens.core.query.pipeline import QueryWork, rank
 
     arms = ["bm25", "dense", "symbols"][: len(arm_spans)]
     rankings = {
@@ -823,7 +823,7 @@ def test_eval_and_tune_usage_errors(sample_repo, sample_queries, args, message):
 
 
 def test_tune_save_then_query_and_eval_start_from_it(sample_repo, sample_queries):
-    from ranklens.core.config import config_path, load_config
+    from ranklens.core.query.config import config_path, load_config
 
     out = run("tune", str(sample_queries), "--root", str(sample_repo), "--folds", "2", "--json")
     assert out.returncode == 0, out.stderr
@@ -880,13 +880,13 @@ def test_tune_save_refuses_a_result_that_does_not_generalise(sample_repo, tmp_pa
     out = run("tune", str(path), "--root", str(sample_repo), "--folds", "2", "--save")
     assert out.returncode == 0, out.stderr
     assert "not saved" in out.stderr
-    from ranklens.core.config import config_path
+    from ranklens.core.query.config import config_path
 
     assert not config_path(sample_repo).exists()
 
 
 def test_a_broken_config_is_a_clean_error(sample_repo):
-    from ranklens.core.config import config_path
+    from ranklens.core.query.config import config_path
 
     path = config_path(sample_repo)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@ that fills up while writing, the index folder deleted under a running engine.
 
 Each kill runs a real child indexer (segments of ~50 chunks, so a cold build of this copy of
 ``core/`` commits a dozen generations) killed with SIGKILL at a named checkpoint
-(``RANKLENS_FAULT``, core.indexer) or after a random delay. The next run must serve a
+(``RANKLENS_FAULT``, core.index.indexer) or after a random delay. The next run must serve a
 consistent index (every chunk row resolvable, every arm answering, the chunk table matching
 the database and the files) and go on from what was committed.
 """
@@ -25,11 +25,12 @@ import numpy as np
 import pytest
 from index_checks import assert_fts_matches_chunks
 
-from ranklens.core import indexer, segments
-from ranklens.core._sqlite import sqlite3
+from ranklens.core.base._sqlite import sqlite3
 from ranklens.core.engine import INDEX_GONE, Engine
-from ranklens.core.segments import Manifest
-from ranklens.core.store import gen_dir_name
+from ranklens.core.index import indexer
+from ranklens.core.storage import segments
+from ranklens.core.storage.segments import Manifest
+from ranklens.core.storage.store import gen_dir_name
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +41,8 @@ ARMS = ("bm25", "fts5", "dense", "symbols", "lexical+ctx", "hybrid")
 CHILD = r"""
 import sys
 from pathlib import Path
-from ranklens.core import indexer, segments
+from ranklens.core.index import indexer
+from ranklens.core.storage import segments
 indexer.SEGMENT_CHUNKS = segments.SEGMENT_CHUNKS = 50
 segments.SMALL_SEGMENT = 12
 indexer.CHUNK_BATCH_BYTES = 20_000

@@ -1,4 +1,4 @@
-"""The freshness check (core.freshness): each kind of change is seen, with the listing when it
+"""The freshness check (core.index.freshness): each kind of change is seen, with the listing when it
 can change and without it when it cannot; a change inside an ignored folder is not seen at all."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from ranklens.core import freshness, indexer as indexer_mod
 from ranklens.core.engine import Engine
-from ranklens.core.freshness import SNAPSHOT_FILE
+from ranklens.core.index import freshness, indexer as indexer_mod
+from ranklens.core.index.freshness import SNAPSHOT_FILE
 
 HAS_GIT = shutil.which("git") is not None
 
@@ -90,7 +90,7 @@ def assert_as_a_whole_listing(engine, root, stats):
 def test_nothing_changed_lists_nothing_and_loads_no_model(tree, no_listing, monkeypatch):
     engine, first = build_unpatched(tree, monkeypatch)
 
-    from ranklens.core import embedding
+    from ranklens.core.text import embedding
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded")
@@ -370,7 +370,7 @@ def test_a_racy_ignore_file_is_compared_by_its_text(tmp_path, monkeypatch):
 def test_a_model_replaced_in_place_embeds_the_index_again(tree, monkeypatch):
     """A bundled or local model whose files change under the same spec (an upgrade, a rebuilt
     model) is seen by the check: the chunks are embedded again and the dense arm answers."""
-    from ranklens.core import embedding
+    from ranklens.core.text import embedding
 
     model = tree.parent / "model"
     shutil.copytree(embedding.DEFAULT_MODEL_DIR, model)

@@ -4,7 +4,7 @@ import random
 import pytest
 from hypothesis import given, strategies as st
 
-from ranklens.core.fusion import reciprocal_rank_fusion
+from ranklens.core.base.rrf import reciprocal_rank_fusion
 
 
 def test_rrf_formula_with_weights():

@@ -11,15 +11,8 @@ import pytest
 from cli_helpers import run
 from jsonschema import Draft202012Validator
 
-from ranklens.core.handoff import (
-    SCHEMA_FILE,
-    HandoffError,
-    handoff_schema,
-    span_lines,
-    span_text,
-    text_sha256,
-    validate_handoff,
-)
+from ranklens.core.base.handoff_schema import SCHEMA_FILE, HandoffError, handoff_schema, validate_handoff
+from ranklens.core.handoff import span_lines, span_text, text_sha256
 
 
 def test_the_schema_is_a_valid_2020_12_schema_shipped_in_the_package():

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def hint_from(cwd: Path, extra: str = "deep") -> str:
     run = subprocess.run(
-        [sys.executable, "-c", f"from ranklens.core.install_hint import pip_hint; print(pip_hint({extra!r}))"],
+        [sys.executable, "-c", f"from ranklens.core.base.install_hint import pip_hint; print(pip_hint({extra!r}))"],
         capture_output=True,
         text=True,
         timeout=60,

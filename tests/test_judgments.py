@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from ranklens.core.config import ConfigError, config_path, default_config, load_config, save_config
 from ranklens.core.evaluation import Span, load_queries
 from ranklens.core.judgments import judge, judgments_for, judgments_path, load_judgments, query_metrics
+from ranklens.core.query.config import ConfigError, config_path, default_config, load_config, save_config
 
 
 def test_judge_records_relevant_and_not_relevant_spans(tmp_path):
@@ -128,7 +128,8 @@ def test_config_defaults_save_and_validation(tmp_path):
 
 
 def test_the_shipped_defaults_follow_the_arms_installed(monkeypatch):
-    from ranklens.core import arms, config
+    from ranklens.core import arms
+    from ranklens.core.query import config
 
     monkeypatch.setattr(arms, "default_arms", lambda: ("bm25", "fts5", "dense", "symbols"))
     assert config.default_config() == {"weights": config.DEFAULT_WEIGHTS, "k": config.DEFAULT_K}

@@ -1,5 +1,5 @@
 """No wait without a bound: each file lock of ``core/`` held by another process, and what
-the waiter does (``core.locks``)."""
+the waiter does (``core.base.locks``)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from cli_helpers import lock_held_elsewhere, run
 
-from ranklens.core import judgments, locks
+from ranklens.core import judgments
 from ranklens.core.arms import deep
+from ranklens.core.base import locks
 from ranklens.core.engine import Engine
-from ranklens.core.indexer import INDEX_LOCK, Indexer
+from ranklens.core.index.indexer import INDEX_LOCK, Indexer
 
 CORE = Path(__file__).resolve().parent.parent / "core"
 

@@ -15,7 +15,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from ranklens.core.agent import _find_moved
-from ranklens.core.handoff import span_text, text_sha256, validate_handoff
+from ranklens.core.base.handoff_schema import validate_handoff
+from ranklens.core.handoff import span_text, text_sha256
 
 TOOLS = {"search", "read_span", "check_handoff", "index_status"}
 
@@ -109,7 +110,7 @@ async def test_tools_are_listed_with_schemas_and_the_first_search_builds_the_ind
         assert span["sha256"] == text_sha256(span["text"]) and span["truncated"] is False
         assert span["lines_in_file"] == 25
 
-        # Files written less than 2 s before they were listed are "racy" (core.freshness): the
+        # Files written less than 2 s before they were listed are "racy" (core.index.freshness): the
         # next check reads them again, so the server may be re-checking them at first. Once it
         # has, nothing changed: the same generation, not stale.
         deadline = time.monotonic() + 60

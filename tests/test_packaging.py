@@ -93,7 +93,7 @@ def test_an_installed_wheel_runs_the_command_the_module_and_the_ui(wheel, tmp_pa
     query = run(str(env_dir / "bin" / "ranklens"), "query", "how are passwords hashed", "--root", sample)
     assert query.returncode == 0 and query.stdout.startswith("app/auth.py"), query.stderr
     # The extra hint installs from where this copy came from (the wheel), with its interpreter.
-    hint = run(str(python), "-c", "from ranklens.core.install_hint import pip_hint; print(pip_hint('deep'))")
+    hint = run(str(python), "-c", "from ranklens.core.base.install_hint import pip_hint; print(pip_hint('deep'))")
     # (run here in tmp_path, so the interpreter is named by its path from here: venv/bin/python).
     assert hint.stdout.strip() == f"{python.relative_to(tmp_path)} -m pip install '{wheel}[deep]'", hint.stderr
     ui = run(

@@ -21,11 +21,11 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from partial_steps import FIRST_STEP_CHUNKS, small_steps_code
 
-from ranklens.core import indexer
+from ranklens.core.base.handoff_schema import validate_handoff
 from ranklens.core.engine import Engine
-from ranklens.core.handoff import validate_handoff
-from ranklens.core.indexer import index_order
-from ranklens.core.store import Partial
+from ranklens.core.index import indexer
+from ranklens.core.index.indexer import index_order
+from ranklens.core.storage.store import Partial
 
 QUESTIONS = ["parse the configuration file", "retry a failed request", "Scheduler", "render the template"]
 

@@ -1,4 +1,4 @@
-"""The query pipeline (core.pipeline): a re-fuse with other weights or k (a slider move) reruns
+"""The query pipeline (core.query.pipeline): a re-fuse with other weights or k (a slider move) reruns
 what the weights change and reuses what depends on the query alone, counted, not timed."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 
 from evals.rankings import FIXTURE_ROOT
-from ranklens.core import pipeline
 from ranklens.core.engine import Engine
-from ranklens.core.ranking import Stage
+from ranklens.core.query import pipeline
+from ranklens.core.query.ranking import Stage
 
 #: Slider positions: each arm's weight moved, k moved, one arm weighed 0, and back.
 MOVES = [

@@ -11,12 +11,12 @@ import textwrap
 
 import pytest
 
+from ranklens.core.base.types import ConsolidatedHit, Hit, make_docid
 from ranklens.core.evaluation import EvalRun, LabeledQuery, QueryRun, Setting, Span
 from ranklens.core.evaluation.tuning import _Scorer
-from ranklens.core.languages import language_for
-from ranklens.core.pipeline import fuse_rankings
-from ranklens.core.priors import RULES, apply_priors, describe, matching_rules
-from ranklens.core.types import ConsolidatedHit, Hit, make_docid
+from ranklens.core.query.pipeline import fuse_rankings
+from ranklens.core.query.priors import RULES, apply_priors, describe, matching_rules
+from ranklens.core.text.languages import language_for
 
 
 def names(path: str) -> list[str]:
@@ -358,7 +358,7 @@ def test_engine_fuse_applies_priors_by_default_with_the_arms_query(tmp_path):
 
 
 def test_tuning_refuses_with_the_priors_lifted_or_not_by_the_query():
-    from ranklens.core.settings import FusionSettings
+    from ranklens.core.query.settings import FusionSettings
 
     rankings = {
         "bm25": [_h("bm25", "tests/test_a.py", 1, 5, 1), _h("bm25", "a.py", 1, 5, 2), _h("bm25", "README.md", 1, 9, 3)],

@@ -1,4 +1,4 @@
-"""The ranking stage (core.ranking): one test per signal, then the stage through the engine."""
+"""The ranking stage (core.query.ranking): one test per signal, then the stage through the engine."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from dataclasses import replace
 
 import pytest
 
-from ranklens.core import consolidate, fusion
+from ranklens.core.base.types import Hit, make_docid
 from ranklens.core.engine import Engine
-from ranklens.core.labels import label_hits
-from ranklens.core.priors import adjuster
-from ranklens.core.ranking import DEFAULT_PARAMS, Params, Stage, name_parts, path_words, rank_files, shape
-from ranklens.core.types import Hit, make_docid
+from ranklens.core.query import consolidate, fusion
+from ranklens.core.query.labels import label_hits
+from ranklens.core.query.priors import adjuster
+from ranklens.core.query.ranking import DEFAULT_PARAMS, Params, Stage, rank_files
+from ranklens.core.text.names import name_parts, path_words, shape
 
 
 def hit(arm, path, start, end, rank, symbol=""):
@@ -80,7 +81,7 @@ def test_keywords_drop_stop_words_and_short_words():
     ],
 )
 def test_path_words_match_in_another_form(a, b, alike):
-    from ranklens.core.ranking import _alike
+    from ranklens.core.text.names import _alike
 
     assert _alike(a, b) is alike and _alike(b, a) is alike
 
@@ -406,7 +407,7 @@ def test_a_hits_words_are_those_of_its_names_and_of_each_breadcrumb():
     (without their paths), the same words as asking each apart."""
     import random
 
-    from ranklens.core.ranking import chunk_words, hit_words
+    from ranklens.core.text.names import chunk_words, hit_words
 
     rng = random.Random(3)
     names = ["parse_args", "ArgumentParser", "add_argument", "Thread.lock", "x", "HTTPHeaders", "read csv"]

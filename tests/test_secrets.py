@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from cli_helpers import run
 
-from ranklens.core import secrets
 from ranklens.core.engine import Engine
 from ranklens.core.handoff import envelope, span_sha256, span_text
-from ranklens.core.secrets import MARKER, find, is_secret_name, redact
-from ranklens.core.store import connect, unpack_text
+from ranklens.core.storage.store import connect, unpack_text
+from ranklens.core.text import secrets
+from ranklens.core.text.secrets import MARKER, find, is_secret_name, redact
 
 ARMS = ("bm25", "fts5", "dense", "symbols")
 _rng = random.Random(14)

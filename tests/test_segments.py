@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ranklens.core import indexer, segments
-from ranklens.core.chunktable import ChunkTable
 from ranklens.core.engine import Engine
-from ranklens.core.segments import Manifest, SegmentRef, plan_merges
+from ranklens.core.index import indexer
+from ranklens.core.storage import segments
+from ranklens.core.storage.chunktable import ChunkTable
+from ranklens.core.storage.segments import Manifest, SegmentRef, plan_merges
 from ranklens.core.vectors import VectorIndex
 
 CORE = Path(__file__).resolve().parents[1] / "core"

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from ranklens.core.engine import Engine, QueryError
+from ranklens.core.query.settings import FusionSettings
 from ranklens.core.session import Session
-from ranklens.core.settings import FusionSettings
 
 
 @pytest.fixture
@@ -87,8 +87,8 @@ def test_judging_toggles_and_the_metrics_follow(session):
 
 
 def test_files_are_read_redacted_and_exported_as_a_handoff(session):
-    from ranklens.core.handoff import validate_handoff
-    from ranklens.core.secrets import MARKER
+    from ranklens.core.base.handoff_schema import validate_handoff
+    from ranklens.core.text.secrets import MARKER
 
     (session.engine.root / "deploy.sh").write_text(
         "echo deploy\nAWS_SECRET_ACCESS_KEY=" + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY\n"

@@ -1,4 +1,4 @@
-"""core._sqlite: one SQLite binding for the whole process, sqlean.py's where installed; not a
+"""core.base._sqlite: one SQLite binding for the whole process, sqlean.py's where installed; not a
 SQLite whose unix VFS deadlocks (issue #19)."""
 
 import pytest
@@ -10,9 +10,11 @@ DEADLOCKING = {(3, 51, 0), (3, 51, 1)}
 
 
 def test_every_module_uses_the_one_binding():
-    from ranklens.core import _sqlite, bm25, indexer, store
     from ranklens.core.arms import fts5
     from ranklens.core.arms.deep import build as deep_build
+    from ranklens.core.base import _sqlite
+    from ranklens.core.index import indexer
+    from ranklens.core.storage import bm25, store
 
     for module in (bm25, indexer, store, deep_build, fts5):
         assert module.sqlite3 is _sqlite.sqlite3, module.__name__
@@ -20,7 +22,7 @@ def test_every_module_uses_the_one_binding():
 
 def test_the_binding_is_sqlean_and_not_a_deadlocking_sqlite():
     pytest.importorskip("sqlean")
-    from ranklens.core._sqlite import sqlite3
+    from ranklens.core.base._sqlite import sqlite3
 
     assert sqlite3.__name__ == "sqlean.dbapi2"
     assert sqlite3.sqlite_version_info not in DEADLOCKING, sqlite3.sqlite_version
@@ -34,7 +36,7 @@ def _builds_and_queries(tmp_path, env_lines: str, expect: str) -> str:
     root.mkdir()
     (root / "a.py").write_text("def parse_arguments(argv):\n    return argv\n")
     return (
-        "import sys, os\n" + env_lines + "from ranklens.core._sqlite import sqlite3\n"
+        "import sys, os\n" + env_lines + "from ranklens.core.base._sqlite import sqlite3\n"
         f"assert sqlite3.__name__ == {expect!r}, sqlite3.__name__\n"
         "from ranklens.core.engine import Engine\n"
         f"e = Engine({str(root)!r}, cache_dir=__import__('pathlib').Path({str(tmp_path / 'cache')!r}))\n"

@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 from hypothesis import given, strategies as st
 
-from ranklens.core._sqlite import sqlite3
 from ranklens.core.arms.dense import VECTORS_FILE
 from ranklens.core.arms.protocol import IndexSettings
-from ranklens.core.atomic import link_identical, publish_folder
+from ranklens.core.base._sqlite import sqlite3
+from ranklens.core.base.atomic import link_identical, publish_folder
 from ranklens.core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file
 from ranklens.core.engine import Engine
-from ranklens.core.languages import language_for
-from ranklens.core.store import pack_text, unpack_text
+from ranklens.core.storage.store import pack_text, unpack_text
+from ranklens.core.text.languages import language_for
 from ranklens.core.vectors import VectorIndex
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"

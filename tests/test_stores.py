@@ -322,8 +322,8 @@ def test_a_lite_store_held_by_another_process_is_refused(tmp_path, sample_repo):
 
 @needs_milvus
 def test_a_second_indexer_of_a_repository_waits_then_refuses(tmp_path):
-    from ranklens.core.stores import StoreError, parse_store
-    from ranklens.core.stores.milvus import MilvusStore, RepoLease
+    from ranklens.core.backends import StoreError, parse_store
+    from ranklens.core.backends.milvus import MilvusStore, RepoLease
 
     store = MilvusStore(parse_store(str(tmp_path / "lease.db")))
     store.create("m", 2)
@@ -437,7 +437,7 @@ def test_two_folders_of_one_name_do_not_replace_each_other(shared, tmp_path):
 
 @needs_milvus
 def test_the_store_can_be_named_once(tmp_path, sample_repo):
-    from ranklens.core.config import config_path
+    from ranklens.core.query.config import config_path
 
     db = str(tmp_path / "once.db")
     out = run("index", str(sample_repo), "--json", env={"RANKLENS_STORE": db})
@@ -457,7 +457,7 @@ def test_the_store_can_be_named_once(tmp_path, sample_repo):
 
 
 def test_a_re_tune_keeps_the_store_named_in_the_config(sample_repo):
-    from ranklens.core.config import config_path, save_config
+    from ranklens.core.query.config import config_path, save_config
 
     path = config_path(sample_repo)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -505,17 +505,17 @@ def test_an_arm_a_shared_store_does_not_serve_is_said(shared, sample_repo):
     ]
 
 
-# -- the same scores as the local arms (core.stores.sparse) -------------------------------------
+# -- the same scores as the local arms (core.backends.sparse) -------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Real code for the parity tests: a few of ranklens's own modules and docs.
 REAL_FILES = [
-    "core/tokenize.py",
-    "core/fusion.py",
+    "core/text/tokenize.py",
+    "core/query/fusion.py",
     "core/arms/fts5.py",
     "core/arms/symbols.py",
     "core/arms/bm25.py",
-    "core/stores/__init__.py",
+    "core/backends/__init__.py",
     "docs/architecture.md",
 ]
 PARITY_QUERIES = [
@@ -538,9 +538,9 @@ def _copy_real(dest: Path, files=REAL_FILES) -> Path:
 
 
 def _engines(root: Path, db: Path, repo: str | None = None):
+    from ranklens.core.backends import parse_store
     from ranklens.core.engine import Engine
-    from ranklens.core.stores import parse_store
-    from ranklens.core.stores.milvus_engine import MilvusEngine, index_into_store
+    from ranklens.core.milvus_engine import MilvusEngine, index_into_store
 
     local = Engine(root, cache_dir=root.parent / "cache")
     local.ensure_index()
@@ -594,7 +594,7 @@ def test_statistics_are_per_repository_in_one_collection(tmp_path):
     # Over both repositories a query weighs its terms by their frequency in both: "reciprocal"
     # is common in A, so it counts for less than in B alone (nothing, when its idf over both
     # comes to 0: how many chunks B's files make moves that line).
-    from ranklens.core.stores.sparse import query_vector, term_index
+    from ranklens.core.backends.sparse import query_vector, term_index
 
     both = shared_b.term_stats["bm25"].summed([s[0]["bm25"] for s in shared_b.store.stats(["a", "b"]).values()])
     i = term_index("reciprocal")
@@ -606,14 +606,14 @@ def test_statistics_are_per_repository_in_one_collection(tmp_path):
 
 @needs_milvus
 def test_statistics_follow_updates_and_weights_are_redone_past_the_drift(tmp_path):
-    from ranklens.core.stores.milvus_engine import index_into_store
-    from ranklens.core.stores.sparse import REWEIGHT_DRIFT
+    from ranklens.core.backends.sparse import REWEIGHT_DRIFT
+    from ranklens.core.milvus_engine import index_into_store
 
     root = _copy_real(tmp_path / "real")
     local, shared, _ = _engines(root, tmp_path / "s.db")
     # A small change: the statistics move with it (exactly), the stored weights keep their
     # average length while it stays within the drift: scores within that bound.
-    fusion = root / "core/fusion.py"
+    fusion = root / "core/query/fusion.py"
     fusion.write_text(fusion.read_text(encoding="utf-8").replace('"""', '"""Weighted. ', 1), encoding="utf-8")
     local.ensure_index()
     summary = index_into_store(shared)
@@ -648,8 +648,8 @@ def test_statistics_follow_updates_and_weights_are_redone_past_the_drift(tmp_pat
 
 @needs_milvus
 def test_statistics_left_dirty_by_a_killed_pass_are_counted_again(tmp_path):
-    from ranklens.core.stores.milvus_engine import index_into_store
-    from ranklens.core.stores.sparse import TermStats
+    from ranklens.core.backends.sparse import TermStats
+    from ranklens.core.milvus_engine import index_into_store
 
     root = _copy_real(tmp_path / "real")
     local, shared, _ = _engines(root, tmp_path / "s.db")

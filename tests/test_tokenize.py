@@ -1,4 +1,4 @@
-from ranklens.core.tokenize import code_tokens, compounds, identifiers, query_terms, split_identifier
+from ranklens.core.text.tokenize import code_tokens, compounds, identifiers, query_terms, split_identifier
 
 
 def test_identifiers_stay_whole_and_lowercase():

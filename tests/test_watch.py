@@ -1,6 +1,6 @@
 """Freshness as a user meets it: a file saved just before a query is answered from its new text,
 a new file appears, a deleted file's hits vanish, through the real CLI; and the inotify watcher
-of a long-lived process (core.watch) sees the same changes while stat'ing only what changed."""
+of a long-lived process (core.index.watch) sees the same changes while stat'ing only what changed."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import sys
 import pytest
 from cli_helpers import run
 
-from ranklens.core import freshness
 from ranklens.core.engine import Engine
+from ranklens.core.index import freshness
 
 HAS_GIT = shutil.which("git") is not None
 LINUX = sys.platform.startswith("linux")

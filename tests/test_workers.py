@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ranklens.core.workers import WorkerError, ordered_map
+from ranklens.core.index.workers import WorkerError, ordered_map
 
 
 @pytest.mark.parametrize("processes", [1, 3])

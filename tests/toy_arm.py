@@ -13,9 +13,9 @@ import json
 import numpy as np
 
 from ranklens.core.arms.protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation
-from ranklens.core.store import IndexView
-from ranklens.core.tokenize import code_tokens
-from ranklens.core.types import STRUCTURAL, Hit
+from ranklens.core.base.types import STRUCTURAL, Hit
+from ranklens.core.storage.store import IndexView
+from ranklens.core.text.tokenize import code_tokens
 
 FILE = "names.json"
 

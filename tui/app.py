@@ -37,11 +37,11 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
 
+from ranklens.core.base.types import ConsolidatedHit
 from ranklens.core.engine import ArmResult, Engine, QueryError
 from ranklens.core.judgments import QueryJudgments
+from ranklens.core.query.settings import FusedBy, FusionSettings
 from ranklens.core.session import Session
-from ranklens.core.settings import FusedBy, FusionSettings
-from ranklens.core.types import ConsolidatedHit
 from ranklens.tui.handoff import HandoffActions
 from ranklens.tui.indexing import IndexOrchestration
 from ranklens.tui.messages import ArmFinished, while_open

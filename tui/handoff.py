@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 
 from textual.app import SuspendNotSupported
 
-from ranklens.core.handoff import default_handoff_path, write_json_atomic
+from ranklens.core.base.atomic import write_json_atomic
+from ranklens.core.handoff import default_handoff_path
 from ranklens.tui.screens.export import ExportScreen, shown_path
 
 if TYPE_CHECKING:
-    from ranklens.core.types import ConsolidatedHit
+    from ranklens.core.base.types import ConsolidatedHit
 
 
 def describe_write_error(path: Path, error: OSError) -> str:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from textual.worker import Worker, WorkerState
 
 from ranklens.core.arms.protocol import IndexStats
-from ranklens.core.indexer import STAGES, Progress
+from ranklens.core.index.indexer import STAGES, Progress
 from ranklens.tui.messages import (
     DeepDone,
     DeepProgress,

@@ -18,8 +18,8 @@ from textual.message import Message
 
 from ranklens.core.arms.protocol import IndexStats
 from ranklens.core.engine import ArmResult
-from ranklens.core.indexer import Progress
-from ranklens.core.store import Partial
+from ranklens.core.index.indexer import Progress
+from ranklens.core.storage.store import Partial
 
 
 @dataclass

@@ -4,8 +4,8 @@ An arm turns a query into a ranking of chunks of the loaded index. Each arm modu
 its ``SPEC`` (:class:`ArmSpec`: name, family, shipped weights, how it opens, and how it
 builds and updates its part of a generation, :class:`core.arms.protocol.ArmBuild`), and
 :data:`MODULES` lists the modules: :data:`REGISTRY`, the indexer's build, the default arms,
-the shipped weights (:mod:`core.config`) and the command line's arm lists all derive from it,
-so adding an arm is its module and a line there (``tests/toy_arm.py`` is one). An arm opens over a loaded :class:`core.store.IndexView`; one
+the shipped weights (:mod:`core.query.config`) and the command line's arm lists all derive from it,
+so adding an arm is its module and a line there (``tests/toy_arm.py`` is one). An arm opens over a loaded :class:`core.storage.store.IndexView`; one
 that cannot open (missing dependency, no model) raises :class:`ArmUnavailable` and is
 skipped with that one-line reason.
 

@@ -1,4 +1,4 @@
-"""Shared body of the arms served from a :class:`core.bm25.BM25Matrix`: the search, and the
+"""Shared body of the arms served from a :class:`core.storage.bm25.BM25Matrix`: the search, and the
 build that writes each segment's postings and each generation's statistics."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ..store import IndexView
-from ..tokenize import code_tokens, query_terms
-from ..types import Chunk, Hit
+from ..base.types import Chunk, Hit
+from ..storage.store import IndexView
+from ..text.tokenize import code_tokens, query_terms
 from .protocol import ArmBuild, Documents, Generation, SegmentMerge
 
 
@@ -36,7 +36,7 @@ class MatrixArm:
 
     def query_tokens(self, query: str) -> list[str]:
         """The query's tokens; with :attr:`compounds`, also its runs of words joined as one
-        identifier that the index holds (:func:`core.tokenize.query_terms`)."""
+        identifier that the index holds (:func:`core.text.tokenize.query_terms`)."""
         if not self.compounds:
             return code_tokens(query)
         return query_terms(query, lambda terms: [c is not None for c in self.matrix.vocab.columns(terms)])
@@ -112,7 +112,7 @@ class MatrixBuild(ArmBuild):
         self.documents = Documents(fields, include)
 
     def write(self, gen: Generation) -> None:
-        from ..bm25 import CorpusStats, Postings
+        from ..storage.bm25 import CorpusStats, Postings
 
         removed = []
         for seg, ids in gen.removed_by_segment():
@@ -135,7 +135,7 @@ class MatrixBuild(ArmBuild):
         prev.updated(len(gen.vocab), removed, added).save(gen.out, self.name)
 
     def merge(self, gen: Generation, merge: SegmentMerge) -> None:
-        from ..bm25 import Postings
+        from ..storage.bm25 import Postings
 
         parts = []
         for folder in merge.sources:

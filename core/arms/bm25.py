@@ -7,7 +7,7 @@ words than the code's still meets the file and function names that say what the 
 
 from __future__ import annotations
 
-from ..types import LEXICAL
+from ..base.types import LEXICAL
 from ._matrix import MatrixArm, MatrixBuild
 from .protocol import ArmSpec
 

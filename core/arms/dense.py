@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..store import IndexView, unpack_text
-from ..types import SEMANTIC, Chunk, Hit
+from ..base.types import SEMANTIC, Chunk, Hit
+from ..storage.store import IndexView, unpack_text
 from .protocol import ArmBuild, ArmSpec, ArmUnavailable, Generation, SegmentMerge
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class DenseArm:
         paths = [d / VECTORS_FILE for d in view.segment_dirs]
         if not all(p.exists() for p in paths):
             raise ArmUnavailable("no vectors in this index (re-run `ranklens index`)")
-        from ..embedding import ModelUnavailable, load_model
+        from ..text.embedding import ModelUnavailable, load_model
         from ..vectors import SegmentedVectors, VectorIndex
 
         try:
@@ -115,7 +115,7 @@ class DenseBuild(ArmBuild):
     def model(self):
         """(the model, None) or (None, why it cannot load); loaded once per update."""
         if self._model is None:
-            from ..embedding import ModelUnavailable, load_model
+            from ..text.embedding import ModelUnavailable, load_model
 
             try:
                 self._model = (load_model(self.spec), None)
@@ -242,7 +242,7 @@ class EmbedChunks:
     spec: str | None
 
     def __call__(self, chunks: list[Chunk]) -> tuple[str, np.ndarray] | None:
-        from ..embedding import ModelUnavailable, load_model
+        from ..text.embedding import ModelUnavailable, load_model
 
         if self.spec in _UNAVAILABLE:
             return None

@@ -43,10 +43,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._sqlite import sqlite3
-from ..store import IndexView, unpack_text
-from ..tokenize import identifiers
-from ..types import LEXICAL, Chunk, Hit
+from ..base._sqlite import sqlite3
+from ..base.types import LEXICAL, Chunk, Hit
+from ..storage.store import IndexView, unpack_text
+from ..text.tokenize import identifiers
 from .protocol import ArmBuild, ArmSpec, Generation
 
 PRUNE_FRACTION = 0.1

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fusion import reciprocal_rank_fusion
-from ..store import IndexView
-from ..types import SEMANTIC, Hit
+from ..base.rrf import reciprocal_rank_fusion
+from ..base.types import SEMANTIC, Hit
+from ..storage.store import IndexView
 from .bm25 import Bm25Arm
 from .dense import DenseArm
 from .protocol import ArmSpec

@@ -9,7 +9,7 @@ the text's, and an update edits the matrix in place), so opening it reads a few 
 
 from __future__ import annotations
 
-from ..types import LEXICAL
+from ..base.types import LEXICAL
 from ._matrix import MatrixArm, MatrixBuild
 from .protocol import ArmSpec
 

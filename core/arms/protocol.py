@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 
-from ..types import DEFAULT_OVERLAP, DEFAULT_WINDOW, Chunk, Hit
+from ..base.types import DEFAULT_OVERLAP, DEFAULT_WINDOW, Chunk, Hit
 
 if TYPE_CHECKING:
-    from .._sqlite import sqlite3
-    from ..bm25 import IndexVocabulary, TokenMerger, Vocabulary
+    from ..base._sqlite import sqlite3
     from ..discovery import DiscoveryOptions
-    from ..store import IndexView
+    from ..storage.bm25 import IndexVocabulary, TokenMerger, Vocabulary
+    from ..storage.store import IndexView
 
 
 def _discovery_options() -> DiscoveryOptions:

@@ -21,8 +21,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..ranking import name_key, path_depth, qualifiers, shape, stem_key
-from ..types import STRUCTURAL, Chunk, Hit
+from ..base.types import STRUCTURAL, Chunk, Hit
+from ..text.names import name_key, path_depth, qualifiers, shape, stem_key
 from ._matrix import MatrixArm, MatrixBuild
 from .protocol import ArmSpec
 

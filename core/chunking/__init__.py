@@ -1,6 +1,6 @@
 """Split a file into retrievable chunks: size-budgeted definitions, or line windows.
 
-Files in :data:`core.languages.TREE_SITTER_LANGUAGES` are cut along their definitions
+Files in :data:`core.text.languages.TREE_SITTER_LANGUAGES` are cut along their definitions
 (function, method, class, struct, trait, Markdown section …) under a budget of ``window``
 lines a chunk: small neighbours are packed together, a long class is cut between its
 methods, a long function into overlapping pieces that consolidation shows as one hit (see
@@ -25,8 +25,8 @@ Python-side span work.
 
 from __future__ import annotations
 
-from ..languages import language_for
-from ..types import Chunk
+from ..base.types import Chunk
+from ..text.languages import language_for
 from .budget import PIECE, Budget
 from .comments import MAX_DOCSTRING
 from .reading import MAX_SIGNATURE, safe_definitions

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..types import Chunk
+from ..base.types import Chunk
 from .comments import MAX_DOCSTRING, comment_block
 from .reading import MAX_SIGNATURE
 from .specs import Spec

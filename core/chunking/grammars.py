@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from ..languages import TREE_SITTER_LANGUAGES
+from ..text.languages import TREE_SITTER_LANGUAGES
 from .specs import SPECS, Spec
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..types import Chunk
+from ..base.types import Chunk
 from .comments import comment_above
 from .grammars import Grammar, grammar_for, parser_for
 from .specs import SECTION, Spec

@@ -13,7 +13,7 @@ with plain windows and plain definitions per arm is in the README (issue #5, ste
 
 from __future__ import annotations
 
-from ..types import DEFAULT_OVERLAP, DEFAULT_WINDOW, Chunk
+from ..base.types import DEFAULT_OVERLAP, DEFAULT_WINDOW, Chunk
 
 # Why 40/10: see "Defaults" in the module docstring (chunk count vs whole-definition coverage).
 

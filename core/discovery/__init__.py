@@ -15,7 +15,7 @@ Listing modes
 
 In both modes ``.ignore`` and ``.ranklensignore`` files (gitignore syntax, any level),
 :data:`BUILTIN_EXCLUDED_DIRS`, hidden files and folders (names starting with a dot),
-secret-looking (:func:`core.secrets.is_secret_name`) and known-binary file names, the size
+secret-looking (:func:`core.text.secrets.is_secret_name`) and known-binary file names, the size
 limit and the caller's :class:`DiscoveryOptions` apply on top. ``no_ignore`` and ``hidden``
 mean what ripgrep's ``--no-ignore`` and ``--hidden`` mean: no ignore file of any kind is
 read (nor git's own: the listing then holds untracked ignored files too), and hidden
@@ -37,7 +37,7 @@ Modules: :mod:`~core.discovery.listing` (:func:`discover`, :func:`explain`),
 :mod:`~core.discovery.ignore` (ignore-file matching), :mod:`~core.discovery.results` (what is
 reported), :mod:`~core.discovery.read` (reading a file: :func:`read_text`, :func:`load_text`) and
 :mod:`~core.discovery.relist` (a walk-mode listing redone in the folders that changed, for
-:mod:`core.freshness`).
+:mod:`core.index.freshness`).
 """
 
 from .listing import discover, explain

@@ -167,7 +167,7 @@ def _read_ignore_lines(
 
 
 def digest(text: str) -> str:
-    """What an ignore file's text is compared by (core.freshness: the text a listing used)."""
+    """What an ignore file's text is compared by (core.index.freshness: the text a listing used)."""
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -8,8 +8,8 @@ import stat as stat_mod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..handoff import is_handoff_text
-from ..secrets import is_secret_name, redact
+from ..base.handoff_schema import is_handoff_text
+from ..text.secrets import is_secret_name, redact
 from .results import (
     REASON_BINARY,
     REASON_CREDENTIALS,
@@ -29,7 +29,7 @@ class Loaded:
 
     ``text`` is None when the file is refused, ``reason`` then says why (see
     :func:`read_text`); ``redacted`` are the 1-based numbers of the lines
-    :func:`core.secrets.redact` replaced.
+    :func:`core.text.secrets.redact` replaced.
     """
 
     text: str | None
@@ -113,7 +113,7 @@ def read_text(root: Path | str, entry_or_path: FileEntry | str, max_bytes: int =
         ``(text, "")`` on success: decoded as UTF-8 with invalid bytes replaced, a
         leading BOM removed, CRLF/CR line ends turned into LF, and every line holding a
         credential (a private-key block, a token in a well-known format) replaced by
-        :data:`core.secrets.MARKER` (:func:`core.secrets.redact`). Otherwise
+        :data:`core.text.secrets.MARKER` (:func:`core.text.secrets.redact`). Otherwise
         ``(None, reason)`` with reason ``"binary"`` (NUL byte in the first 8 KiB),
         ``"private key"`` (nothing but private-key blocks: PEM/OpenSSH/PGP/PuTTY),
         ``"credentials only"`` (nothing but lines holding tokens), ``"ranklens handoff"`` (a

@@ -1,6 +1,6 @@
 """A walk-mode listing redone only in the folders that changed since the last one.
 
-A file added, removed or renamed changes its folder; :mod:`core.freshness` finds those folders
+A file added, removed or renamed changes its folder; :mod:`core.index.freshness` finds those folders
 by stat. Each is listed again with the ignore layers of its ancestors (their ignore files have
 not changed, or the freshness check would have asked for a whole listing), a new sub-folder is
 walked whole, and what the last listing held directly in those folders (files, passed-over

@@ -17,7 +17,7 @@ REASON_OUTSIDE_ROOT = "symlink outside root"
 REASON_UNREADABLE_DIR = "unreadable directory"
 REASON_PRIVATE_KEY = "private key"
 REASON_CREDENTIALS = "credentials only"
-REASON_HANDOFF = "ranklens handoff"  # an export of ranklens itself (core.handoff.is_handoff_text)
+REASON_HANDOFF = "ranklens handoff"  # an export of ranklens itself (core.base.handoff_schema.is_handoff_text)
 
 # Built-in rules that pass entries over without a per-path skip report: ranklens's own
 # scope, not a file the user may have expected to be indexed one by one.
@@ -39,7 +39,7 @@ class FileEntry:
     path: str
     size: int
     mtime_ns: int
-    ctime_ns: int = field(default=0, compare=False)  # for core.freshness; 0 when not known
+    ctime_ns: int = field(default=0, compare=False)  # for core.index.freshness; 0 when not known
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class DiscoveryResult:
     skipped: list[tuple[str, str]]
     excluded: list[Exclusion] = field(default_factory=list)
     mode: str = "walk"  # "git": git's listing; "walk": the tree walked
-    #: What a later change to the listing would change (:mod:`core.freshness` stats them
+    #: What a later change to the listing would change (:mod:`core.index.freshness` stats them
     #: instead of listing again): every folder whose entries were listed (relative, "" for the
     #: root) -> its ctime in ns, taken before it was listed (an entry added, removed or renamed
     #: changes it), and every other file whose edit can change the listing (ignore files read,

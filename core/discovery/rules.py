@@ -14,7 +14,7 @@ import stat as stat_mod
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..secrets import is_secret_name
+from ..text.secrets import is_secret_name
 from .ignore import _compile, _Layer
 from .results import (
     REASON_BINARY,
@@ -216,7 +216,7 @@ class DiscoveryOptions:
         Larger files are skipped as ``"too large"``.
     hidden : bool or None
         Keep hidden files and folders (ripgrep's ``--hidden``). None is False here; the
-        indexer reads None as "as the index was last built" (:mod:`core.indexer`).
+        indexer reads None as "as the index was last built" (:mod:`core.index.indexer`).
     no_ignore : bool or None
         Read no ignore file (``.gitignore``, ``.ignore``, ``.ranklensignore``, git's
         ``info/exclude`` and global excludes; ripgrep's ``--no-ignore``). The built-in

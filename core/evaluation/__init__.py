@@ -8,7 +8,7 @@ means), :mod:`~core.evaluation.runner` (every query once per arm, rankings cache
 :mod:`~core.evaluation.tuning` (weights and k by coordinate ascent, cross-validated).
 
 Each query is run once per arm through :meth:`core.engine.Engine.search` with the run's
-:class:`core.settings.FusionSettings`; every arm is scored on its own top 10 as a
+:class:`core.query.settings.FusionSettings`; every arm is scored on its own top 10 as a
 single-retriever query shows it (its pool re-ordered by the priors when the ranking stage is
 on) and the fused list on the consolidated hits. Tuning re-fuses the cached rankings through
 the engine's own fusion (no arm runs again), so it optimises the list a user sees.

@@ -201,7 +201,7 @@ def _note_ignored(source: str, ignored: set[str], notify: Notify | None) -> None
 
 
 def _query_text(obj: dict, bad: Callable[[str], EvalFileError]) -> str:
-    from ..engine import QueryError, check_query
+    from ..query.pipeline import QueryError, check_query
 
     query = obj.get("query")
     if not isinstance(query, str):

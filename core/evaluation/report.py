@@ -39,7 +39,7 @@ def calibration(run: EvalRun) -> dict:
     Read from each hit as fusion labelled it, whatever the rule; a level the rule adds is
     listed after the three known ones.
     """
-    from ..labels import HIGH, LOW, MEDIUM
+    from ..query.labels import HIGH, LOW, MEDIUM
 
     counts: dict[str, list[int]] = {level: [0, 0] for level in (HIGH, MEDIUM, LOW)}
     for qr in run.queries:

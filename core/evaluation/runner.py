@@ -2,7 +2,7 @@
 and for tuning.
 
 Each query is run once per arm through :meth:`core.engine.Engine.search` with the run's
-:class:`core.settings.FusionSettings`; every arm is scored on its own top 10 as a
+:class:`core.query.settings.FusionSettings`; every arm is scored on its own top 10 as a
 single-retriever query shows it (its pool re-ordered by the priors when the ranking stage is
 on) and the fused list on the consolidated hits.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..settings import FusedBy, FusionSettings
+from ..query.settings import FusedBy, FusionSettings
 from .labels import LabeledQuery
 from .metrics import TOP_K
 
@@ -68,7 +68,7 @@ def run_queries(
     priors when ``settings.priors``). Arms are opened before the first query, so latencies do
     not include loading them.
     """
-    from ..engine import rank_single
+    from ..query.pipeline import rank_single
 
     extra = [a for a in dict.fromkeys(also) if a not in settings.arms]
     runs: list[QueryRun] = []

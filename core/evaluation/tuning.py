@@ -43,8 +43,8 @@ class _Scorer:
     """Mean fused nDCG@10 of a set of queries for a setting, from cached rankings.
 
     Each query's per-query work (its groups, the stage's reading of it) is made once
-    (:class:`core.pipeline.QueryWork`: it does not depend on the weights or k); every setting
-    is then ranked from it by :func:`core.pipeline.rank`, the function the engine itself ranks
+    (:class:`core.query.pipeline.QueryWork`: it does not depend on the weights or k); every setting
+    is then ranked from it by :func:`core.query.pipeline.rank`, the function the engine itself ranks
     with (RRF, then the ranking stage when the run's settings have it on; the chunk step
     needs the index and is left out).
     """
@@ -57,7 +57,7 @@ class _Scorer:
     def _work(self, i: int):
         found = self._works.get(i)
         if found is None:
-            from ..pipeline import QueryWork
+            from ..query.pipeline import QueryWork
 
             qr = self.run.queries[i]
             rankings = {a: qr.rankings[a] for a in self.run.arms if a in qr.rankings}
@@ -65,7 +65,7 @@ class _Scorer:
         return found
 
     def hits(self, setting: Setting, i: int) -> list:
-        from ..pipeline import rank
+        from ..query.pipeline import rank
 
         work = self._work(i)
         if work is None:
@@ -140,14 +140,14 @@ def folds(n: int, k: int = FOLDS, seed: int = SEED) -> list[list[int]]:
 def tune(run: EvalRun, *, n_folds: int = FOLDS, seed: int = SEED, rounds: int = ROUNDS) -> dict:
     """Tune the configuration's weights and k on cached rankings, with k-fold cross-validation.
 
-    Returns the default (the shipped defaults of :mod:`core.config`) and tuned settings with
+    Returns the default (the shipped defaults of :mod:`core.query.config`) and tuned settings with
     their nDCG@10 on all queries (in sample),
     and per fold the train and held-out nDCG@10 of the default and of the setting tuned on
     that fold's train part; ``improves`` says whether tuning beat the default held-out.
     """
     if len(run.arms) < 2:
         raise ValueError("tuning needs at least two fused arms")
-    from ..config import default_config
+    from ..query.config import default_config
 
     scorer = exact = _Scorer(run)
     n = len(run.queries)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import npyfile
-from ..atomic import atomic_write
+from ..base import npyfile
+from ..base.atomic import atomic_write
 
 __all__ = ["Float32Scan", "Int8Scan", "SignBits", "nearest_by_bits", "numkong"]
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_write, fsync_dir
+from ..base.atomic import atomic_write, fsync_dir
 from .scan import Int8Scan, SignBits
 
 _MAGIC = b"RLVECIDX"

@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from ..core.errors import RequestError
+from ..core.base.errors import RequestError
 from . import evaluate, index, query, serve, why
 from .common import PACKAGE, _note
 from .index import Terminated
@@ -111,18 +111,18 @@ def main(argv: list[str] | None = None) -> int:
         _note("interrupted")
         return 130
     except Exception as exc:
-        if isinstance(exc, _raised("core.store", "IndexWriteError")):
+        if isinstance(exc, _raised("core.storage.store", "IndexWriteError")):
             # disk full, a file-size limit: the previous index serves
             _note(f"error: {exc.args[-1]}")
         elif isinstance(
             exc,
-            _raised("core.stores", "StoreError")
+            _raised("core.backends", "StoreError")
             + _raised("core.service", "NoAnswer")
-            + _raised("core.locks", "LockBusy"),
+            + _raised("core.base.locks", "LockBusy"),
         ):
             # a shared store down, refusing the token, missing or of another format; every
             # arm asked for was skipped (each said why above); another process held a lock
-            # past its budget (core.locks)
+            # past its budget (core.base.locks)
             _note(f"error: {exc}")
         else:  # the promise: a one-line message, never a traceback
             _note(f"internal error: {type(exc).__name__}: {exc}")

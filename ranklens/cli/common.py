@@ -9,7 +9,7 @@ import click
 # ranking stage) loads when a command runs, so `--version`, `--help` and `why` start in a
 # fraction of the time (benchmarks/bench_startup.py). Help texts that name the arms, the
 # priors or the engine's limits hold placeholders filled when they are shown (_LazyHelp).
-from ..core.errors import RequestError
+from ..core.base.errors import RequestError
 
 #: The import package these commands belong to (``ranklens``): ``core.…`` is ``ranklens.core.…``.
 PACKAGE = __package__.rpartition(".")[0]
@@ -19,7 +19,7 @@ def _help_values() -> dict[str, str]:
     """The placeholders of the help texts, read from the registry and the engine (loaded now)."""
     from ..core.arms import REGISTRY, always_fused, optional_defaults
     from ..core.engine import CANDIDATE_DEPTH, MAX_TOP_K
-    from ..core.priors import RULES
+    from ..core.query.priors import RULES
 
     return {
         # What "all" fuses (the same text whatever is installed here).

@@ -27,7 +27,7 @@ from .index import _run_index
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
-    from ..core.settings import FusionSettings
+    from ..core.query.settings import FusionSettings
 
 
 def _load_labeled(path: str):
@@ -268,8 +268,8 @@ def tune(
     """
     from ..core.engine import DEFAULT_TOP_K, QueryError
     from ..core.evaluation import tune as tune_fusion
+    from ..core.query.settings import FusionSettings
     from ..core.service import fused_arms, open_engine
-    from ..core.settings import FusionSettings
 
     arms = fused_arms(retriever)
     if len(arms) < 2:
@@ -295,7 +295,7 @@ def tune(
     result["saved"] = None
     if save:
         if result["improves"] or force:
-            from ..core.config import save_config
+            from ..core.query.config import save_config
 
             cv = result["cross_validation"]
             extra = {

@@ -20,12 +20,12 @@ if TYPE_CHECKING:
 
 def _survey(root: str, fresh: bool = False):
     """Start the freshness check's stat pass for ``root`` in a child process, before the engine
-    (numpy, the arms) is imported: the two overlap (:class:`core.freshness.Survey`). None when
+    (numpy, the arms) is imported: the two overlap (:class:`core.index.freshness.Survey`). None when
     there is nothing to check or no child can do it."""
     if fresh:
         return None
-    from ..core.freshness import Survey
-    from ..core.store import index_dir
+    from ..core.index.freshness import Survey
+    from ..core.storage.store import index_dir
 
     try:
         path = Path(root).expanduser().resolve()
@@ -71,7 +71,7 @@ def _run_index(
     pass, started by :func:`_survey`. ``max_wait``: when a pass that commits in steps (a first
     build, a large change) is still going on after this many seconds, stop it there and answer
     from what it committed (:func:`_index_within`)."""
-    from ..core.store import IndexWriteError
+    from ..core.storage.store import IndexWriteError
 
     try:
         if max_wait is None:
@@ -200,7 +200,7 @@ def _run_index_stages(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
-    from ..core.indexer import STAGES, Progress
+    from ..core.index.indexer import STAGES, Progress
 
     console = Console(stderr=True)
     with Bar(
@@ -320,7 +320,7 @@ def index(
             t0 = time.perf_counter()
         engine = first if i == 0 else open_engine(root, model, _note, hidden, no_ignore, store=store)
         if deep is not None:
-            from ..core.config import ConfigError, set_deep
+            from ..core.query.config import ConfigError, set_deep
 
             try:
                 set_deep(engine.root, deep, engine.cache_dir)
@@ -331,8 +331,8 @@ def index(
 
 def _index_shared(roots, first, as_json: bool, model, hidden, no_ignore, store, wait: float) -> None:
     """``index ROOT... --store URI``: each root into the shared store, one summary each."""
+    from ..core.milvus_engine import index_into_store
     from ..core.service import open_engine
-    from ..core.stores.milvus_engine import index_into_store
 
     names: dict[str, str] = {}
     engines = [first] + [open_engine(r, model, _note, hidden, no_ignore, store=store) for r in roots[1:]]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..core.errors import RequestError
+from ..core.base.errors import RequestError
 from .common import (
     FRESHNESS_HELP,
     UsageProblem,
@@ -198,7 +198,7 @@ def query(
     # and hashing reads each hit's file through the credential detectors (~0.2 s to import).
     hashes = as_json or bool(output)
     if hashes:
-        from ..core.secrets import load_detectors
+        from ..core.text.secrets import load_detectors
 
         threading.Thread(target=load_detectors, name="ranklens-detectors", daemon=True).start()
     engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos)
@@ -229,7 +229,7 @@ def query(
     if "partial" in data:
         _note_partial(data["partial"])
     if output:
-        from ..core.handoff import write_json_atomic
+        from ..core.base.atomic import write_json_atomic
 
         try:
             write_json_atomic(output, data)
@@ -257,7 +257,7 @@ def query(
 
 def _note_partial(partial: dict) -> None:
     """Say on stderr that an answer is from part of the index (--max-wait)."""
-    from ..core.store import Partial
+    from ..core.storage.store import Partial
 
     _note(
         f"partial answer, {Partial(partial['files'], partial['total']).describe()}: the index is still being "

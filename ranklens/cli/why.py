@@ -24,8 +24,8 @@ def why(path: str, root: str, as_json: bool, hidden: bool | None, no_ignore: boo
     index reads it: a file refused for its content says why, and credential lines the
     index holds redacted are listed with their kind.
     """
-    from ..core.applied import effective_options
     from ..core.discovery import DiscoveryOptions, explain, load_text
+    from ..core.index.applied import effective_options
 
     root_path = Path(root).expanduser()
     if not root_path.is_dir():
@@ -86,7 +86,7 @@ def _redacted_kinds(root: Path, rel: str, lines: list[int]) -> list[dict]:
     """Each redacted line with the kind of credential on it."""
     if not lines:
         return []
-    from ..core.secrets import find, is_secret_name
+    from ..core.text.secrets import find, is_secret_name
 
     text = (root / rel).read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     text = text.removeprefix("\ufeff")

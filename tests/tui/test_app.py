@@ -22,10 +22,11 @@ from textual.widgets import Input
 
 from ranklens.core.arms import DEFAULT_ARMS
 from ranklens.core.arms.protocol import IndexSettings
-from ranklens.core.config import default_config
+from ranklens.core.base.handoff_schema import validate_handoff
 from ranklens.core.engine import ArmResult, Engine
-from ranklens.core.handoff import default_handoff_path, span_text, validate_handoff
-from ranklens.core.indexer import STAGES
+from ranklens.core.handoff import default_handoff_path, span_text
+from ranklens.core.index.indexer import STAGES
+from ranklens.core.query.config import default_config
 from ranklens.tui.app import HELP_KEYS, ROW_LIMIT, RanklensApp
 from ranklens.tui.messages import ArmFinished, IndexProgress
 from ranklens.tui.screens.export import ExportScreen, shown_path

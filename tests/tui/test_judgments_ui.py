@@ -12,7 +12,7 @@ from ranklens.core.arms import DEFAULT_ARMS
 from ranklens.core.engine import Engine
 from ranklens.core.evaluation import load_queries
 from ranklens.core.judgments import judgments_for, judgments_path
-from ranklens.core.priors import RULES
+from ranklens.core.query.priors import RULES
 from ranklens.tui.app import HELP_KEYS, RanklensApp
 from ranklens.tui.screens.help import HelpScreen
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from pilot_helpers import column, ready, run_query, settled
 from textual.widgets._footer import FooterKey
 
-from ranklens.core import calibration
-from ranklens.core.labels import AGREEMENT_DEPTH, voters
+from ranklens.core.query import calibration
+from ranklens.core.query.labels import AGREEMENT_DEPTH, voters
 from ranklens.tui.app import HELP_KEYS, RanklensApp
 from ranklens.tui.screens.help import HelpScreen
 from ranklens.tui.widgets.results_table import arm_letters

@@ -7,7 +7,7 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.widgets import Static
 
-from ranklens.core.types import ConsolidatedHit, Contribution
+from ranklens.core.base.types import ConsolidatedHit, Contribution
 from ranklens.tui.widgets.preview import Preview, lexer_for, query_terms, term_ranges
 
 SOURCE = (

@@ -12,8 +12,8 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
 import ranklens.tui
-from ranklens.core.labels import AGREEMENT_DEPTH
-from ranklens.core.types import ConsolidatedHit, Contribution
+from ranklens.core.base.types import ConsolidatedHit, Contribution
+from ranklens.core.query.labels import AGREEMENT_DEPTH
 from ranklens.tui.widgets.results_table import ResultsTable, via_legend
 
 TUI = Path(ranklens.tui.__file__).parent

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from pilot_helpers import ready, run_query
 
+from ranklens.core.base.types import Hit, make_docid
 from ranklens.core.engine import ArmResult
-from ranklens.core.types import Hit, make_docid
 from ranklens.tui.app import RanklensApp
 
 SIZE = (120, 36)

@@ -14,8 +14,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ranklens.core import calibration
-from ranklens.core.labels import AGREEMENT_DEPTH
+from ranklens.core.query import calibration
+from ranklens.core.query.labels import AGREEMENT_DEPTH
 from ranklens.tui.notes import STAGE, STAGE_OFF
 
 #: The fused score, shown verbatim so the help and the tests agree on it.
@@ -24,7 +24,7 @@ FORMULA = "score = Σ w_i / (k + rank_i)"
 
 def _explanation() -> str:
     """The help's text before the keys; the calibration figures are read from
-    :mod:`core.calibration` (the measured source the README and docs quote too)."""
+    :mod:`core.query.calibration` (the measured source the README and docs quote too)."""
     return f"""\
 # ranklens help
 

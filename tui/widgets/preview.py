@@ -23,10 +23,10 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ranklens.core.labels import AGREEMENT_DEPTH, voters
+from ranklens.core.query.labels import AGREEMENT_DEPTH, voters
 
 if TYPE_CHECKING:
-    from ranklens.core.types import ConsolidatedHit
+    from ranklens.core.base.types import ConsolidatedHit
 
 # Identifiers and numbers, and the sub-words inside an identifier (snake_case, camelCase,
 # HTTPServer, digits). The same split the lexical arms index with, so what is emphasised

@@ -41,8 +41,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ranklens.core.labels import AGREEMENT_DEPTH, LOW, voters
-from ranklens.core.types import Alternative, AppliedSignal, ConsolidatedHit, make_docid
+from ranklens.core.base.types import Alternative, AppliedSignal, ConsolidatedHit, make_docid
+from ranklens.core.query.labels import AGREEMENT_DEPTH, LOW, voters
 
 #: (path, start_line, end_line) of a hit: what the cursor and the selection remember.
 Span = tuple[str, int, int]

@@ -17,7 +17,7 @@ from the rest of the index:
 * **Per generation, as a sidecar.** When every chunk of the committed generation N has a
   vector, they are written as ``deep.usearch`` (a :class:`core.vectors.VectorIndex` keyed by
   chunk id, cosine, float16) plus the stamp ``deep.json`` into a temporary folder, fsynced,
-  and renamed to ``gen-N.deep`` (:func:`core.store.sidecar_dir_name`): that rename is the
+  and renamed to ``gen-N.deep`` (:func:`core.storage.store.sidecar_dir_name`): that rename is the
   sidecar's own commit, and generation N's folder, committed before, is never written again.
   The arm answers only from a generation whose sidecar is committed; until then it is
   skipped with the reason. The sidecar goes when its generation does.
@@ -39,7 +39,7 @@ Modules: :mod:`~core.arms.deep.model` (the encoder, and whether the extra is ins
 and :func:`build_vectors`).
 """
 
-from ...types import SEMANTIC
+from ...base.types import SEMANTIC
 from ..protocol import ArmSpec
 from . import model as _model
 from .arm import STAMP_FILE, VECTORS_FILE, DeepArm, read_stamp

@@ -1,5 +1,5 @@
 """The ``deep`` arm itself: answers from a generation whose deep vectors are committed (its
-sidecar folder, :func:`core.store.sidecar_dir_name`)."""
+sidecar folder, :func:`core.storage.store.sidecar_dir_name`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...store import IndexView
-from ...types import Hit
+from ...base.types import Hit
+from ...storage.store import IndexView
 from ..protocol import ArmUnavailable
 from . import model
 

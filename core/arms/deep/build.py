@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import npyfile
-from ..._sqlite import sqlite3
-from ...atomic import atomic_write, publish_folder
-from ...store import close, connect, gen_dir_name, read_meta, sidecar_dir_name, unpack_text
+from ...base import npyfile
+from ...base._sqlite import sqlite3
+from ...base.atomic import atomic_write, publish_folder
+from ...storage.store import close, connect, gen_dir_name, read_meta, sidecar_dir_name, unpack_text
 from ..protocol import ArmUnavailable
 from . import model
 from .arm import NAME, STAMP_FILE, VECTORS_FILE, read_stamp
@@ -152,11 +152,11 @@ def build_vectors(
     ------
     ArmUnavailable
         When the extra is not installed.
-    core.locks.LockBusy
-        When an indexer of this root holds the index lock past :func:`core.locks.index_wait`
+    core.base.locks.LockBusy
+        When an indexer of this root holds the index lock past :func:`core.base.locks.index_wait`
         as the vectors are to be committed (they stay in the cache).
     """
-    from ...locks import try_hold
+    from ...base.locks import try_hold
 
     t0 = time.perf_counter()
     report = progress or (lambda _done, _total: None)
@@ -280,7 +280,7 @@ def _commit_sidecar(
     """Under the index lock, if ``generation`` is still the committed one: write its vectors
     and stamp into a temporary folder, fsync them and rename it to the generation's sidecar
     (the rename is the commit; the generation's own folder is never written again)."""
-    from ...locks import hold, index_wait
+    from ...base.locks import hold, index_wait
     from ...vectors import VectorIndex
 
     with hold(directory / "index.lock", "another ranklens indexing this root", index_wait(), notify):

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import threading
 from pathlib import Path
 
 import numpy as np
 
-from ...install_hint import pip_hint
-from .. import ArmUnavailable
+from ...base.install_hint import pip_hint
+from ...storage.store import CONFIG_FILE
+from ..protocol import ArmUnavailable
 
 MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "minilm-l6-onnx"
 TOKENIZER_FILE = MODEL_DIR / "tokenizer.json"
@@ -56,7 +58,7 @@ def __getattr__(name: str) -> str:
 #: config key :data:`CONFIG_KEY` does (``ranklens index --deep`` / ``--no-deep`` set it).
 #: ``--retriever deep`` uses it whatever these say.
 ENV_SWITCH = "RANKLENS_DEEP"
-#: The key of a root's ``config.json`` (core.config) that turns the arm on for that root.
+#: The key of a root's ``config.json`` (core.query.config) that turns the arm on for that root.
 CONFIG_KEY = "deep"
 _OFF = ("0", "off", "no", "false")
 _ON = ("1", "on", "yes", "true")
@@ -93,9 +95,19 @@ def switched_on(directory: Path | None = None) -> bool:
         return True
     if directory is None:
         return False
-    from ...config import deep_switch
-
     return deep_switch(directory) is True
+
+
+def deep_switch(directory: Path) -> bool | None:
+    """The ``deep`` key of the config in the index folder ``directory``: True or False, None
+    when the file or the key is missing or unreadable (a broken file is reported by
+    :func:`core.query.config.load_config`)."""
+    try:
+        data = json.loads((Path(directory) / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("deep") if isinstance(data, dict) else None
+    return value if isinstance(value, bool) else None
 
 
 def enabled(directory: Path | None = None) -> bool:

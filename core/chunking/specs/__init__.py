@@ -11,7 +11,7 @@ module                 languages
 :mod:`.markup`         Markdown
 =====================  ==========================================
 
-A language gets definitions when it is in :data:`core.languages.TREE_SITTER_LANGUAGES` and
+A language gets definitions when it is in :data:`core.text.languages.TREE_SITTER_LANGUAGES` and
 has a spec here: adding one is a spec (and its readers, if its grammar's fields do not say
 enough) in its family's module. :class:`Spec` and the readers' contract are in :mod:`.base`.
 """
