@@ -28,7 +28,12 @@ EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)  # http:, https:, m
 
 def documents() -> list[Path]:
     """The Markdown files whose links are checked."""
-    return [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [
+        ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
+        ROOT / "tests" / "README.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+    ]
 
 
 def prose_lines(text: str) -> list[tuple[int, str]]:
