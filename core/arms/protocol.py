@@ -25,8 +25,8 @@ from ..base.types import DEFAULT_OVERLAP, DEFAULT_WINDOW, Chunk, Hit
 if TYPE_CHECKING:
     from ..base._sqlite import sqlite3
     from ..discovery import DiscoveryOptions
-    from ..storage.bm25 import IndexVocabulary, TokenMerger, Vocabulary
     from ..storage.store import IndexView
+    from ..storage.terms import IndexVocabulary, TokenMerger, Vocabulary
 
 
 def _discovery_options() -> DiscoveryOptions:

@@ -42,7 +42,6 @@ from ..base.atomic import publish_folder
 from ..base.types import Chunk
 from ..chunking import chunk_file
 from ..discovery import DiscoveryOptions, FileEntry, discover, load_text
-from ..storage.bm25 import IndexVocabulary, TokenBatch, TokenMerger, count_batch
 from ..storage.chunktable import ChunkTable
 from ..storage.segments import FIRST_SEGMENT_CHUNKS, SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
 from ..storage.store import (
@@ -56,6 +55,7 @@ from ..storage.store import (
     pack_text,
     read_meta,
 )
+from ..storage.terms import IndexVocabulary, TokenBatch, TokenMerger, count_batch
 from ..text.languages import language_for
 from ..text.secrets import RULES_VERSION as SECRET_RULES
 from .applied import fill_options as _fill, json_object as _json_object

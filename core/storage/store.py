@@ -90,7 +90,7 @@ CREATE TABLE IF NOT EXISTS unread (
     path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, reason TEXT NOT NULL,
     redacted TEXT NOT NULL DEFAULT ''
 );
--- Token -> column of the lexical matrices; it only grows (core.storage.bm25.Vocabulary). Looked up
+-- Token -> column of the lexical matrices; it only grows (core.storage.terms.Vocabulary). Looked up
 -- by token only: one b-tree keyed by the token (a rowid table and a unique index on the token
 -- took twice the room, ~250 MB for the 4.2M tokens of the Linux sources). Columns run
 -- 0..n-1; n is the meta's vocab_size.
