@@ -1,6 +1,6 @@
 """Build and incrementally update a root's index: one pass builds every arm.
 
-A stat pass over the last pass's snapshot (:mod:`core.freshness`) first says whether anything
+A stat pass over the last pass's snapshot (:mod:`core.index.freshness`) first says whether anything
 changed, and what must be listed again (nothing, some folders, the tree). Files are compared
 with the last run by size + mtime, then by content hash; only added or changed files are
 re-read, re-chunked and re-embedded (in batches, by worker processes for a large pass:
@@ -9,12 +9,12 @@ chunks and writes each new segment's chunk table; each arm of the registry (:mod
 writes its part of the segment and of the generation through its
 :class:`core.arms.protocol.ArmBuild`. The new chunks go into a new segment, the old chunks of
 changed and removed files are tombstoned, and segments merge now and then
-(:mod:`core.segments`); a cold build commits a generation every
-:data:`core.segments.SEGMENT_CHUNKS` chunks (its first ones sooner, and the files a first
+(:mod:`core.storage.segments`); a cold build commits a generation every
+:data:`core.storage.segments.SEGMENT_CHUNKS` chunks (its first ones sooner, and the files a first
 question most likely wants first: :func:`core.index.batches.index_order`), so its memory
 stays bounded, a build killed at any point resumes after the last one, and a question asked
 meanwhile is answered from what is committed. Every new folder is fsynced and renamed into
-place; committing ``generation`` in SQLite is the single switch-over (see :mod:`core.store`).
+place; committing ``generation`` in SQLite is the single switch-over (see :mod:`core.storage.store`).
 A file lock makes a second indexer wait for the first instead of interleaving with it.
 """
 
@@ -59,10 +59,10 @@ from ..text.secrets import RULES_VERSION as SECRET_RULES
 from .applied import fill_options as _fill, json_object as _json_object
 from .batches import Feed, chunked, order_files, segment_cap, text_sha
 
-#: One indexer writes a root's index at a time (core.locks).
+#: One indexer writes a root's index at a time (core.base.locks).
 INDEX_LOCK = "index.lock"
 #: Files of the index folder a rebuild keeps: the lock, and the user's tuned fusion settings
-#: (core.config) and relevance judgments (core.judgments), which no rebuild can recreate.
+#: (core.query.config) and relevance judgments (core.judgments), which no rebuild can recreate.
 #: The deep arm's vector cache is keyed by text content and stamped with its model, so it
 #: stays valid across rebuilds (core.arms.deep).
 KEEP_ON_RESET = frozenset({INDEX_LOCK, "config.json", "judgments.jsonl", "judgments.jsonl.lock", "deep", "deep.lock"})
@@ -71,7 +71,7 @@ STAGES = ("discover", "read", "chunk", "lexical", "embed", "write", "deep")
 #: A pass with this many files to index reads the whole vocabulary up front (it will meet most
 #: of it); a smaller one looks up the tokens its batches hold (a few thousand rows, not millions).
 VOCAB_PRELOAD_FILES = 2000
-#: Test hook (core.indexer._checkpoint): ``name`` or ``name:n`` kills this process with SIGKILL at
+#: Test hook (core.index.indexer._checkpoint): ``name`` or ``name:n`` kills this process with SIGKILL at
 #: the n-th (default first) pass through that checkpoint: chunk (a batch stored), segment (a
 #: segment folder in place, its generation not committed), merge, generation (a generation
 #: folder in place, not committed), commit (just committed).
@@ -114,9 +114,9 @@ class Indexer:
         self.directory = Path(directory)
         self.settings = settings
         self.notify = notify or (lambda _msg: None)
-        self.watcher = watcher  # core.watch.TreeWatcher: the check stats only what it saw change
+        self.watcher = watcher  # core.index.watch.TreeWatcher: the check stats only what it saw change
         self.fresh = fresh  # list the whole tree, whatever the snapshot says
-        self.survey = survey  # core.freshness.Survey: the stat pass a child made meanwhile
+        self.survey = survey  # core.index.freshness.Survey: the stat pass a child made meanwhile
         self.on_partial = on_partial  # told of each generation committed before the pass's last
 
     @property
@@ -130,8 +130,8 @@ class Indexer:
         ------
         OSError
             When the cache folder cannot be written.
-        core.locks.LockBusy
-            When another indexer of this root holds the index past :func:`core.locks.index_wait`.
+        core.base.locks.LockBusy
+            When another indexer of this root holds the index past :func:`core.base.locks.index_wait`.
         """
         from ..base.locks import hold, index_wait
 
@@ -173,7 +173,7 @@ class Indexer:
 
     def check(self):
         """Whether anything changed since the last pass, without listing the tree
-        (:func:`core.freshness.check`)."""
+        (:func:`core.index.freshness.check`)."""
         from .freshness import Check, check, snapshot_key
 
         if self.fresh:
@@ -370,7 +370,7 @@ class Indexer:
         """What changed: each listed file compared with the last pass by size and mtime, then (a
         known file whose stat moved) by content hash; ``recheck``: files read and hashed whatever
         their stat says (changed too close to the last listing for their timestamps to tell,
-        core.freshness). New and changed files are read again when they are chunked (in the
+        core.index.freshness). New and changed files are read again when they are chunked (in the
         chunking workers), so no text is held here."""
         known = {
             path: (size, mtime, sha)
@@ -418,7 +418,7 @@ class Indexer:
 
     def _still_unread(self, entry: FileEntry) -> bool:
         """Whether a file found unreadable last time (binary, a key …) still cannot be indexed:
-        read again when its stat is too recent to tell (core.freshness's recheck)."""
+        read again when its stat is too recent to tell (core.index.freshness's recheck)."""
         return load_text(self.root, entry, self.settings.options.max_bytes).text is None
 
     def _touch(self, conn: sqlite3.Connection, plan: _Plan) -> None:
@@ -434,7 +434,7 @@ class Indexer:
 
     def _write(self, conn, meta, plan, parts: dict[str, ArmBuild], stats, clock, progress) -> IndexStats:
         """Store the changed files' chunks and commit them, one generation per segment of
-        :data:`core.segments.SEGMENT_CHUNKS` chunks, the first ones smaller (:func:`segment_cap`;
+        :data:`core.storage.segments.SEGMENT_CHUNKS` chunks, the first ones smaller (:func:`segment_cap`;
         a cold build commits many, a small update one): a pass killed at any point keeps every
         generation it committed, and the next one goes on from there (the files they hold are
         known). Each generation but the last is :attr:`on_partial`'s to answer from."""
@@ -445,7 +445,7 @@ class Indexer:
         total = len(plan.changed)
         state = _State.of(self.directory, meta)
         # The files this pass will hold (an unreadable new one aside): a generation committed
-        # before its last says how many of them it holds (core.store.Partial).
+        # before its last says how many of them it holds (core.storage.store.Partial).
         whole = stats.unchanged + total
         step = 0
         tasks = {name: task for name, p in parts.items() if (task := p.batch_task()) is not None}
@@ -639,7 +639,7 @@ class Indexer:
         return {**meta, **values}
 
     def _merge(self, manifest: Manifest, gen: Generation, parts, state: _State, rewrite: bool) -> Manifest:
-        """Merge the segments :func:`core.segments.plan_merges` picks (every segment alone when
+        """Merge the segments :func:`core.storage.segments.plan_merges` picks (every segment alone when
         an arm's part is stale: it builds it again); the manifest after."""
         runs = [[i] for i in range(len(manifest.segments))] if rewrite else plan_merges(manifest)
         if not runs:

@@ -11,7 +11,7 @@ including the ``epsilon * average_idf`` floor for negative idfs, and each docume
 (well under a millisecond), with identical scores.
 
 The term frequencies live in segments (:class:`Postings`, one per segment of the index, see
-:mod:`core.segments`) and the statistics over the live documents of all of them in
+:mod:`core.storage.segments`) and the statistics over the live documents of all of them in
 :class:`CorpusStats`, updated by each generation from the last (the terms of removed documents
 read back from their postings, the new segment's added): an update writes a small segment and
 one array the size of the vocabulary, and the scores stay exactly those of one matrix over the

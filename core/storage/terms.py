@@ -73,7 +73,7 @@ class Vocabulary:
         out.index = dict(self.index)
         return out
 
-    # -- in the index database (table ``vocab``, see core.store) ---------------------------
+    # -- in the index database (table ``vocab``, see core.storage.store) ---------------------------
 
     @classmethod
     def read(cls, conn: sqlite3.Connection) -> Vocabulary:
@@ -100,7 +100,7 @@ class TokenCounter:
     Words are found and counted in C (``re.findall`` + ``Counter``); each distinct word is
     expanded into its code tokens once (``word -> [whole, sub-words…]``); the token counts are
     then one sparse product ``W @ E`` (documents x words times words x tokens). The result equals
-    counting :func:`core.tokenize.code_tokens` of each text.
+    counting :func:`core.text.tokenize.code_tokens` of each text.
     """
 
     def __init__(self, vocab: Vocabulary) -> None:
