@@ -243,10 +243,10 @@ def fake_deep(monkeypatch) -> FakeDeepEncoder:
 @pytest.fixture
 def small_segments(monkeypatch):
     """Segments of ~50 chunks (about one file batch each), merged after 8 small ones."""
-    from ranklens.core.index import indexer
+    from ranklens.core.index import batches
     from ranklens.core.storage import segments
 
-    monkeypatch.setattr(indexer, "SEGMENT_CHUNKS", 50)
+    monkeypatch.setattr(batches, "SEGMENT_CHUNKS", 50)
     monkeypatch.setattr(segments, "SEGMENT_CHUNKS", 50)
     monkeypatch.setattr(segments, "SMALL_SEGMENT", 12)
-    monkeypatch.setattr(indexer, "CHUNK_BATCH_BYTES", 20_000)
+    monkeypatch.setattr(batches, "CHUNK_BATCH_BYTES", 20_000)

@@ -14,22 +14,22 @@ STEP_BATCH_BYTES = 1_500
 
 def small_steps(monkeypatch) -> None:
     """Small first steps (doubling: 6, 12, 24 ... chunks) cut from batches of a file or two,
-    the files in :func:`core.index.indexer.index_order`, in this process."""
-    from ranklens.core.index import indexer
+    the files in :func:`core.index.batches.index_order`, in this process."""
+    from ranklens.core.index import batches
 
-    monkeypatch.setattr(indexer, "FIRST_SEGMENT_CHUNKS", FIRST_STEP_CHUNKS)
-    monkeypatch.setattr(indexer, "FIRST_BATCH_BYTES", STEP_BATCH_BYTES)
-    monkeypatch.setattr(indexer, "CHUNK_BATCH_BYTES", STEP_BATCH_BYTES)
-    monkeypatch.setattr(indexer, "ORDER_MIN_BYTES", 0)
+    monkeypatch.setattr(batches, "FIRST_SEGMENT_CHUNKS", FIRST_STEP_CHUNKS)
+    monkeypatch.setattr(batches, "FIRST_BATCH_BYTES", STEP_BATCH_BYTES)
+    monkeypatch.setattr(batches, "CHUNK_BATCH_BYTES", STEP_BATCH_BYTES)
+    monkeypatch.setattr(batches, "ORDER_MIN_BYTES", 0)
 
 
 def small_steps_code() -> list[str]:
     """:func:`small_steps` as lines of a child's sitecustomize."""
     return [
-        "import ranklens.core.index.indexer as _indexer",
-        f"_indexer.FIRST_SEGMENT_CHUNKS = {FIRST_STEP_CHUNKS}",
-        f"_indexer.FIRST_BATCH_BYTES = _indexer.CHUNK_BATCH_BYTES = {STEP_BATCH_BYTES}",
-        "_indexer.ORDER_MIN_BYTES = 0",
+        "import ranklens.core.index.batches as _batches",
+        f"_batches.FIRST_SEGMENT_CHUNKS = {FIRST_STEP_CHUNKS}",
+        f"_batches.FIRST_BATCH_BYTES = _batches.CHUNK_BATCH_BYTES = {STEP_BATCH_BYTES}",
+        "_batches.ORDER_MIN_BYTES = 0",
     ]
 
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from ranklens.core.storage.bm25 import BM25Matrix, TokenCounter, Vocabulary, widen
+from ranklens.core.storage.bm25 import BM25Matrix
+from ranklens.core.storage.terms import TokenCounter, Vocabulary, widen
 from ranklens.core.text.tokenize import code_tokens
 
 
@@ -226,7 +227,7 @@ def test_empty_corpus_scores_nothing():
 
 
 def test_the_index_vocabulary_reads_only_the_tokens_a_batch_needs(tmp_path):
-    from ranklens.core.storage.bm25 import IndexVocabulary
+    from ranklens.core.storage.terms import IndexVocabulary
 
     conn = _vocab_db(tmp_path)
     Vocabulary(["open", "file", "read"]).store(conn, 0)
@@ -250,7 +251,7 @@ def test_the_index_vocabulary_reads_only_the_tokens_a_batch_needs(tmp_path):
 def test_batches_merged_equal_one_counting_pass(texts):
     """TokenMerger numbers tokens and counts them as one TokenCounter pass over every
     document, field after field, would (the indexer counts batches in a worker process)."""
-    from ranklens.core.storage.bm25 import TokenMerger, count_batch
+    from ranklens.core.storage.terms import TokenMerger, count_batch
 
     docs = texts[:400]
     fields = {"text": docs, "head": [t.split("\n", 1)[0] for t in docs]}

@@ -258,13 +258,22 @@ def test_core_never_imports_textual_the_cli_or_the_ui():
 
 def test_querying_an_open_index_loads_neither_scipy_nor_the_indexer(engine):
     # A warm start only opens and queries: scipy (~0.3 s to import), the indexer with its
-    # chunking and discovery, and usearch (for small indexes) must stay unloaded.
+    # chunking and discovery and the counting of term frequencies, and usearch (for small
+    # indexes) must stay unloaded.
+    unloaded = (
+        "scipy",
+        "ranklens.core.index.indexer",
+        "ranklens.core.index.batches",
+        "ranklens.core.storage.terms",
+        "ranklens.core.chunking",
+        "usearch",
+    )
     code = (
         "import sys\n"
         "from ranklens.core.engine import Engine\n"
         f"e = Engine({str(engine.root)!r}); assert e.open(); e.warm()\n"
         "assert e.search('login user session').hits\n"
-        "loaded = {'scipy', 'ranklens.core.index.indexer', 'ranklens.core.chunking', 'usearch'} & set(sys.modules)\n"
+        f"loaded = set({unloaded!r}) & set(sys.modules)\n"
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
@@ -494,7 +503,7 @@ def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_p
     matrices and vectors."""
     import numpy as np
 
-    from ranklens.core.index import indexer
+    from ranklens.core.index import batches
 
     def build(cache):
         eng = Engine(sample_repo, cache_dir=tmp_path / cache)
@@ -518,8 +527,8 @@ def test_a_worker_process_builds_the_same_index_as_in_process(sample_repo, tmp_p
     original = (sample_repo / "app/auth.py").read_text()
     in_process = build("a")
     (sample_repo / "app/auth.py").write_text(original)
-    monkeypatch.setattr(indexer, "POOL_MIN_BYTES", 0)
-    monkeypatch.setattr(indexer, "CHUNK_BATCH_BYTES", 600)  # several batches
+    monkeypatch.setattr(batches, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(batches, "CHUNK_BATCH_BYTES", 600)  # several batches
     pooled = build("b")
     assert pooled[0] == in_process[0] and pooled[2] == in_process[2]
     assert pooled[1].keys() == in_process[1].keys()
@@ -533,11 +542,11 @@ def test_vectors_a_worker_could_not_make_are_embedded_by_the_indexer_alike(sampl
     import numpy as np
 
     from ranklens.core.arms import dense
-    from ranklens.core.index import indexer
+    from ranklens.core.index import batches
 
-    monkeypatch.setattr(indexer, "POOL_MIN_BYTES", 0)
-    monkeypatch.setattr(indexer, "LEAD_BYTES", 0)  # every batch from a worker
-    monkeypatch.setattr(indexer, "CHUNK_BATCH_BYTES", 600)
+    monkeypatch.setattr(batches, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(batches, "LEAD_BYTES", 0)  # every batch from a worker
+    monkeypatch.setattr(batches, "CHUNK_BATCH_BYTES", 600)
     made = Engine(sample_repo, cache_dir=tmp_path / "made")
     made.ensure_index()
     monkeypatch.setattr(dense, "EmbedChunks", lambda spec: _Nothing())

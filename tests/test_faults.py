@@ -41,12 +41,12 @@ ARMS = ("bm25", "fts5", "dense", "symbols", "lexical+ctx", "hybrid")
 CHILD = r"""
 import sys
 from pathlib import Path
-from ranklens.core.index import indexer
+from ranklens.core.index import batches
 from ranklens.core.storage import segments
-indexer.SEGMENT_CHUNKS = segments.SEGMENT_CHUNKS = 50
+batches.SEGMENT_CHUNKS = segments.SEGMENT_CHUNKS = 50
 segments.SMALL_SEGMENT = 12
-indexer.CHUNK_BATCH_BYTES = 20_000
-indexer.POOL_MIN_BYTES = int(sys.argv[3])
+batches.CHUNK_BATCH_BYTES = 20_000
+batches.POOL_MIN_BYTES = int(sys.argv[3])
 from ranklens.core.engine import Engine
 stats = Engine(Path(sys.argv[1]), cache_dir=Path(sys.argv[2])).ensure_index(deep=False)
 print("done", stats.generation, flush=True)

@@ -23,8 +23,8 @@ from partial_steps import FIRST_STEP_CHUNKS, small_steps_code
 
 from ranklens.core.base.handoff_schema import validate_handoff
 from ranklens.core.engine import Engine
-from ranklens.core.index import indexer
-from ranklens.core.index.indexer import index_order
+from ranklens.core.index import batches
+from ranklens.core.index.batches import index_order
 from ranklens.core.storage.store import Partial
 
 QUESTIONS = ["parse the configuration file", "retry a failed request", "Scheduler", "render the template"]
@@ -43,8 +43,8 @@ def rankings(engine: Engine) -> dict[str, list[tuple]]:
 def whole_build(root: Path, cache: Path, monkeypatch) -> Engine:
     """The same tree indexed in one step (a pass nobody asked anything of)."""
     with monkeypatch.context() as m:
-        m.setattr(indexer, "FIRST_SEGMENT_CHUNKS", 10**9)
-        m.setattr(indexer, "SEGMENT_CHUNKS", 10**9)
+        m.setattr(batches, "FIRST_SEGMENT_CHUNKS", 10**9)
+        m.setattr(batches, "SEGMENT_CHUNKS", 10**9)
         engine = Engine(root, cache_dir=cache)
         stats = engine.ensure_index(deep=False)
     assert stats.generation == 1 and engine.view.partial is None

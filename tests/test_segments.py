@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ranklens.core.engine import Engine
-from ranklens.core.index import indexer
+from ranklens.core.index import batches
 from ranklens.core.storage import segments
 from ranklens.core.storage.chunktable import ChunkTable
 from ranklens.core.storage.segments import Manifest, SegmentRef, plan_merges
@@ -71,8 +71,8 @@ def test_segments_tombstones_and_merges_answer_as_one_fresh_segment(small_segmen
         for folder in engine.view.segment_dirs:
             assert np.array_equal(VectorIndex.load(folder / "dense.usearch").keys(), ChunkTable.load_dir(folder).ids)
     assert merged and len(manifest.dead)
-    monkeypatch.setattr(indexer, "SEGMENT_CHUNKS", 10**9)
-    monkeypatch.setattr(indexer, "FIRST_SEGMENT_CHUNKS", 10**9)
+    monkeypatch.setattr(batches, "SEGMENT_CHUNKS", 10**9)
+    monkeypatch.setattr(batches, "FIRST_SEGMENT_CHUNKS", 10**9)
     fresh = Engine(repo, cache_dir=tmp_path / "b")
     fresh.ensure_index()
     assert len(fresh.view.manifest.segments) == 1

@@ -14,9 +14,9 @@ def test_every_module_uses_the_one_binding():
     from ranklens.core.arms.deep import build as deep_build
     from ranklens.core.base import _sqlite
     from ranklens.core.index import indexer
-    from ranklens.core.storage import bm25, store
+    from ranklens.core.storage import bm25, store, terms
 
-    for module in (bm25, indexer, store, deep_build, fts5):
+    for module in (bm25, terms, indexer, store, deep_build, fts5):
         assert module.sqlite3 is _sqlite.sqlite3, module.__name__
 
 

@@ -5,7 +5,7 @@
 opened arm that answers queries; :class:`ArmBuild` writes and updates the arm's part of the
 index while the indexer prepares a generation (:class:`Generation`): its part of the new
 segment, of merged segments (:class:`SegmentMerge`) and of the generation itself, before
-that generation commits (see :mod:`core.segments`). :class:`IndexSettings` (what decides what
+that generation commits (see :mod:`core.storage.segments`). :class:`IndexSettings` (what decides what
 an index holds) is what a build is given, :class:`IndexStats` (what a pass did) what it
 reports into: the indexer imports this module, never the other way round.
 """
@@ -25,8 +25,8 @@ from ..base.types import DEFAULT_OVERLAP, DEFAULT_WINDOW, Chunk, Hit
 if TYPE_CHECKING:
     from ..base._sqlite import sqlite3
     from ..discovery import DiscoveryOptions
-    from ..storage.bm25 import IndexVocabulary, TokenMerger, Vocabulary
     from ..storage.store import IndexView
+    from ..storage.terms import IndexVocabulary, TokenMerger, Vocabulary
 
 
 def _discovery_options() -> DiscoveryOptions:
@@ -86,7 +86,7 @@ class IndexStats:
     deep_busy: bool = False  # another process was embedding for the deep arm: not waited for
     seconds: dict[str, float] = field(default_factory=dict)  # per stage; stages overlap
     wall: float = 0.0  # the pass's wall time (the index command's: from its start)
-    check: dict = field(default_factory=dict)  # what the freshness check found (core.freshness.Check)
+    check: dict = field(default_factory=dict)  # what the freshness check found (core.index.freshness.Check)
 
     @property
     def up_to_date(self) -> bool:
@@ -128,7 +128,7 @@ class Generation:
     """The generation an index update is writing, as an arm's build sees it.
 
     A pass over the tree commits one generation (a cold build, one per
-    :data:`core.segments.SEGMENT_CHUNKS` chunks); each adds at most one new segment, the
+    :data:`core.storage.segments.SEGMENT_CHUNKS` chunks); each adds at most one new segment, the
     chunks of the files it stored, and tombstones the chunks those files (and removed files)
     had before.
     """

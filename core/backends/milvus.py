@@ -589,7 +589,7 @@ def index_repo(
     from ..arms.protocol import IndexSettings
     from ..chunking import chunk_file
     from ..discovery import DiscoveryOptions, discover, load_text
-    from ..index.indexer import _sha
+    from ..index.batches import text_sha
     from ..text.languages import language_for
 
     settings = settings or IndexSettings()
@@ -628,7 +628,7 @@ def index_repo(
                 if row is not None:
                     gone.append(entry.path)
                 continue
-            sha = _sha(loaded.text)
+            sha = text_sha(loaded.text)
             if row is not None and row["sha"] == sha:
                 stats.unchanged += 1
                 restat.append(

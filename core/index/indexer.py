@@ -1,20 +1,21 @@
 """Build and incrementally update a root's index: one pass builds every arm.
 
-A stat pass over the last pass's snapshot (:mod:`core.freshness`) first says whether anything
+A stat pass over the last pass's snapshot (:mod:`core.index.freshness`) first says whether anything
 changed, and what must be listed again (nothing, some folders, the tree). Files are compared
 with the last run by size + mtime, then by content hash; only added or changed files are
-re-read, re-chunked and re-embedded, and removed ones are dropped. The indexer stores the files
-and chunks and writes each new segment's chunk table; each arm of the registry
-(:mod:`core.arms`) writes its part of the segment and of the generation through its
+re-read, re-chunked and re-embedded (in batches, by worker processes for a large pass:
+:mod:`core.index.batches`), and removed ones are dropped. The indexer stores the files and
+chunks and writes each new segment's chunk table; each arm of the registry (:mod:`core.arms`)
+writes its part of the segment and of the generation through its
 :class:`core.arms.protocol.ArmBuild`. The new chunks go into a new segment, the old chunks of
 changed and removed files are tombstoned, and segments merge now and then
-(:mod:`core.segments`); a cold build commits a generation every
-:data:`core.segments.SEGMENT_CHUNKS` chunks (its first ones sooner, and the files a first
-question most likely wants first: :func:`index_order`), so its memory stays bounded, a build
-killed at any point resumes after the last one, and a question asked meanwhile is answered
-from what is committed. Every new folder is fsynced and renamed into place;
-committing ``generation`` in SQLite is the single switch-over (see :mod:`core.store`). A file
-lock makes a second indexer wait for the first instead of interleaving with it.
+(:mod:`core.storage.segments`); a cold build commits a generation every
+:data:`core.storage.segments.SEGMENT_CHUNKS` chunks (its first ones sooner, and the files a first
+question most likely wants first: :func:`core.index.batches.index_order`), so its memory
+stays bounded, a build killed at any point resumes after the last one, and a question asked
+meanwhile is answered from what is committed. Every new folder is fsynced and renamed into
+place; committing ``generation`` in SQLite is the single switch-over (see :mod:`core.storage.store`).
+A file lock makes a second indexer wait for the first instead of interleaving with it.
 """
 
 from __future__ import annotations
@@ -22,13 +23,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import hashlib
-import itertools
 import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,15 +35,13 @@ import numpy as np
 
 from .. import __version__
 from ..arms import REGISTRY
-from ..arms.protocol import ArmBuild, Documents, Generation, IndexSettings, IndexStats, SegmentMerge
+from ..arms.protocol import ArmBuild, Generation, IndexSettings, IndexStats, SegmentMerge
 from ..base._sqlite import sqlite3
 from ..base.atomic import publish_folder
 from ..base.types import Chunk
-from ..chunking import chunk_file
 from ..discovery import DiscoveryOptions, FileEntry, discover, load_text
-from ..storage.bm25 import IndexVocabulary, TokenBatch, TokenMerger, count_batch
 from ..storage.chunktable import ChunkTable
-from ..storage.segments import FIRST_SEGMENT_CHUNKS, SEGMENT_CHUNKS, Manifest, SegmentRef, plan_merges, seg_dir_name
+from ..storage.segments import Manifest, SegmentRef, plan_merges, seg_dir_name
 from ..storage.store import (
     FORMAT_VERSION,
     SCHEMA,
@@ -56,37 +53,16 @@ from ..storage.store import (
     pack_text,
     read_meta,
 )
+from ..storage.terms import IndexVocabulary, TokenMerger
 from ..text.languages import language_for
 from ..text.secrets import RULES_VERSION as SECRET_RULES
 from .applied import fill_options as _fill, json_object as _json_object
-from .workers import ordered_map
+from .batches import Feed, chunked, order_files, segment_cap, text_sha
 
-#: Files are chunked and their tokens counted in batches of about this much text ...
-CHUNK_BATCH_BYTES = 256_000
-#: ... the first batch of a pass of this much, the next ones twice as much as the one before.
-FIRST_BATCH_BYTES = 32_000
-#: A pass chunked by worker processes chunks its first batches, up to this much text, itself
-#: while they start (their imports take 0.5-3 s, the machine's load deciding).
-LEAD_BYTES = 200_000
-#: An update with at least this much text to chunk does it in a worker process: tree-sitter and
-#: the Python-side span work then overlap the SQLite inserts and the embedder instead of
-#: holding this process's GIL. Below it (an edited file or a few) starting a worker (~0.3 s)
-#: would cost more than it saves.
-POOL_MIN_BYTES = 2_000_000
-#: A pass with this much text to index or more (it commits in several steps) indexes its files
-#: in :func:`index_order`, the files a first question most likely wants first; a smaller one
-#: (done in a few seconds) in the listing's (path) order. Chunk ids follow the order, so two
-#: chunks an arm scores exactly alike may rank the other way round than in a path-ordered
-#: build: on a 41k-chunk repository the final top 10 of 30 questions were the same either way
-#: (docs/appendix/bench-first-answer.md).
-ORDER_MIN_BYTES = 2_000_000
-#: Two worker processes on two cores: with one, chunking was the critical path and a core sat
-#: idle whenever the embedder waited for chunks (cold index 58.3 -> 48.3 s, interleaved pair).
-POOL_PROCESSES = 2
-#: One indexer writes a root's index at a time (core.locks).
+#: One indexer writes a root's index at a time (core.base.locks).
 INDEX_LOCK = "index.lock"
 #: Files of the index folder a rebuild keeps: the lock, and the user's tuned fusion settings
-#: (core.config) and relevance judgments (core.judgments), which no rebuild can recreate.
+#: (core.query.config) and relevance judgments (core.judgments), which no rebuild can recreate.
 #: The deep arm's vector cache is keyed by text content and stamped with its model, so it
 #: stays valid across rebuilds (core.arms.deep).
 KEEP_ON_RESET = frozenset({INDEX_LOCK, "config.json", "judgments.jsonl", "judgments.jsonl.lock", "deep", "deep.lock"})
@@ -95,7 +71,7 @@ STAGES = ("discover", "read", "chunk", "lexical", "embed", "write", "deep")
 #: A pass with this many files to index reads the whole vocabulary up front (it will meet most
 #: of it); a smaller one looks up the tokens its batches hold (a few thousand rows, not millions).
 VOCAB_PRELOAD_FILES = 2000
-#: Test hook (core.indexer._checkpoint): ``name`` or ``name:n`` kills this process with SIGKILL at
+#: Test hook (core.index.indexer._checkpoint): ``name`` or ``name:n`` kills this process with SIGKILL at
 #: the n-th (default first) pass through that checkpoint: chunk (a batch stored), segment (a
 #: segment folder in place, its generation not committed), merge, generation (a generation
 #: folder in place, not committed), commit (just committed).
@@ -138,9 +114,9 @@ class Indexer:
         self.directory = Path(directory)
         self.settings = settings
         self.notify = notify or (lambda _msg: None)
-        self.watcher = watcher  # core.watch.TreeWatcher: the check stats only what it saw change
+        self.watcher = watcher  # core.index.watch.TreeWatcher: the check stats only what it saw change
         self.fresh = fresh  # list the whole tree, whatever the snapshot says
-        self.survey = survey  # core.freshness.Survey: the stat pass a child made meanwhile
+        self.survey = survey  # core.index.freshness.Survey: the stat pass a child made meanwhile
         self.on_partial = on_partial  # told of each generation committed before the pass's last
 
     @property
@@ -154,8 +130,8 @@ class Indexer:
         ------
         OSError
             When the cache folder cannot be written.
-        core.locks.LockBusy
-            When another indexer of this root holds the index past :func:`core.locks.index_wait`.
+        core.base.locks.LockBusy
+            When another indexer of this root holds the index past :func:`core.base.locks.index_wait`.
         """
         from ..base.locks import hold, index_wait
 
@@ -197,7 +173,7 @@ class Indexer:
 
     def check(self):
         """Whether anything changed since the last pass, without listing the tree
-        (:func:`core.freshness.check`)."""
+        (:func:`core.index.freshness.check`)."""
         from .freshness import Check, check, snapshot_key
 
         if self.fresh:
@@ -394,7 +370,7 @@ class Indexer:
         """What changed: each listed file compared with the last pass by size and mtime, then (a
         known file whose stat moved) by content hash; ``recheck``: files read and hashed whatever
         their stat says (changed too close to the last listing for their timestamps to tell,
-        core.freshness). New and changed files are read again when they are chunked (in the
+        core.index.freshness). New and changed files are read again when they are chunked (in the
         chunking workers), so no text is held here."""
         known = {
             path: (size, mtime, sha)
@@ -427,15 +403,14 @@ class Indexer:
                 stats.unchanged += 1
                 continue
             loaded = load_text(self.root, entry, self.settings.options.max_bytes)
-            if loaded.text is not None and _sha(loaded.text) == old[2]:
+            if loaded.text is not None and text_sha(loaded.text) == old[2]:
                 plan.touched.append((entry, old[2]))
                 stats.unchanged += 1
                 continue
             plan.changed.append((entry, True))
         plan.unread_gone.extend(unread)
         plan.removed.extend(known)
-        if sum(entry.size for entry, _existed in plan.changed) >= ORDER_MIN_BYTES:
-            plan.changed.sort(key=lambda item: index_order(item[0].path))
+        order_files(plan.changed)
         stats.added = sum(1 for _entry, existed in plan.changed if not existed)
         stats.changed = len(plan.changed) - stats.added
         stats.removed = len(plan.removed)
@@ -443,7 +418,7 @@ class Indexer:
 
     def _still_unread(self, entry: FileEntry) -> bool:
         """Whether a file found unreadable last time (binary, a key …) still cannot be indexed:
-        read again when its stat is too recent to tell (core.freshness's recheck)."""
+        read again when its stat is too recent to tell (core.index.freshness's recheck)."""
         return load_text(self.root, entry, self.settings.options.max_bytes).text is None
 
     def _touch(self, conn: sqlite3.Connection, plan: _Plan) -> None:
@@ -459,7 +434,7 @@ class Indexer:
 
     def _write(self, conn, meta, plan, parts: dict[str, ArmBuild], stats, clock, progress) -> IndexStats:
         """Store the changed files' chunks and commit them, one generation per segment of
-        :data:`core.segments.SEGMENT_CHUNKS` chunks, the first ones smaller (:func:`segment_cap`;
+        :data:`core.storage.segments.SEGMENT_CHUNKS` chunks, the first ones smaller (:func:`segment_cap`;
         a cold build commits many, a small update one): a pass killed at any point keeps every
         generation it committed, and the next one goes on from there (the files they hold are
         known). Each generation but the last is :attr:`on_partial`'s to answer from."""
@@ -470,12 +445,12 @@ class Indexer:
         total = len(plan.changed)
         state = _State.of(self.directory, meta)
         # The files this pass will hold (an unreadable new one aside): a generation committed
-        # before its last says how many of them it holds (core.store.Partial).
+        # before its last says how many of them it holds (core.storage.store.Partial).
         whole = stats.unchanged + total
         step = 0
         tasks = {name: task for name, p in parts.items() if (task := p.batch_task()) is not None}
-        batches = self._chunked(plan.changed, documents, tasks)
-        feed = _Feed(batches, parts, int(meta.get("next_chunk_id", "1")), plan.unread)
+        batches = chunked(self.root, plan.changed, self.settings, documents, tasks)
+        feed = Feed(batches, parts, int(meta.get("next_chunk_id", "1")), plan.unread)
         try:
             while True:
                 gen = self._generation(conn, meta, state, parts, vocab, documents, stats, progress)
@@ -563,7 +538,7 @@ class Indexer:
             conn.execute(f"DELETE FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch)
         gen.removed.extend(ids)
 
-    def _store(self, conn, feed: _Feed, parts, gen: Generation, stats: IndexStats, progress, total: int, cap: int):
+    def _store(self, conn, feed: Feed, parts, gen: Generation, stats: IndexStats, progress, total: int, cap: int):
         """Store chunked files into this generation until its segment holds ``cap`` chunks or
         none is left; each file's old chunks leave with it (its new version and its old never
         both count)."""
@@ -664,7 +639,7 @@ class Indexer:
         return {**meta, **values}
 
     def _merge(self, manifest: Manifest, gen: Generation, parts, state: _State, rewrite: bool) -> Manifest:
-        """Merge the segments :func:`core.segments.plan_merges` picks (every segment alone when
+        """Merge the segments :func:`core.storage.segments.plan_merges` picks (every segment alone when
         an arm's part is stale: it builds it again); the manifest after."""
         runs = [[i] for i in range(len(manifest.segments))] if rewrite else plan_merges(manifest)
         if not runs:
@@ -706,33 +681,6 @@ class Indexer:
         for part in parts.values():
             part.report(stats)
         return stats
-
-    def _chunked(
-        self, changed: list, documents: dict[str, Documents], tasks: dict[str, Callable]
-    ) -> Iterator[tuple[list, tuple[list, TokenBatch, dict]]]:
-        """Each batch of ``changed`` ``(entry, existed)`` files with, per file, ``(chunks, sha,
-        reason, redacted)`` (chunks None when it cannot be read now), the token counts of
-        ``documents`` and what each arm's batch task made of the chunks, in order; read and chunked in worker processes when there is enough text
-        to pay for them (started now: their start-up overlaps what comes before the first
-        batch). The files are read there too: this process never holds more text than a few
-        batches' chunks."""
-        w, o = self.settings.window, self.settings.overlap
-        max_bytes = self.settings.options.max_bytes
-        groups = list(_file_batches(changed, CHUNK_BATCH_BYTES))
-        root = str(self.root)
-        jobs = [(root, [entry for entry, _existed in group], max_bytes, w, o, documents, tasks) for group in groups]
-        pooled = sum(entry.size for entry, _existed in changed) >= POOL_MIN_BYTES
-        if not pooled:
-            return _in_process(groups, jobs)
-        # The first batches are chunked here while the workers start (their imports take
-        # 0.5-2 s of a loaded machine's time, and this process waits for its first chunks).
-        lead, chars = 0, 0
-        while lead < len(jobs) and chars < LEAD_BYTES:
-            chars += sum(entry.size for entry, _existed in groups[lead])
-            lead += 1
-        pool = ordered_map(_chunk_batch, jobs[lead:], POOL_PROCESSES)
-        here = (_chunk_batch(*job) for job in jobs[:lead])
-        return _Zipped(groups, itertools.chain(here, pool), pool)
 
     def _store_file(self, conn, entry: FileEntry, sha: str, ids: list[int], chunks: list[Chunk]) -> None:
         """A file's row and its chunks', each chunk's text compressed as stored (:func:`pack_text`:
@@ -814,106 +762,6 @@ class _State:
 
 
 @dataclass
-class _Item:
-    """One chunked batch: its ``(entry, existed)`` files, each file's result and new chunk ids,
-    and its token counts."""
-
-    files: list
-    results: list
-    counts: TokenBatch
-    ids: list[list[int]]
-    done: dict  # arm name -> its batch task's result for the batch's chunks
-    prepared: bool = False
-
-    @property
-    def chunks(self) -> int:
-        return sum(len(ids) for ids in self.ids)
-
-
-class _Feed:
-    """The chunked batches of a pass, in order, with chunk ids given as they arrive (ids only
-    grow). A batch's chunks go to every arm's :meth:`ArmBuild.prepare` once the batch belongs to
-    a generation: the current one, or (:meth:`pull_ahead`) the next while the current one is
-    written, so the embedder starts on the next segment at once."""
-
-    def __init__(self, batches: Iterator, parts: dict[str, ArmBuild], next_id: int, unread: set[str]) -> None:
-        self._batches = batches
-        self.was_unread = unread.__contains__
-        self.parts = parts
-        self.next_id = next_id
-        self.held: list[_Item] = []
-        self.exhausted = False
-        self.done = 0
-        self.unreadable_new = 0  # planned files found unreadable when chunked
-        self.unreadable_old = 0
-
-    def _pull(self) -> _Item | None:
-        if self.exhausted:
-            return None
-        found = next(self._batches, None)
-        if found is None:
-            self.exhausted = True
-            return None
-        files, (results, counts, done) = found
-        ids = []
-        for (_entry, existed), (chunks, *_rest) in zip(files, results):
-            n = len(chunks) if chunks is not None else 0
-            ids.append(list(range(self.next_id, self.next_id + n)))
-            self.next_id += n
-            if chunks is None:
-                if existed:
-                    self.unreadable_old += 1
-                else:
-                    self.unreadable_new += 1
-        return _Item(files, results, counts, ids, done)
-
-    def _prepare(self, item: _Item) -> None:
-        if item.prepared:
-            return
-        item.prepared = True
-        ids = [i for file_ids in item.ids for i in file_ids]
-        if ids:
-            chunks = [c for file_chunks, *_rest in item.results if file_chunks for c in file_chunks]
-            for name, part in self.parts.items():
-                part.prepare(ids, chunks, item.done.get(name))
-
-    def next(self, room: int | None) -> _Item | None:
-        """The next batch, if it fits in ``room`` chunks (None: any); else it is held back."""
-        item = self.held.pop(0) if self.held else self._pull()
-        if item is not None and room is not None and item.chunks > room:
-            self.held.insert(0, item)
-            return None
-        if item is not None:
-            self._prepare(item)
-        return item
-
-    def pull_ahead(self, ready: Callable[[], bool], cap: int) -> None:
-        """Chunk (and prepare) batches for the next generation until ``ready()``, half a segment's
-        worth is held, or the next batch would not fit in the next generation's segment of
-        ``cap`` chunks (its chunks must not reach the embedder before that segment is cut)."""
-        planned = 0
-        for item in self.held:  # in id order: the embedder keeps a segment's rows in id order
-            if planned and planned + item.chunks > cap:
-                return
-            self._prepare(item)
-            planned += item.chunks
-        while not ready() and planned < cap // 2:
-            item = self._pull()
-            if item is None:
-                return
-            self.held.append(item)
-            if planned and planned + item.chunks > cap:
-                return
-            self._prepare(item)
-            planned += item.chunks
-
-    def close(self) -> None:
-        close = getattr(self._batches, "close", None)
-        if close is not None:
-            close()
-
-
-@dataclass
 class _Plan:
     changed: list[tuple[FileEntry, bool]] = field(default_factory=list)  # entry, existed
     unread: set[str] = field(default_factory=set)  # of the new ones, those found unreadable last time
@@ -963,46 +811,6 @@ def _schema_matches(conn: sqlite3.Connection) -> bool:
     return all(_columns(conn, t) == cols for t, cols in _expected_columns().items())
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _chunk_batch(
-    root: str,
-    entries: list[FileEntry],
-    max_bytes: int,
-    window: int,
-    overlap: int,
-    documents: dict[str, Documents],
-    tasks: dict[str, Callable],
-) -> tuple[list[tuple], TokenBatch, dict]:
-    """Read and chunk files (in a worker process for a large pass, see :meth:`Indexer._chunked`),
-    count the tokens of each arm's ``documents`` of their chunks, and run each arm's batch task
-    (:meth:`core.arms.protocol.ArmBuild.batch_task`: the dense vectors) over them. Per file:
-    ``(chunks, sha, reason, redacted lines)``, chunks None (and ``reason``) when it cannot be
-    read now. Embedding is the workers' so that the process storing the chunks, whose one GIL
-    serves its every thread, is not a cold build's bottleneck."""
-    per_file = []
-    for entry in entries:
-        loaded = load_text(root, entry, max_bytes)
-        if loaded.text is None:
-            per_file.append((None, "", loaded.reason, loaded.redacted))
-            continue
-        chunks = chunk_file(entry.path, loaded.text, window=window, overlap=overlap, language=language_for(entry.path))
-        per_file.append((chunks, _sha(loaded.text), "", loaded.redacted))
-    chunks = [c for file_chunks, *_ in per_file if file_chunks for c in file_chunks]
-    fields = {f for d in documents.values() for f in d.fields}
-    everything = np.ones(len(chunks), dtype=bool)
-    counts = count_batch(
-        {f: [getattr(c, f) for c in chunks] for f in fields},
-        {
-            name: (d.fields, everything if d.include is None else np.array([d.include(c) for c in chunks], dtype=bool))
-            for name, d in documents.items()
-        },
-    )
-    return per_file, counts, {name: task(chunks) for name, task in tasks.items()} if chunks else {}
-
-
 _fault: list = []  # [name, remaining] from FAULT_ENV, read once
 
 
@@ -1020,28 +828,6 @@ def _checkpoint(name: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def segment_cap(step: int) -> int:
-    """The most chunks the ``step``-th (from 0) segment of a pass holds:
-    :data:`core.segments.FIRST_SEGMENT_CHUNKS`, doubled at each step, up to
-    :data:`core.segments.SEGMENT_CHUNKS`."""
-    return min(SEGMENT_CHUNKS, FIRST_SEGMENT_CHUNKS << min(step, 40))
-
-
-def index_order(path: str) -> tuple:
-    """Where a file comes in a pass: the files a first question most likely wants first, since
-    a question asked while a first build runs is answered from the files committed so far.
-    Code no prior demotes, then documentation pages, then what the priors demote (by their
-    factor: examples, configuration and data before tests and README-like files); shallow
-    before deep within each, then by path. The order a complete index ranks in is not this
-    one's business: its scores do not depend on it (tests/test_partial.py)."""
-    from ..query.priors import PROSE_LANGUAGES, matching_rules
-
-    factor = 1.0
-    for rule in matching_rules(path):
-        factor *= rule.factor
-    return (-factor, language_for(path) in PROSE_LANGUAGES, path.count("/"), path)
-
-
 def arm_builds(settings: IndexSettings) -> dict[str, ArmBuild]:
     """This update's build of every arm that has files in a generation, in registry order."""
     return {name: spec.build(settings) for name, spec in REGISTRY.items() if spec.build is not None}
@@ -1056,49 +842,6 @@ def _built_arms() -> str:
 def _schema(settings: IndexSettings) -> str:
     """The index database's tables: the store's and the arms' own (FTS5's index)."""
     return SCHEMA + "".join(part.schema for part in arm_builds(settings).values())
-
-
-def _file_batches(changed: list, size: int):
-    """Consecutive runs of ``changed`` ``(entry, existed)`` files holding about ``size`` bytes
-    each, the first ones less (:data:`FIRST_BATCH_BYTES`, doubling): the first segment of a
-    pass, small itself, is then cut from several batches that the chunking workers share, not
-    from one that one of them takes long over."""
-    batch: list = []
-    chars = 0
-    limit = min(size, FIRST_BATCH_BYTES)
-    for item in changed:
-        batch.append(item)
-        chars += item[0].size
-        if chars >= limit:
-            yield batch
-            batch, chars = [], 0
-            limit = min(size, 2 * limit)
-    if batch:
-        yield batch
-
-
-def _in_process(groups: list, jobs: list):
-    """:meth:`Indexer._chunked` without worker processes."""
-    for i, group in enumerate(groups):
-        job, jobs[i] = jobs[i], None
-        yield group, _chunk_batch(*job)
-
-
-class _Zipped:
-    """Each batch with its result from the worker processes; :meth:`close` stops them."""
-
-    def __init__(self, groups: list, results, pool) -> None:
-        self._pairs = zip(groups, results)
-        self._pool = pool
-
-    def __iter__(self) -> _Zipped:
-        return self
-
-    def __next__(self):
-        return next(self._pairs)
-
-    def close(self) -> None:
-        self._pool.close()
 
 
 def _batches(items: list, size: int):

@@ -5,5 +5,8 @@
 ``segments``    the segment manifest of a generation and the plan of which segments merge
 ``chunktable``  per-segment chunk metadata: paths, lines, symbols, breadcrumbs
 ``columns``     coded and packed string columns the chunk table is made of
-``bm25``        the BM25 term matrix, the vocabularies and the token batches they are built from
+``bm25``        the BM25 term matrix a query scores: its segments' postings, the corpus statistics,
+                the vocabulary as a query reads it
+``terms``       counting tokens into term frequencies while indexing: the vocabulary as it grows,
+                the token batches the chunking workers count and their merge
 """

@@ -90,7 +90,7 @@ CREATE TABLE IF NOT EXISTS unread (
     path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, reason TEXT NOT NULL,
     redacted TEXT NOT NULL DEFAULT ''
 );
--- Token -> column of the lexical matrices; it only grows (core.storage.bm25.Vocabulary). Looked up
+-- Token -> column of the lexical matrices; it only grows (core.storage.terms.Vocabulary). Looked up
 -- by token only: one b-tree keyed by the token (a rowid table and a unique index on the token
 -- took twice the room, ~250 MB for the 4.2M tokens of the Linux sources). Columns run
 -- 0..n-1; n is the meta's vocab_size.
@@ -102,7 +102,7 @@ CREATE TABLE IF NOT EXISTS vocab (token TEXT PRIMARY KEY, col INTEGER NOT NULL) 
 #: zlib level of the stored chunk text. On the Linux sources' 1.11 GB of chunk text, level 1
 #: keeps 0.41 of it at ~62 MB/s, level 6 0.39 at ~52 MB/s (per chunk, as stored; 1,500 driver
 #: files: 0.392 at 60 MB/s, 0.377 at 50 MB/s): the cheaper one, the cold build being short of
-#: CPU. The chunking workers compress (:func:`core.index.indexer._chunk_batch`: ~7 % of their CPU,
+#: CPU. The chunking workers compress (:func:`core.index.batches._chunk_batch`: ~7 % of their CPU,
 #: ~18 CPU-seconds on the kernel); reading back runs at ~190 MB/s.
 TEXT_LEVEL = 1
 
