@@ -45,6 +45,7 @@ def test_a_slow_job_holds_up_only_its_own_child(tmp_path, monkeypatch):
     jobs = [(str(tmp_path), 0, 1.5)] + [(str(tmp_path), n, 0.0) for n in range(1, 6)]
     results = ordered_map(_timed, jobs, 2)
     first = next(results)
+    assert (tmp_path / "5.start").exists(), "child 1 stood still until job 0's result was taken"
     started = {n: float((tmp_path / f"{n}.start").read_text()) for n in (0, 5)}
     assert len(first) == 1 << 20 and len(list(results)) == 5
     assert started[5] - started[0] < 1.0  # child 1 reached job 5 while job 0 still slept
