@@ -49,3 +49,17 @@ def test_a_slow_job_holds_up_only_its_own_child(tmp_path, monkeypatch):
     started = {n: float((tmp_path / f"{n}.start").read_text()) for n in (0, 5)}
     assert len(first) == 1 << 20 and len(list(results)) == 5
     assert started[5] - started[0] < 1.0  # child 1 reached job 5 while job 0 still slept
+
+
+def test_a_chunk_crosses_a_pipe_whole():
+    """Chunks pickle as their fields in order (the indexer's workers send a million): every
+    field, the defaults and ``piece_of`` included, comes back."""
+    import pickle
+    from dataclasses import fields
+
+    from ranklens.core.base.types import Chunk
+
+    full = Chunk("a.py", 3, 9, "def f():\n    pass", "python", "a.py > f", "piece", "f", "def f()", "Doc.", (1, 20))
+    for chunk in (full, Chunk("b.md", 1, 2, "text", "markdown", "b.md")):
+        back = pickle.loads(pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL))
+        assert all(getattr(back, f.name) == getattr(chunk, f.name) for f in fields(Chunk)) and back == chunk

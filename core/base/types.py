@@ -5,7 +5,8 @@ Lines are 1-based and inclusive everywhere; paths are POSIX and relative to the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import NamedTuple
 
 #: Arm families, used by the confidence rule: agreement across families means more than
@@ -57,19 +58,11 @@ class Chunk:
     def __reduce__(self):
         # A frozen slotted dataclass pickles through dataclasses' state functions, which list
         # its fields for every instance: a cold build sends a million chunks from its workers.
-        return Chunk, (
-            self.path,
-            self.start_line,
-            self.end_line,
-            self.text,
-            self.language,
-            self.context,
-            self.kind,
-            self.symbol,
-            self.signature,
-            self.docstring,
-            self.piece_of,
-        )
+        return Chunk, _chunk_fields(self)
+
+
+#: A chunk's fields in order, read in C (what :meth:`Chunk.__reduce__` rebuilds it from).
+_chunk_fields = attrgetter(*(f.name for f in fields(Chunk)))
 
 
 @dataclass(frozen=True, slots=True)

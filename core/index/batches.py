@@ -36,9 +36,9 @@ FIRST_BATCH_BYTES = 32_000
 #: A pass chunked by worker processes chunks its first batches, up to this much text, itself
 #: while they start (their imports take 0.5-3 s, the machine's load deciding).
 LEAD_BYTES = 200_000
-#: An update with at least this much text to chunk does it in a worker process: tree-sitter and
-#: the Python-side span work then overlap the SQLite inserts and the embedder instead of
-#: holding this process's GIL. Below it (an edited file or a few) starting a worker (~0.3 s)
+#: An update with at least this much text to chunk does it in worker processes: tree-sitter,
+#: the Python-side span work and embedding then overlap the SQLite inserts instead of holding
+#: this process's GIL. Below it (an edited file or a few) starting a worker (~0.3 s)
 #: would cost more than it saves.
 POOL_MIN_BYTES = 2_000_000
 #: A pass with this much text to index or more (it commits in several steps) indexes its files
