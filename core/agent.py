@@ -387,8 +387,10 @@ class AgentService:
         language: str | None = None,
         priors: bool = True,
         max_chars: int = DEFAULT_TEXT_BUDGET,
+        like: str | None = None,
     ) -> dict:
-        """The handoff envelope of a query, each hit with its text until ``max_chars`` is spent."""
+        """The handoff envelope of a query (``like``: of units like one), each hit with its text
+        until ``max_chars`` is spent."""
         from .service import NoAnswer, RequestError, answer_query, deep_ready
 
         request = self.search_request(
@@ -401,6 +403,7 @@ class AgentService:
             language=language,
             priors=priors,
             max_chars=max_chars,
+            like=like,
         )
         try:
             stats = self.stats
@@ -510,6 +513,7 @@ class AgentService:
                 path_glob=arguments.get("path"),
                 language=arguments.get("language"),
                 priors=arguments.get("priors", True),
+                like=arguments.get("like"),
             )
         except RequestError as exc:
             problems.extend(exc.all)
@@ -534,18 +538,26 @@ class AgentService:
             "path": str,
             "language": str,
             "priors": bool,
+            "like": str,
         }
         given = {
             name: value
             for name, value in arguments.items()
             if name in kinds and isinstance(value, kinds[name]) and (name == "priors" or not isinstance(value, bool))
         }
-        query = given.pop("query", "placeholder")
+        query = given.pop("query", "" if "like" in given else "placeholder")
         try:
             self.search_request(query, **given)
         except AgentError as exc:
             return list(getattr(exc, "problems", [str(exc)]))
         return []
+
+    def related(self, place: str, limit: int = 20) -> dict:
+        """MCP ``related`` (:func:`core.navigate.answer_related`)."""
+        from .navigate import answer_related, as_agent_error
+
+        with as_agent_error(AgentError):
+            return {**answer_related(self.engine, place, limit=limit), "generation": self.engine.view.generation}
 
     def read_span(self, path: str, start_line: int, end_line: int, max_chars: int = DEFAULT_SPAN_CHARS) -> dict:
         """Lines ``start_line..end_line`` of an indexed file now, with their sha256."""

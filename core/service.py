@@ -106,6 +106,8 @@ class QueryRequest:
     path_glob: str | None = None
     language: str | None = None
     priors: bool = True
+    #: ``PATH:LINE``: answer with units like that one (:mod:`core.graph.like`), not ``text``.
+    like: str | None = None
 
     @property
     def arms(self) -> list[str]:
@@ -127,8 +129,10 @@ def check_request(
     path_glob: str | None = None,
     language: str | None = None,
     priors: bool = True,
+    like: str | None = None,
 ) -> QueryRequest:
-    """Check a query and its options: RequestError, one line naming every bad one."""
+    """Check a query and its options: RequestError, one line naming every bad one. With
+    ``like`` (a place), ``text`` may be empty: the unit's names and code are the question."""
     from .engine import check_query
 
     problems: list[str] = []
@@ -162,10 +166,15 @@ def check_request(
             problems.append(f"unknown language {language!r} (known: {', '.join(LANGUAGE_NAMES)})")
         else:
             language = language.strip().lower() or None  # "": no filter, as before
+    if like is not None:
+        from .navigate import parse_place
+
+        check(lambda: parse_place(like))
+        text = text or str(like)
     text = check(lambda: check_query(text))
     if problems:
         raise RequestError.of(problems)
-    return QueryRequest(text, top_k, retriever, weights, ws, rrf_k, path_glob, language, priors)
+    return QueryRequest(text, top_k, retriever, weights, ws, rrf_k, path_glob, language, priors, like)
 
 
 class NoAnswer(RuntimeError):
@@ -198,9 +207,14 @@ def answer_query(
     """
     t0 = time.perf_counter()
     settings = settings_for(engine, request, deep=deep)
+    asked, unit = request, None
+    if request.like is not None:  # more like this: the unit's names and code ask (core.graph.like)
+        from .navigate import like_request
+
+        unit, asked = like_request(engine, request.like, request)
     try:
         result = engine.search(
-            request.text, settings, top_k=request.top_k, path_glob=request.path_glob, language=request.language
+            asked.text, settings, top_k=asked.top_k, path_glob=request.path_glob, language=request.language
         )
     except QueryError as exc:
         raise RequestError(str(exc)) from None
@@ -208,7 +222,7 @@ def answer_query(
         raise NoAnswer(result.skipped)
     hits = result.hits
     data = envelope(
-        query=request.text,
+        query=asked.text,
         mode=request.retriever,
         retrievers=result.answered,
         skipped=result.skipped,
@@ -220,6 +234,10 @@ def answer_query(
         with_hashes=hashes,
         roots=repo_roots(engine, hits),
     )
+    if unit is not None:
+        from .navigate import without_unit
+
+        data, hits = without_unit(unit, data, hits, request.top_k)
     partial = getattr(result, "partial", None)
     if partial is not None:
         data["partial"] = partial.to_dict()

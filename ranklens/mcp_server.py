@@ -39,7 +39,8 @@ INSTRUCTIONS = (
     "static embeddings, tree-sitter symbols) and fuses their rankings. Start with `search`: each "
     "hit gives path and lines, its text, and why it ranks (agreement: how many retrievers found "
     "it; confidence: high when retrievers of different kinds agree; provenance: which). Read "
-    "more with `read_span`. Keep a search result (it is a handoff document) and pass it to "
+    "more with `read_span`; follow the code from a hit with `related` (its callers, callees and "
+    "tests), or look for code like it with `search(like=...)`. Keep a search result (it is a handoff document) and pass it to "
     "`check_handoff` later to learn which spans changed. `index_status` says what the index "
     "holds. The index updates itself when files change. Paths are relative to the repository "
     "root; ignored and secret-looking files are never served."
@@ -190,9 +191,11 @@ async def _call(service: AgentService, ctx: Context | None, fn, *args, **kwargs)
 
 
 def build_server(service: AgentService) -> MCPServer:
-    """The MCP server of one :class:`AgentService` (its four tools)."""
+    """The MCP server of one :class:`AgentService` (its five tools)."""
     server = _Server("ranklens", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
-    server.checks = {"search": service.search_problems}
+    from .core.navigate import related_problems
+
+    server.checks = {"search": service.search_problems, "related": related_problems}
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def search(
@@ -239,6 +242,12 @@ def build_server(service: AgentService) -> MCPServer:
                 description="Character budget for the hits' text, spent best hit first; later hits come without text (read them with read_span). 0: no text.",
             ),
         ] = DEFAULT_TEXT_BUDGET,
+        like: Annotated[
+            str | None,
+            Field(
+                description="More like this: `PATH:LINE` (or `PATH:NAME`) of a unit; search with its names and code instead of `query` (which may then be empty). The unit itself is left out."
+            ),
+        ] = None,
         ctx: Context = None,
     ) -> CallToolResult:
         """Search the repository's code and docs; the best places to read, best first.
@@ -267,7 +276,31 @@ def build_server(service: AgentService) -> MCPServer:
             language=language,
             priors=priors,
             max_chars=max_chars,
+            like=like,
         )
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def related(
+        place: Annotated[
+            str,
+            Field(
+                description="`PATH:LINE` (a line inside a function, method, class …) or `PATH:NAME` (a name the file defines), path relative to the repository root, e.g. `src/retry.py:120` or a search hit's `path:start_line`."
+            ),
+        ],
+        limit: Annotated[int, Field(ge=1, le=200, description="Most places listed per kind.")] = 20,
+        ctx: Context = None,
+    ) -> CallToolResult:
+        """Follow the code from a place: the unit there and its `callers`, `callees` and `tests`.
+
+        Returns `unit` and lists of places, best first, each with `path`, `start_line`,
+        `end_line` (the whole enclosing definition), `name`, `context`, `line` (the use that
+        links it), `via` (the name used), `resolution` (`same file`, `imported`, `same
+        directory`, `by name`) and `candidates` (how many definitions that name has; more
+        than one means name-based resolution may be wrong). `counts` has the totals. Edges
+        are name-based, like search-based navigation: use it after `search` when a hit is
+        near the answer but not it (the code that calls it, what it calls, its tests).
+        """
+        return await _call(service, ctx, service.related, place, limit)
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def read_span(

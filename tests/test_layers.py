@@ -26,15 +26,16 @@ TIERS = {
     "storage": 2,
     "arms": 3,
     "query": 4,
-    "index": 5,
-    "evaluation": 5,
-    "backends": 6,
+    "graph": 5,
+    "index": 6,
+    "evaluation": 6,
+    "backends": 7,
 }
 SURFACES = "surfaces"
-TIERS[SURFACES] = 7
+TIERS[SURFACES] = 8
 #: The packages whose __init__.py is their map and nothing else: no import, so importing one of
 #: their modules loads no other (a warm query must not load the indexer: tests/test_engine.py).
-MAP_ONLY = ("base", "text", "storage", "query", "index")
+MAP_ONLY = ("base", "text", "storage", "query", "graph", "index")
 
 
 def _module(path: Path) -> str:

@@ -18,7 +18,7 @@ from ranklens.core.agent import _find_moved
 from ranklens.core.base.handoff_schema import validate_handoff
 from ranklens.core.handoff import span_text, text_sha256
 
-TOOLS = {"search", "read_span", "check_handoff", "index_status"}
+TOOLS = {"search", "related", "read_span", "check_handoff", "index_status"}
 
 
 @contextlib.asynccontextmanager

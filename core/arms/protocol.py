@@ -72,6 +72,7 @@ class IndexStats:
     removed: int = 0
     unchanged: int = 0
     embedded: int = 0
+    edges: int = 0  # uses of names stored (core.graph.build): chunk -> name pairs
     skipped: list[tuple[str, str]] = field(default_factory=list)
     kept: int = 0  # files discovery kept (before reading)
     excluded: list = field(default_factory=list)  # core.discovery.Exclusion per deciding rule

@@ -50,6 +50,10 @@ class Chunk:
     signature: str = ""
     docstring: str = ""
     piece_of: tuple[int, int] | None = None
+    #: The names its code uses, space-separated, in order of first use, then those it defines
+    #: (nested ones too) marked ``=``: what navigation resolves (:mod:`core.chunking.refs`,
+    #: :mod:`core.graph`).
+    refs: str = ""
 
     @property
     def docid(self) -> str:

@@ -25,11 +25,14 @@ Python-side span work.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..base.types import Chunk
 from ..text.languages import language_for
 from .budget import PIECE, Budget
 from .comments import MAX_DOCSTRING
 from .reading import MAX_SIGNATURE, safe_definitions
+from .refs import IMPORT_LINE, blank_definitions, chunk_refs, uses
 from .specs import DEFINITION, SECTION, SPECS
 from .windows import (
     DEFAULT_OVERLAP,
@@ -94,12 +97,17 @@ def chunk_file(
         return []
     language = language or language_for(path)
     lines = split_lines(text)
-    defs = safe_definitions(path, text, lines, language, with_text=False)  # the budget cuts its own
+    refs: list = []  # the file's code lines and import paths, when it parses
+    defs = safe_definitions(path, text, lines, language, with_text=False, refs=refs)  # the budget cuts its own
     if defs:
         spec = SPECS[language]
         chunks = Budget(path, lines, language, spec, window, overlap).chunks(defs)
     else:
         chunks = window_chunks(path, lines, language, path, 1, len(lines), window, overlap)
+    if refs:
+        code, modules = refs
+        sites = blank_definitions(code, defs)
+        chunks = [replace(c, refs=chunk_refs(code, modules, sites, c.start_line, c.end_line)) for c in chunks]
     chunks.sort(key=lambda c: (c.start_line, c.end_line, c.kind))
     return chunks
 
@@ -117,6 +125,25 @@ def definitions(path: str, text: str, *, language: str | None = None) -> list[Ch
     return safe_definitions(path, text, split_lines(text), language)
 
 
+def references(path: str, text: str, *, language: str | None = None) -> tuple[list[Chunk], list[tuple[int, str]]]:
+    """A file's definitions (as :func:`definitions`, without their text) and every use of a
+    name in its code outside import lines, ``(line, name)`` sorted (1-based lines; see :mod:`core.chunking.refs`), from
+    one parse: what navigation (:mod:`core.graph`) reads of a file. Both empty without a
+    grammar."""
+    if not text.strip():
+        return [], []
+    language = language or language_for(path)
+    found: list = []
+    defs = safe_definitions(path, text, split_lines(text), language, with_text=False, refs=found)
+    if not found:
+        return defs, []
+    code, _modules = found
+    blank_definitions(code, defs)
+    # An import line is where a file names what it uses, not a use: callers are the code that runs.
+    out = [(i, name) for i, line in enumerate(code, start=1) if not IMPORT_LINE.match(line) for name in uses(line)]
+    return defs, sorted(out)
+
+
 __all__ = [
     "DEFAULT_OVERLAP",
     "DEFAULT_WINDOW",
@@ -130,4 +157,5 @@ __all__ = [
     "definitions",
     "even_spans",
     "line_windows",
+    "references",
 ]

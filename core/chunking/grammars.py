@@ -37,6 +37,16 @@ class Grammar:
                 continue
             valid.append(p)
         self.query = Query(self.language, "\n".join(valid)) if valid else None
+        self._refs: Query | bool | None = False  # compiled on first use
+
+    @property
+    def refs_query(self):
+        """The query of the names code uses (:func:`core.chunking.refs.reference_query`)."""
+        if self._refs is False:
+            from .refs import reference_query
+
+            self._refs = reference_query(self.language)
+        return self._refs
 
 
 _grammars: dict[str, Grammar | None] = {}

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..base.types import Chunk
 from .comments import comment_above
 from .grammars import Grammar, grammar_for, parser_for
+from .refs import code_lines
 from .specs import SECTION, Spec
 
 if TYPE_CHECKING:  # tree_sitter is imported lazily: a broken install still gets windows
@@ -47,14 +48,17 @@ _FUNCTION_HOLDERS = frozenset({"variable_declarator", "field_definition", "publi
 _NEEDS_BODY = frozenset({"struct_specifier", "union_specifier", "enum_specifier", "class_specifier", "mod_item"})
 
 
-def safe_definitions(path: str, text: str, lines: list[str], language: str, with_text: bool = True) -> list[Chunk]:
+def safe_definitions(
+    path: str, text: str, lines: list[str], language: str, with_text: bool = True, refs: list | None = None
+) -> list[Chunk]:
     """The definitions of a file (see :func:`read_definitions`); none when the language has no
-    grammar or the grammar fails on it."""
+    grammar or the grammar fails on it. ``refs``, when given, receives the ``(row, name)`` uses
+    of names in the file (:func:`core.chunking.refs.read_references`), from the same parse."""
     grammar = grammar_for(language)
     if grammar is None or grammar.query is None:
         return []
     try:
-        return read_definitions(path, text, lines, language, grammar, with_text)
+        return read_definitions(path, text, lines, language, grammar, with_text, refs)
     except Exception:  # a grammar bug must not cost the file its windows
         return []
 
@@ -89,15 +93,24 @@ class _Def:
 
 
 def read_definitions(
-    path: str, text: str, lines: list[str], language: str, grammar: Grammar, with_text: bool = True
+    path: str,
+    text: str,
+    lines: list[str],
+    language: str,
+    grammar: Grammar,
+    with_text: bool = True,
+    refs: list | None = None,
 ) -> list[Chunk]:
     """One chunk per definition of a parsed file, outer before inner; without their text
-    unless ``with_text`` (the budget cuts its own)."""
+    unless ``with_text`` (the budget cuts its own). ``refs`` receives the file's code lines and
+    import paths (:func:`core.chunking.refs.code_lines`)."""
     from tree_sitter import QueryCursor
 
     source = text.encode("utf-8", errors="surrogatepass")
     tree = parser_for(grammar).parse(source)
     spec = grammar.spec
+    if refs is not None and spec.kind != SECTION and grammar.refs_query is not None:  # prose uses no names
+        refs.extend(code_lines(tree.root_node, source, grammar.refs_query))
     captured = _captures(tree.root_node, grammar, QueryCursor)
 
     defs: list[_Def] = []

@@ -829,8 +829,13 @@ def _checkpoint(name: str) -> None:
 
 
 def arm_builds(settings: IndexSettings) -> dict[str, ArmBuild]:
-    """This update's build of every arm that has files in a generation, in registry order."""
-    return {name: spec.build(settings) for name, spec in REGISTRY.items() if spec.build is not None}
+    """This update's build of every arm that has files in a generation, in registry order, and
+    of the navigation edges (:mod:`core.graph.build`), which a generation holds the same way."""
+    from ..graph.build import NAME, UsesBuild
+
+    builds = {name: spec.build(settings) for name, spec in REGISTRY.items() if spec.build is not None}
+    builds[NAME] = UsesBuild(settings)
+    return builds
 
 
 def _built_arms() -> str:

@@ -69,7 +69,9 @@ if TYPE_CHECKING:  # numpy and the chunk table load with the first view's chunks
 #: 14: a segment's chunk table is a memory-mapped file a column (``core.storage.chunktable``);
 #:    contentless FTS5, chunk text zlib-compressed (``pack_text``), a folder's identical files linked,
 #:    no signature or docstring columns in the chunks table (only the matrices read them).
-FORMAT_VERSION = 14
+#: 15: chunks carry the names their code uses, and each segment an inverted index of them
+#:    (``refs.*.npy``: core.graph.uses), the navigation edges.
+FORMAT_VERSION = 15
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -16,7 +16,7 @@ import sys
 import click
 
 from ..core.base.errors import RequestError
-from . import evaluate, index, query, serve, why
+from . import evaluate, index, query, related, serve, why
 from .common import PACKAGE, _note
 from .index import Terminated
 
@@ -68,6 +68,7 @@ def cli() -> None:
     ranklens [ROOT]            open the terminal UI on ROOT (default: .)
     ranklens index [ROOT]      build or update ROOT's index
     ranklens query TEXT        search from the command line
+    ranklens related PATH:LINE a unit's callers, callees and tests
     ranklens eval FILE         measure retrieval on a labeled query file
     ranklens tune FILE         tune the fusion weights and k on a labeled query file
     ranklens mcp [ROOT]        serve ROOT to coding agents (Model Context Protocol, stdio)
@@ -80,6 +81,7 @@ cli.add_command(serve.tui)
 cli.add_command(index.index)
 cli.add_command(serve.mcp_command)
 cli.add_command(query.query)
+cli.add_command(related.related)
 cli.add_command(evaluate.eval_command)
 cli.add_command(evaluate.tune)
 cli.add_command(why.why)

@@ -108,6 +108,12 @@ BATCH_HELP = (
     help="Only chunks in this language (python, go, markdown …; an unknown name is an error that lists them).",
 )
 @click.option("--no-priors", "no_priors", is_flag=True, help=NO_PRIORS_HELP)
+@click.option(
+    "--like",
+    metavar="PATH:LINE",
+    help="More like this: search with the names and code of the unit at PATH:LINE (or PATH:NAME) "
+    "instead of TEXT; the unit itself is left out.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON envelope (with each span's sha256 and query_ms).")
 @click.option("--output", metavar="FILE", help="Also write the JSON envelope to FILE (atomically): a handoff.")
 @click.option(
@@ -140,6 +146,7 @@ def query(
     path_glob: str | None,
     language: str | None,
     no_priors: bool,
+    like: str | None,
     as_json: bool,
     output: str | None,
     batch: bool,
@@ -181,6 +188,10 @@ def query(
         language=language,
         priors=not no_priors,
     )
+    if like is not None:
+        if batch:
+            raise UsageProblem("--like does not apply to --batch")
+        options["like"] = like
     if batch:
         if text is not None:
             raise UsageProblem("give TEXT or --batch, not both")
@@ -189,11 +200,11 @@ def query(
         check_request("batch", **options)  # the defaults must be good before stdin is read
         _query_batch(root, model, options, hidden, no_ignore, store, repos, fresh, survey, max_wait)
         return
-    if text is None:
-        raise UsageProblem("missing TEXT (or --batch to read queries from stdin)")
+    if text is None and like is None:
+        raise UsageProblem("missing TEXT (or --batch to read queries from stdin, or --like PATH:LINE)")
     if max_wait is not None and store is not None:
         raise UsageProblem("--max-wait applies to a local index (a shared --store is built by `ranklens index`)")
-    request = check_request(text, **options)
+    request = check_request(text or "", **options)
     # Span hashes go only into JSON (stdout or --output); the lines printed otherwise show none,
     # and hashing reads each hit's file through the credential detectors (~0.2 s to import).
     hashes = as_json or bool(output)

@@ -1,0 +1,158 @@
+"""The names a file's code uses, read from the tree-sitter tree the chunker parses anyway.
+
+Navigation (:mod:`core.graph`) resolves names, as search-based code navigation does: a unit
+*uses* a name when an identifier of its code, in a position that refers to something defined
+elsewhere, spells it. The tree says what is code: its comment and string nodes are blanked out
+(an interpolation inside a string stays code), and the modules of import statements that name
+them as strings are read off it. Which positions count is then read from the characters around
+each identifier, the same way in every grammar (one regular expression, possessive so that it never backtracks:
+a tree-sitter capture per identifier cost as much again as the whole chunking, this a quarter):
+
+* a call: the name is followed by ``(`` (or a Rust macro's ``!``);
+* a member or a qualified name: preceded by ``.``, ``->``, ``::``, ``\\`` (PHP) or ``@`` (a decorator);
+* a type, class or constant: it starts with a capital letter;
+* anything on an import line (``import``, ``from``, ``use``, ``#include`` …), and the parts of
+  an import's path string (``import "net/http"``, ``from './retry'``): the modules a file imports
+  tell resolution which of several same-named definitions it means.
+
+A bare lowercase identifier elsewhere (a local variable, a parameter, a keyword argument) is
+left out: it is a local name far more often than a reference, and as a reference it would make
+every function with a variable ``path`` a caller of ``def path()``. Comments and strings hold no
+identifier nodes, so a name mentioned in prose is never a use.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Query
+
+#: Import statements whose module is a string (Go, JavaScript/TypeScript, C/C++ …).
+IMPORT_STRINGS = (
+    "(import_spec path: (_) @module)",
+    "(import_statement source: (string) @module)",
+    "(export_statement source: (string) @module)",
+    "(preproc_include path: (_) @module)",
+)
+#: A use: a call (``name(``, a Rust macro's ``name!``), a member or qualified name (``.name``,
+#: ``->name``, ``::name``, ``\\name``, ``@decorator``), a capitalised name. Neither side looks past
+#: the line: a Python header's ``:`` ends the line above a body's first name.
+USE = re.compile(
+    r"(?:\.|->|::|@|\\)[ \t]*+([A-Za-z_][A-Za-z0-9_]*+)"
+    r"|\b([A-Z][A-Za-z0-9_]*+)"
+    r"|\b([a-z_][A-Za-z0-9_]*+)(?=[ \t]*+[(!])"
+)
+#: A line importing something: every name on it is a use (``from .retry import Retry``).
+IMPORT_LINE = re.compile(
+    r"^[ \t]*(?:import|from|use|using|require|include|#[ \t]*include|extern crate|open)\b.*$", re.M
+)
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Words that look like calls (``if (``) in the C family, never a definition's name.
+KEYWORDS = frozenset(
+    "if for while switch return sizeof typeof catch elif and or not in is print defined "
+    "super self this new delete match case await yield assert lambda def func fn function "
+    "import from use using require include extern crate open as None True False".split()
+)
+
+
+def blank_kinds(language) -> list[str]:
+    """The node kinds of a grammar whose text is prose, not code: its comments, and the
+    contents of its strings (their fragments where the grammar has them, so that an
+    interpolation stays code; the whole literal where it has not)."""
+    kinds = [language.node_kind_for_id(i) for i in range(language.node_kind_count) if language.node_kind_is_named(i)]
+    comments = [k for k in kinds if "comment" in k and "marker" not in k]
+    contents = [k for k in kinds if "string" in k and ("content" in k or "fragment" in k)]
+    if not contents:
+        contents = [k for k in kinds if k.endswith(("string", "string_literal"))]
+    return sorted(set(comments + contents))
+
+
+def reference_query(language) -> Query | None:
+    """The query capturing a grammar's prose (``@blank``) and import paths (``@module``)."""
+    from tree_sitter import Query
+
+    valid = []
+    for pattern in [f"({k}) @blank" for k in blank_kinds(language)] + list(IMPORT_STRINGS):
+        try:
+            Query(language, pattern)
+        except Exception:
+            continue
+        valid.append(pattern)
+    return Query(language, "\n".join(valid)) if valid else None
+
+
+def code_lines(root: Node, source: bytes, query: Query) -> tuple[list[str], list[tuple[int, str]]]:
+    """The file's lines with comments and string contents blanked (newlines kept, so rows
+    stay), and ``(row, module part)`` for each import path's parts (0-based rows)."""
+    from tree_sitter import QueryCursor
+
+    code = bytearray(source)
+    modules: list[tuple[int, str]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.child_count > _WIDE:
+            stack.extend(node.children)
+            continue
+        captures = QueryCursor(query).captures(node)
+        for blank in captures.get("blank", ()):
+            s, e = blank.start_byte, blank.end_byte
+            code[s:e] = source[s:e].translate(_TO_SPACE)
+        for module in captures.get("module", ()):
+            text = source[module.start_byte : module.end_byte].decode("utf-8", "replace")
+            row = module.start_point[0]
+            modules.extend((row, part) for part in NAME.findall(text) if len(part) > 1)
+    return code.decode("utf-8", "replace").split("\n"), modules
+
+
+_TO_SPACE = bytes(10 if b == 10 else 32 for b in range(256))
+#: Nodes with more children than this are queried child by child (tree-sitter's cursor is
+#: quadratic in a node's width: see core.chunking.reading._captures).
+_WIDE = 256
+
+
+#: Marks a name a chunk defines, among the names it uses (``=sleep_for``): one index of
+#: names answers both who uses a name and who defines it, nested definitions included (a
+#: chunk's ``symbol`` names only its outermost ones: a class packed with its methods).
+DEFINES = "="
+
+
+def blank_definitions(code: list[str], defs: list) -> list[tuple[int, str]]:
+    """Blank, in ``code`` (:func:`code_lines`), each definition's own name where its header
+    spells it (``def sleep_for(``, ``func Backoff(``): a definition is not a use of itself.
+    Returns where each was, ``(row, name)`` (0-based)."""
+    sites = []
+    for d in defs:
+        name = d.symbol
+        if not name:
+            continue
+        word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+        for i in range(d.start_line - 1, min(d.end_line, d.start_line + 8, len(code))):
+            found = word.search(code[i])
+            if found:
+                code[i] = code[i][: found.start()] + " " * len(name) + code[i][found.end() :]
+                sites.append((i, name))
+                break
+    return sites
+
+
+def uses(text: str) -> list[str]:
+    """The names ``text`` (code, prose already blanked) uses, with repeats, in order."""
+    found = [a or b or c for a, b, c in USE.findall(text)]
+    for line in IMPORT_LINE.findall(text):
+        found.extend(NAME.findall(line))
+    return [n for n in found if len(n) > 1 and n not in KEYWORDS]
+
+
+def chunk_refs(
+    code: list[str], modules: list[tuple[int, str]], sites: list[tuple[int, str]], start_line: int, end_line: int
+) -> str:
+    """The distinct names used on lines ``start_line..end_line`` (1-based) of ``code`` (see
+    :func:`code_lines`), in order of first use, then those defined there (``sites``, from
+    :func:`blank_definitions`), each marked :data:`DEFINES`; space-separated."""
+    names = uses("\n".join(code[start_line - 1 : end_line]))
+    names.extend(part for row, part in modules if start_line - 1 <= row < end_line)
+    own = [DEFINES + name for row, name in sites if start_line - 1 <= row < end_line]
+    return " ".join(dict.fromkeys(names + own))

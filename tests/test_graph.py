@@ -1,0 +1,322 @@
+"""Following the code (core/graph): edges read while chunking, kept per segment, resolved by
+closeness, answered by ``ranklens related``, MCP ``related`` and ``--like``; on small real
+repositories in Python, Go and TypeScript whose edges are known."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from cli_helpers import run
+
+from ranklens.core.chunking import chunk_file
+from ranklens.core.engine import Engine
+from ranklens.core.navigate import answer_related, neighbourhood, parse_place
+from ranklens.core.service import RequestError, answer_query, check_request
+
+PYTHON = {
+    "shop/retry.py": '''
+        """Retrying with backoff."""
+
+
+        class Retry:
+            def __init__(self, total):
+                self.total = total
+
+            def get_backoff_time(self):
+                # a comment naming sleep_for() is not a use
+                return min(self.total * 2, MAX_BACKOFF)
+
+            def sleep_for(self):
+                """Calls helper() in prose only."""
+                return self.get_backoff_time()
+
+
+        MAX_BACKOFF = 120
+        ''',
+    "shop/client.py": """
+        from .retry import Retry
+
+
+        def fetch(url):
+            policy = Retry(3)
+            wait = policy.get_backoff_time()
+            return url, wait
+
+
+        def describe():
+            return "fetch() is mentioned in a string only"
+        """,
+    "shop/other.py": '''
+        def get_backoff_time():
+            """Another definition of the same name, used in this file only."""
+            return 1
+
+
+        def poll():
+            return get_backoff_time()
+        ''',
+    "far/away.py": """
+        def get_backoff_time():
+            return 2
+        """,
+    "tests/test_retry.py": """
+        from shop.retry import Retry
+
+
+        def test_backoff_doubles():
+            assert Retry(2).get_backoff_time() == 4
+        """,
+}
+
+GO = {
+    "go.mod": "module example.com/app\n",
+    "retry/retry.go": """
+        package retry
+
+        // Backoff says how long to wait.
+        func Backoff(n int) int {
+        \treturn n * 2
+        }
+
+        func Do(n int) int {
+        \treturn Backoff(n) + 1
+        }
+        """,
+    "main.go": """
+        package main
+
+        import "example.com/app/retry"
+
+        func main() {
+        \tprintln(retry.Do(3))
+        }
+        """,
+    "retry/retry_test.go": """
+        package retry
+
+        import "testing"
+
+        func TestBackoff(t *testing.T) {
+        \tif Backoff(2) != 4 {
+        \t\tt.Fatal("no")
+        \t}
+        }
+        """,
+}
+
+TYPESCRIPT = {
+    "src/format.ts": """
+        export function formatPrice(cents: number): string {
+          return `${cents / 100}`;
+        }
+
+        export class Cart {
+          total(items: number[]): string {
+            return formatPrice(items.reduce((a, b) => a + b, 0));
+          }
+        }
+        """,
+    "src/checkout.ts": """
+        import { Cart } from "./format";
+
+        export function checkout(items: number[]): string {
+          const cart = new Cart();
+          return cart.total(items);
+        }
+        """,
+    "src/format.test.ts": """
+        import { formatPrice } from "./format";
+
+        test("formats", () => {
+          expect(formatPrice(150)).toBe("1.5");
+        });
+        """,
+}
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def py_engine(tmp_path):
+    eng = Engine(write(tmp_path / "py", PYTHON))
+    eng.ensure_index()
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def engine_of(tmp_path):
+    """An indexed engine over a repository made of ``files``, closed after the test."""
+    made = []
+
+    def make(name: str, files: dict[str, str]) -> Engine:
+        eng = Engine(write(tmp_path / name, files))
+        made.append(eng)
+        eng.ensure_index()
+        return eng
+
+    yield make
+    for eng in made:
+        eng.close()
+
+
+def spans(places) -> list[tuple[str, str]]:
+    return [(p.path, p.name) for p in places]
+
+
+def test_chunks_record_the_names_their_code_uses_not_prose_or_strings():
+    chunks = chunk_file("shop/retry.py", textwrap.dedent(PYTHON["shop/retry.py"]).lstrip("\n"))
+    used = " ".join(c.refs for c in chunks).split()
+    assert "get_backoff_time" in used and "MAX_BACKOFF" in used
+    assert "helper" not in used  # in a docstring
+    assert "sleep_for" not in used  # a definition is not a use of itself; the comment is prose
+    assert "=sleep_for" in used and "=Retry" in used  # what the chunk defines, nested too
+
+
+def test_callers_callees_and_tests_of_a_python_method(py_engine):
+    found = neighbourhood(py_engine, "shop/retry.py", "get_backoff_time")
+    assert found.unit.name == "get_backoff_time" and found.unit.start_line == 8
+    # Its own file first (same file), then the module that imports it; not shop/other.py's
+    # poll (it calls its own get_backoff_time) nor the comment in get_backoff_time.
+    assert spans(found.callers) == [("shop/retry.py", "sleep_for"), ("shop/client.py", "fetch")]
+    assert [p.resolution for p in found.callers] == ["same file", "imported"]
+    assert found.callers[1].line == 6 and found.callers[1].candidates == 3
+    assert spans(found.tests) == [("tests/test_retry.py", "test_backoff_doubles")]
+    assert found.counts == {"callers": 2, "callees": 0, "tests": 1}  # min: a builtin; MAX_BACKOFF: no definition
+    sleep = neighbourhood(py_engine, "shop/retry.py", "sleep_for")
+    assert [(p.path, p.name, p.resolution) for p in sleep.callees] == [
+        ("shop/retry.py", "get_backoff_time", "same file")
+    ]
+
+
+def test_a_constructor_is_called_through_its_class(py_engine):
+    found = neighbourhood(py_engine, "shop/retry.py", 6)  # inside __init__
+    assert found.unit.name == "__init__"
+    assert ("shop/client.py", "fetch") in spans(found.callers)
+    assert spans(found.tests) == [("tests/test_retry.py", "test_backoff_doubles")]
+
+
+def test_an_ambiguous_callee_resolves_to_the_closest_definition(py_engine):
+    # poll() uses get_backoff_time, defined in its own file, in shop/retry.py and in far/away.py.
+    found = neighbourhood(py_engine, "shop/other.py", "poll")
+    assert [(p.path, p.resolution, p.candidates) for p in found.callees] == [("shop/other.py", "same file", 3)]
+    # From a file that defines none, the same directory's definitions come before far/away.py's.
+    (py_engine.root / "shop" / "cron.py").write_text("def tick():\n    return get_backoff_time()\n")
+    py_engine.ensure_index()
+    tick = neighbourhood(py_engine, "shop/cron.py", "tick")
+    assert [(p.path, p.resolution) for p in tick.callees] == [
+        ("shop/other.py", "same directory"),
+        ("shop/retry.py", "same directory"),
+    ]
+
+
+def test_a_one_file_edit_moves_an_edge(py_engine):
+    before = neighbourhood(py_engine, "shop/retry.py", "get_backoff_time")
+    assert ("shop/client.py", "fetch") in spans(before.callers)
+    client = py_engine.root / "shop" / "client.py"
+    client.write_text(
+        "from .retry import Retry\n\n\ndef fetch(url):\n    return url\n\n\n"
+        "def fetch_slowly(url):\n    return Retry(3).get_backoff_time(), url\n"
+    )
+    stats = py_engine.ensure_index()
+    assert stats.changed == 1
+    after = neighbourhood(py_engine, "shop/retry.py", "get_backoff_time")
+    assert ("shop/client.py", "fetch_slowly") in spans(after.callers)
+    assert ("shop/client.py", "fetch") not in spans(after.callers)
+
+
+def test_go_edges_resolve_through_the_imported_package(engine_of):
+    eng = engine_of("go", GO)
+    do = neighbourhood(eng, "retry/retry.go", "Do")
+    assert spans(do.callers) == [("main.go", "main")] and do.callers[0].resolution == "imported"
+    assert spans(do.callees) == [("retry/retry.go", "Backoff")]
+    backoff = neighbourhood(eng, "retry/retry.go", 4)
+    assert spans(backoff.callers) == [("retry/retry.go", "Do")]
+    assert spans(backoff.tests) == [("retry/retry_test.go", "TestBackoff")]
+
+
+def test_typescript_edges(engine_of):
+    eng = engine_of("ts", TYPESCRIPT)
+    price = neighbourhood(eng, "src/format.ts", "formatPrice")
+    assert spans(price.callers) == [("src/format.ts", "total")]
+    assert spans(price.tests) == [("src/format.test.ts", "")]  # a test() call at module level
+    cart = neighbourhood(eng, "src/format.ts", "Cart")
+    assert spans(cart.callers) == [("src/checkout.ts", "checkout")]
+    assert cart.callers[0].resolution == "imported"
+    checkout = neighbourhood(eng, "src/checkout.ts", "checkout")
+    assert ("src/format.ts", "Cart") in spans(checkout.callees)
+
+
+def test_bad_places_are_one_line_errors(py_engine):
+    for place, said in [
+        ("shop/retry.py", "expected PATH:LINE"),
+        ("shop/retry.py:0", "start at 1"),
+        ("shop/nope.py:3", "no such file"),
+        ("../etc/passwd:1", "outside the indexed folder"),
+        ("shop/retry.py:1", "no definition holds this line"),
+        ("shop/retry.py:nothing_here", "defines no 'nothing_here'"),
+    ]:
+        with pytest.raises(RequestError, match=said):
+            answer_related(py_engine, place)
+    assert parse_place("a/b.py:Retry.get_backoff_time") == ("a/b.py", "get_backoff_time")
+
+
+def test_more_like_this_finds_the_look_alikes_and_leaves_the_unit_out(py_engine):
+    request = check_request("", like="shop/other.py:get_backoff_time", top_k=5)
+    data, hits, _skipped = answer_query(py_engine, request)
+    assert data["like"]["path"] == "shop/other.py"
+    assert not any(h.path == "shop/other.py" and h.start_line <= 3 for h in hits)
+    assert "far/away.py" in [h.path for h in hits[:3]]
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+
+
+def test_related_is_fast_once_the_files_are_read(py_engine):
+    neighbourhood(py_engine, "shop/retry.py", "get_backoff_time")
+    t0 = time.perf_counter()
+    neighbourhood(py_engine, "shop/retry.py", "get_backoff_time")
+    assert time.perf_counter() - t0 < 5  # no re-parse: a generous bound that load cannot break
+
+
+def test_cli_related_json_and_errors(tmp_path):
+    root = write(tmp_path / "py", PYTHON)
+    out = run("related", "shop/retry.py:9", "--root", str(root), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) >= {"unit", "callers", "callees", "tests", "counts", "related_ms"}
+    assert data["unit"]["name"] == "get_backoff_time"
+    first = data["callers"][0]
+    assert {"path", "start_line", "end_line", "name", "line", "via", "resolution", "candidates"} <= set(first)
+    text = run("related", "shop/retry.py:get_backoff_time", "--root", str(root))
+    assert text.returncode == 0 and "shop/client.py:4-7  fetch" in text.stdout
+    for args in (["shop/retry.py:1"], ["missing.py:3"], ["shop/retry.py"], ["shop/retry.py:5", "--limit", "0"]):
+        bad = run("related", *args, "--root", str(root))
+        assert bad.returncode == 2, (args, bad.stderr)
+        assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+    like = run("query", "--like", "shop/other.py:get_backoff_time", "--root", str(root), "--json")
+    assert like.returncode == 0 and json.loads(like.stdout)["like"]["name"] == "get_backoff_time"
+
+
+async def test_mcp_related_and_search_like(tmp_path):
+    from test_mcp import call, refused, server
+
+    root = write(tmp_path / "py", PYTHON)
+    async with server(root) as session:
+        data = await call(session, "related", {"place": "shop/retry.py:get_backoff_time"})
+        assert [c["name"] for c in data["callers"]] == ["sleep_for", "fetch"]
+        assert data["tests"][0]["path"] == "tests/test_retry.py" and "generation" in data
+        said = await refused(session, "related", {"place": "shop/retry.py", "limit": 0})
+        assert "limit" in said and "place" in said and "\n" not in said
+        said = await refused(session, "related", {"place": "shop/retry.py:1"})
+        assert "no definition holds this line" in said
+        like = await call(session, "search", {"query": "", "like": "shop/other.py:get_backoff_time", "top_k": 3})
+        assert like["like"]["path"] == "shop/other.py" and like["results"]
