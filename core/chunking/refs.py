@@ -117,6 +117,11 @@ _WIDE = 256
 #: names answers both who uses a name and who defines it, nested definitions included (a
 #: chunk's ``symbol`` names only its outermost ones: a class packed with its methods).
 DEFINES = "="
+#: Marks an instance attribute a chunk sets (``self.writer = …``, ``this.writer = …``,
+#: ``$this->writer = …``): not a definition to go to, but where a ``.writer`` in that file
+#: resolves, rather than to another class's ``writer`` method or property.
+SETS = "."
+ATTRIBUTE = re.compile(r"(?:\b(?:self|this)\.|\$this->)[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]*)?=(?!=)")
 
 
 def blank_definitions(code: list[str], defs: list) -> list[tuple[int, str]]:
@@ -146,13 +151,23 @@ def uses(text: str) -> list[str]:
     return [n for n in found if len(n) > 1 and n not in KEYWORDS]
 
 
+def member_uses(text: str) -> list[tuple[str, bool]]:
+    """:func:`uses` with, for each, whether it is a member or qualified use (``.name``,
+    ``->name``, ``::name``): a method is called so, in most languages a function bare."""
+    found = [(a or b or c, bool(a)) for a, b, c in USE.findall(text)]
+    return [(n, member) for n, member in found if len(n) > 1 and n not in KEYWORDS]
+
+
 def chunk_refs(
     code: list[str], modules: list[tuple[int, str]], sites: list[tuple[int, str]], start_line: int, end_line: int
 ) -> str:
     """The distinct names used on lines ``start_line..end_line`` (1-based) of ``code`` (see
     :func:`code_lines`), in order of first use, then those defined there (``sites``, from
-    :func:`blank_definitions`), each marked :data:`DEFINES`; space-separated."""
-    names = uses("\n".join(code[start_line - 1 : end_line]))
+    :func:`blank_definitions`), each marked :data:`DEFINES`, and the instance attributes set
+    there, marked :data:`SETS`; space-separated."""
+    text = "\n".join(code[start_line - 1 : end_line])
+    names = uses(text)
     names.extend(part for row, part in modules if start_line - 1 <= row < end_line)
     own = [DEFINES + name for row, name in sites if start_line - 1 <= row < end_line]
+    own.extend(SETS + name for name in ATTRIBUTE.findall(text))
     return " ".join(dict.fromkeys(names + own))

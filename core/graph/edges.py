@@ -9,7 +9,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from ..chunking.refs import DEFINES
+from ..chunking.refs import DEFINES, SETS
 from ..storage.store import IndexView
 from .uses import Uses, name_hash
 
@@ -68,6 +68,8 @@ class ChunkPlace(NamedTuple):
     end: int
     piece: tuple[int, int]
     language: str
+    #: The chunk's breadcrumb (``path > Class > method``): a method's class.
+    context: str = ""
 
     @property
     def span(self) -> tuple[str, int, int]:
@@ -82,8 +84,9 @@ class Graph(Protocol):
         """The chunks whose code uses ``name``."""
         ...
 
-    def definers(self, name: str) -> list[ChunkPlace]:
-        """The chunks that define ``name`` (nested definitions too: a method in its class's chunk)."""
+    def definers(self, name: str, *, attributes: bool = False) -> list[ChunkPlace]:
+        """The chunks that define ``name`` (nested definitions too: a method in its class's
+        chunk); with ``attributes``, also those setting an instance attribute of that name."""
         ...
 
     def paths_using(self, name: str) -> frozenset[str]:
@@ -106,14 +109,17 @@ class LocalGraph:
         rows = np.asarray(rows, dtype=np.int64)
         if not len(rows):
             return []
-        cols = self.view.chunks.columns(("paths", "starts", "ends", "pieces", "languages"), rows)
-        return [ChunkPlace(p, s, e, (int(pc[0]), int(pc[1])), lang) for p, s, e, pc, lang in zip(*cols)]
+        cols = self.view.chunks.columns(("paths", "starts", "ends", "pieces", "languages", "contexts"), rows)
+        return [ChunkPlace(p, s, e, (int(pc[0]), int(pc[1])), lang, ctx) for p, s, e, pc, lang, ctx in zip(*cols)]
 
     def users(self, name: str) -> list[ChunkPlace]:
         return self._places(self.edges.users(name))
 
-    def definers(self, name: str) -> list[ChunkPlace]:
-        return self._places(self.edges.users(DEFINES + name))
+    def definers(self, name: str, *, attributes: bool = False) -> list[ChunkPlace]:
+        rows = self.edges.users(DEFINES + name)
+        if attributes:
+            rows = np.union1d(rows, self.edges.users(SETS + name))
+        return self._places(rows)
 
     def paths_using(self, name: str) -> frozenset[str]:
         return self.edges.paths_using(name)

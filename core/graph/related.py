@@ -19,6 +19,7 @@ lookup, not 3,000 parses.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -36,6 +37,12 @@ DEFAULT_LIMIT = 20
 MAX_CANDIDATES = 3
 #: Constructors: their callers call the class.
 CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor", "initialize", "new"})
+#: Languages whose methods are only called on a receiver (``self.m()``, ``obj.m()``,
+#: ``$this->m()``): a bare ``m()`` there never means a method. Java, C#, C++, Kotlin, Swift,
+#: Scala and Ruby call their own class's methods bare too.
+RECEIVER_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "php", "lua"})
+#: A definition holding these words in its header holds methods.
+_CLASSLIKE = re.compile(r"\b(?:class|struct|impl|interface|trait|object|enum|record|protocol|extension)\b")
 
 
 class RelatedError(ValueError):
@@ -91,12 +98,12 @@ class Neighbourhood:
 
 # -- reading files ---------------------------------------------------------------------------
 
-_READ: OrderedDict[tuple, tuple[list[Chunk], list[tuple[int, str]]]] = OrderedDict()
+_READ: OrderedDict[tuple, tuple[list[Chunk], list[tuple[int, str, bool]]]] = OrderedDict()
 _READ_LOCK = threading.Lock()
 _READ_SIZE = 256
 
 
-def reading(root: Path, path: str) -> tuple[list[Chunk], list[tuple[int, str]]]:
+def reading(root: Path, path: str) -> tuple[list[Chunk], list[tuple[int, str, bool]]]:
     """A file's definitions and uses (:func:`core.chunking.references`), parsed once per
     version of the file (kept by path, size and modification time)."""
     full = root / path
@@ -135,6 +142,16 @@ def enclosing(defs: list[Chunk], line: int) -> Chunk | None:
 
 def _name_of(d: Chunk) -> str:
     return d.symbol.split()[0] if d.symbol else ""
+
+
+def is_method(defs: list[Chunk], d: Chunk) -> bool:
+    """Whether ``d`` is a method: a Go function with a receiver, or a definition inside a
+    class-like one (a function nested in a function is not)."""
+    if d.signature.startswith("func ("):
+        return True
+    around = [o for o in defs if o is not d and o.start_line <= d.start_line and d.end_line <= o.end_line]
+    parent = max(around, key=lambda o: o.start_line, default=None)
+    return parent is not None and _CLASSLIKE.search(parent.signature) is not None
 
 
 def _called_as(d: Chunk) -> str:
@@ -193,8 +210,9 @@ def related(graph: Graph, root: Path, path: str, where: int | str, *, limit: int
     defs, uses = reading(root, unit.path)
     d = next((d for d in defs if (d.start_line, d.end_line) == (unit.start_line, unit.end_line)), None)
     called = _called_as(d) if d is not None else unit.name
+    method = d is not None and called == unit.name and is_method(defs, d)
     closeness = Closeness(graph)
-    callers, tests, counted = _callers(graph, root, unit, called, closeness, limit)
+    callers, tests, counted = _callers(graph, root, unit, called, method, closeness, limit)
     callees, n_callees = _callees(graph, root, unit, uses, closeness, limit)
     return Neighbourhood(
         unit, callers, callees, tests, {"callers": counted[0], "callees": n_callees, "tests": counted[1]}
@@ -207,16 +225,18 @@ def _inside(place, unit: Place) -> bool:
 
 
 def _callers(
-    graph: Graph, root: Path, unit: Place, name: str, closeness: Closeness, limit: int
+    graph: Graph, root: Path, unit: Place, name: str, method: bool, closeness: Closeness, limit: int
 ) -> tuple[list[Place], list[Place], tuple[int, int]]:
     if not name:
         return [], [], (0, 0)
     using = graph.users(name)
     if not using:
         return [], [], (0, 0)
-    definers = graph.definers(name)
-    definer_paths = [d.path for d in definers]
-    n_defs = len({d.span for d in definers}) or 1
+    # Resolution weighs every definition of the name and every instance attribute set by it;
+    # the count says how many definitions there are.
+    definers = graph.definers(name, attributes=True)
+    n_defs = len({d.span for d in graph.definers(name)}) or 1
+    own_class = class_of(unit.context, unit.name) if method else ""
     # Each using chunk, with the tier its file resolves the name at, kept when it means this unit.
     found = []
     tiers: dict[str, int | None] = {}
@@ -224,55 +244,93 @@ def _callers(
         if _inside(c, unit):
             continue  # the unit's own code (a recursive call)
         if c.path not in tiers:
-            if definer_paths:
-                top, best = closeness.best(c.path, definer_paths)
-                tiers[c.path] = top if any(definer_paths[i] == unit.path for i in best) else None
-            else:
-                tiers[c.path] = closeness.tier(c.path, unit.path)
+            tiers[c.path] = _resolves_here(closeness, c.path, unit, definers, own_class, name)
         tier = tiers[c.path]
         if tier is None:
             continue  # resolves to another definition of the name, closer to it
-        found.append((tier, is_test(c.path, c.language), c.path, c.start, c.end))
+        # A method of a receiver language is never called bare (and elsewhere only from its file).
+        bare = not method or (c.language not in RECEIVER_LANGUAGES and c.path == unit.path)
+        found.append((tier, is_test(c.path, c.language), c.path, c.start, c.end, bare))
     found.sort(key=lambda f: (f[0], f[2], f[3]))
     callers: list[Place] = []
     tests: list[Place] = []
     seen: set[tuple] = {(unit.path, unit.start_line, unit.end_line)}
     counts = [0, 0]
-    for tier, test, path, start, end in found:
+    for tier, test, path, start, end, bare in found:
         out = tests if test else callers
         if len(out) >= limit:
             counts[test] += 1  # counted, not read: the count may hold a unit twice
             continue
-        place = _use_place(root, path, start, end, name, tier, n_defs)
-        if place is None or (place.path, place.start_line, place.end_line) in seen:
-            continue
-        counts[test] += 1
-        seen.add((place.path, place.start_line, place.end_line))
-        out.append(place)
+        for place in _use_places(root, path, start, end, name, tier, n_defs, bare):
+            key = (place.path, place.start_line, place.end_line)
+            if key in seen:
+                continue
+            seen.add(key)
+            counts[test] += 1
+            if len(out) < limit:
+                out.append(place)
     return callers, tests, (counts[0], counts[1])
 
 
-def _use_place(root: Path, path: str, start: int, end: int, name: str, tier: int, candidates: int) -> Place | None:
-    """The definition around the first use of ``name`` in lines ``start..end`` of ``path``
-    (the chunk's span where no definition holds it); None when the file no longer uses it there."""
+def class_of(context: str, name: str) -> str:
+    """The class a breadcrumb puts a definition of ``name`` in (``path > Retry > sleep`` and
+    ``path > Retry > wait, sleep``: ``Retry``; a chunk of a class packed whole: the class)."""
+    crumbs = context.split(" > ")[1:]
+    if crumbs and name in crumbs[-1].split(", "):  # a chunk packing several: "Cls > a, b, read"
+        crumbs = crumbs[:-1]
+    return crumbs[-1] if crumbs else ""
+
+
+def _resolves_here(
+    closeness: Closeness, user: str, unit: Place, definers: list, own_class: str, name: str
+) -> int | None:
+    """The tier at which file ``user`` resolves the name to ``unit``; None when it resolves to
+    another definition (closer, or of a class the file names where ``unit``'s is not)."""
+    if not definers:
+        return closeness.tier(user, unit.path)
+    top, best = closeness.best(user, [d.path for d in definers])
+    if not any(definers[i].path == unit.path for i in best):
+        return None
+    if own_class:
+        classes = {class_of(definers[i].context, name) for i in best} - {""}
+        if len(classes) > 1:
+            named = {cls for cls in classes if user in closeness.graph.paths_using(cls)}
+            if named and own_class not in named:
+                return None  # the file names another of the classes defining it, not the unit's
+    return top
+
+
+def _use_places(
+    root: Path, path: str, start: int, end: int, name: str, tier: int, candidates: int, bare: bool = True
+) -> list[Place]:
+    """The definitions around the uses of ``name`` in lines ``start..end`` of ``path``, one
+    per definition at its first use (a chunk may pack several); the chunk's span for a use no
+    definition holds; none when the file no longer uses it there. ``bare``: whether a use
+    without a receiver counts (not for a method, see :data:`RECEIVER_LANGUAGES`)."""
     try:
         defs, uses = reading(root, path)
     except RelatedError:
-        return None
-    line = next((ln for ln, n in uses if n == name and start <= ln <= end), 0)
-    if not line:
-        return None
-    d = enclosing(defs, line)
-    if d is None:
-        return Place(path, start, end, "", path, line, name, LABELS[tier], candidates)
-    return Place(path, d.start_line, d.end_line, _name_of(d), d.context, line, name, LABELS[tier], candidates)
+        return []
+    out: dict[tuple[int, int], Place] = {}
+    for line, used, member in uses:
+        if used != name or not start <= line <= end or not (member or bare):
+            continue
+        d = enclosing(defs, line)
+        if d is None:
+            out.setdefault((start, end), Place(path, start, end, "", path, line, name, LABELS[tier], candidates))
+        else:
+            out.setdefault(
+                (d.start_line, d.end_line),
+                Place(path, d.start_line, d.end_line, _name_of(d), d.context, line, name, LABELS[tier], candidates),
+            )
+    return list(out.values())
 
 
 def _callees(
-    graph: Graph, root: Path, unit: Place, uses: list[tuple[int, str]], closeness: Closeness, limit: int
+    graph: Graph, root: Path, unit: Place, uses: list[tuple[int, str, bool]], closeness: Closeness, limit: int
 ) -> tuple[list[Place], int]:
     first: dict[str, int] = {}
-    for line, name in uses:
+    for line, name, _member in uses:
         if unit.start_line <= line <= unit.end_line and name != unit.name and name not in first:
             first[name] = line
     out: list[Place] = []

@@ -1,0 +1,121 @@
+"""How often the answer is one step away: in the hits, in their runners-up, or among the
+related units (callers, callees, tests) of the answering file's first hit.
+
+A user reads a hit; if it is the right file but not the right function, the next step is a
+runner-up (``ConsolidatedHit.alternatives``) or a walk to a caller, callee or test
+(``ranklens related``, the UI's neighbourhood). Per question of the span set (and of the
+held-out set, where its trees are given), counted cumulatively:
+
+* ``hit``: a top-10 hit overlaps a gold span (clipped to 80 lines, as the span set scores);
+* ``+runners-up``: or a runner-up of a top-10 hit does;
+* ``+related``: or a related unit of the first top-10 hit in a gold file does (the walk
+  starts at the unit at the hit's first line inside a definition).
+
+    python -m evals.one_step                       # the span set
+    python -m evals.one_step --heldout /tmp/heldout  # also the held-out trees (<name>/)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from evals import codesearch, spans
+from evals.codesearch import Repo, Task, bench_dir, collect
+
+HELDOUT = Path(__file__).resolve().parent / "heldout"
+
+
+def _touches(path: str, start: int, end: int, gold) -> bool:
+    return spans._touches(path, start, end, gold)
+
+
+def related_units(engine, hit) -> list:
+    """The callers, callees and tests of the unit at ``hit``'s first line inside a definition."""
+    from ranklens.core.base.errors import RequestError
+    from ranklens.core.navigate import neighbourhood
+
+    for line in range(hit.start_line, hit.end_line + 1):
+        try:
+            found = neighbourhood(engine, hit.path, line, limit=50)
+        except RequestError:
+            continue
+        return [found.unit, *found.callers, *found.callees, *found.tests]
+    return []
+
+
+def reach(run) -> list[dict]:
+    rows = []
+    for i, task in enumerate(run.repo.tasks):
+        hits = codesearch.hits_for(run, i, top_k=10)
+        gold = task.targets
+        hit = any(_touches(h.path, h.start_line, h.end_line, gold) for h in hits)
+        alt = hit or any(_touches(h.path, a.start_line, a.end_line, gold) for h in hits for a in h.alternatives)
+        rel = alt
+        first = next((h for h in hits if any(h.path == p for p, _s, _e in gold)), None)
+        if not rel and first is not None:
+            rel = any(_touches(p.path, p.start_line, p.end_line, gold) for p in related_units(run.engine, first))
+        rows.append({"repo": task.repo, "kind": task.category, "query": task.query, "hit": hit, "alt": alt, "rel": rel})
+    return rows
+
+
+def heldout(trees: Path) -> list[Repo]:
+    meta = json.loads((HELDOUT / "repos.json").read_text())
+    out = []
+    for repo in meta:
+        path, root = HELDOUT / f"{repo['name']}.jsonl", trees / repo["name"]
+        if not path.exists() or not root.is_dir():
+            continue
+        r = Repo(repo["name"], repo["language"], root, root)
+        for line in path.read_text().splitlines():
+            if line.strip():
+                item = json.loads(line)
+                targets = [(g["path"], int(g["start_line"]), int(g["end_line"])) for g in item["gold"]]
+                r.tasks.append(Task(r.name, r.language, item["kind"], item["query"], targets))
+        out.append(r)
+    return out
+
+
+def table(label: str, rows: list[dict]) -> None:
+    by = defaultdict(list)
+    for r in rows:
+        by[r["kind"]].append(r)
+        by["all"].append(r)
+    for kind, rs in sorted(by.items()):
+        n = len(rs)
+        print(
+            f"{label:8s} {kind:17s} of {n:3d}: hit {sum(r['hit'] for r in rs):3d}  "
+            f"+runners-up {sum(r['alt'] for r in rs):3d}  +related {sum(r['rel'] for r in rs):3d}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bench", default=None)
+    ap.add_argument("--repo", action="append", default=[])
+    ap.add_argument("--heldout", type=Path, help="folder holding the held-out trees as <name>/")
+    ap.add_argument("--json", default=None, help="write every question's row here")
+    args = ap.parse_args(argv)
+    sets = {"spans": spans.load(bench_dir(args.bench), args.repo)}
+    if args.heldout:
+        sets["heldout"] = heldout(args.heldout)
+    out = {}
+    for label, repos in sets.items():
+        rows = []
+        for repo in repos:
+            run = collect(repo)
+            rows.extend(reach(run))
+            run.engine.close()
+            print(f"{repo.name:20s} done", file=sys.stderr)
+        table(label, rows)
+        out[label] = rows
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
