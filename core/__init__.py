@@ -19,18 +19,20 @@ tier  package         what it holds
 3     ``arms``        the retriever registry, its protocol and the arms (deep/ inside)
 4     ``query``       a query's pipeline: grouping, fusion, the ranking stage, the chunk step,
                       labels; its settings and a root's config
-5     ``index``       building an index and keeping it fresh: indexer, freshness, watch
-5     ``evaluation``  labelled queries, metrics, runs, reports, tuning
-6     ``backends``    where an index lives: local, or a Milvus collection
-7     (this folder)   the surfaces: ``engine`` (one root's index and queries),
+5     ``graph``       following the code: each segment's index of the names chunks use and
+                      define, resolution by closeness, a unit's callers, callees and tests
+6     ``index``       building an index and keeping it fresh: indexer, freshness, watch
+6     ``evaluation``  labelled queries, metrics, runs, reports, tuning
+7     ``backends``    where an index lives: local, or a Milvus collection
+8     (this folder)   the surfaces: ``engine`` (one root's index and queries),
                       ``milvus_engine``, ``service``, ``session``, ``agent``, ``handoff``,
-                      ``judgments``
+                      ``judgments``, ``navigate`` (related and more-like-this for every front end)
 ====  ==============  ==================================================================
 
 Data beside them: ``models/`` (the bundled embedding model, the deep arm's tokenizer),
 ``schemas/`` (the handoff JSON Schema) and ``calibration.json`` (the confidence figures).
-The packages' own ``__init__`` files are their maps. Those of base, text, storage, query and
-index import nothing, so a module of one loads no other (a warm query never loads the indexer).
+The packages' own ``__init__`` files are their maps. Those of base, text, storage, query, graph
+and index import nothing, so a module of one loads no other (a warm query never loads the indexer).
 """
 
 __version__ = "0.1.0"

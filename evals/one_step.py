@@ -9,7 +9,9 @@ held-out set, where its trees are given), counted cumulatively:
 * ``hit``: a top-10 hit overlaps a gold span (clipped to 80 lines, as the span set scores);
 * ``+runners-up``: or a runner-up of a top-10 hit does;
 * ``+related``: or a related unit of the first top-10 hit in a gold file does (the walk
-  starts at the unit at the hit's first line inside a definition).
+  starts at the unit at the hit's first line inside a definition); in brackets, the same
+  from every definition that starts inside that hit (a chunk may pack several), and from
+  every definition of the first three hits.
 
     python -m evals.one_step                       # the span set
     python -m evals.one_step --heldout /tmp/heldout  # also the held-out trees (<name>/)
@@ -33,18 +35,28 @@ def _touches(path: str, start: int, end: int, gold) -> bool:
     return spans._touches(path, start, end, gold)
 
 
-def related_units(engine, hit) -> list:
-    """The callers, callees and tests of the unit at ``hit``'s first line inside a definition."""
+def related_units(engine, hit, wide: bool = False) -> list:
+    """The callers, callees and tests of the unit at ``hit``'s first line inside a definition
+    (``wide``: of every definition whose first line is in the hit)."""
     from ranklens.core.base.errors import RequestError
+    from ranklens.core.graph.related import reading
     from ranklens.core.navigate import neighbourhood
 
-    for line in range(hit.start_line, hit.end_line + 1):
+    if wide:
+        defs, _uses = reading(engine.root, hit.path)
+        lines = [d.start_line for d in defs if hit.start_line <= d.start_line <= hit.end_line] or [hit.start_line]
+    else:
+        lines = range(hit.start_line, hit.end_line + 1)
+    out = []
+    for line in lines:
         try:
             found = neighbourhood(engine, hit.path, line, limit=50)
         except RequestError:
             continue
-        return [found.unit, *found.callers, *found.callees, *found.tests]
-    return []
+        out += [found.unit, *found.callers, *found.callees, *found.tests]
+        if not wide:
+            break
+    return out
 
 
 def reach(run) -> list[dict]:
@@ -58,7 +70,18 @@ def reach(run) -> list[dict]:
         first = next((h for h in hits if any(h.path == p for p, _s, _e in gold)), None)
         if not rel and first is not None:
             rel = any(_touches(p.path, p.start_line, p.end_line, gold) for p in related_units(run.engine, first))
-        rows.append({"repo": task.repo, "kind": task.category, "query": task.query, "hit": hit, "alt": alt, "rel": rel})
+        wide = rel
+        if not wide and first is not None:
+            wide = any(_touches(p.path, p.start_line, p.end_line, gold) for p in related_units(run.engine, first, True))
+        three = wide or any(
+            _touches(p.path, p.start_line, p.end_line, gold)
+            for h in hits[:3]
+            for p in related_units(run.engine, h, True)
+        )
+        row = {"repo": task.repo, "kind": task.category, "query": task.query, "hit": hit, "alt": alt, "rel": rel}
+        row.update(wide=wide, three=three, in_file=first is not None, gold=[f"{p}:{a}-{b}" for p, a, b in gold])
+        row["top"] = [f"{h.path}:{h.start_line}-{h.end_line} {h.context}" for h in hits[:5]]
+        rows.append(row)
     return rows
 
 
@@ -88,7 +111,10 @@ def table(label: str, rows: list[dict]) -> None:
         n = len(rs)
         print(
             f"{label:8s} {kind:17s} of {n:3d}: hit {sum(r['hit'] for r in rs):3d}  "
-            f"+runners-up {sum(r['alt'] for r in rs):3d}  +related {sum(r['rel'] for r in rs):3d}"
+            f"+runners-up {sum(r['alt'] for r in rs):3d}  +related {sum(r['rel'] for r in rs):3d}  "
+            f"(+related of every unit of that hit {sum(r['wide'] for r in rs):3d}; of the first 3 hits "
+            f"{sum(r['three'] for r in rs):3d}; gold file in the hits "
+            f"{sum(r['in_file'] for r in rs):3d})"
         )
 
 

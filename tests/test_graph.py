@@ -320,3 +320,45 @@ async def test_mcp_related_and_search_like(tmp_path):
         assert "no definition holds this line" in said
         like = await call(session, "search", {"query": "", "like": "shop/other.py:get_backoff_time", "top_k": 3})
         assert like["like"]["path"] == "shop/other.py" and like["results"]
+
+
+SAME_NAMES = {
+    "app/streams.py": """
+        class Stream:
+            def close(self):
+                return "stream"
+
+
+        def close(thing):
+            return thing.close()
+        """,
+    "app/sockets.py": """
+        class Socket:
+            def __init__(self):
+                self.close = None  # an attribute of its own, not Stream.close
+
+            def shut(self):
+                return self.close
+        """,
+    "app/user.py": """
+        from .streams import Stream, close
+
+
+        def finish(s: Stream):
+            return s.close()
+
+
+        def finish_anything(x):
+            return close(x)
+        """,
+}
+
+
+def test_a_bare_call_is_the_function_and_a_member_call_the_method(engine_of):
+    eng = engine_of("same", SAME_NAMES)
+    method = neighbourhood(eng, "app/streams.py", 2)  # Stream.close
+    assert spans(method.callers) == [("app/streams.py", "close"), ("app/user.py", "finish")]
+    function = neighbourhood(eng, "app/streams.py", 6)  # the module's close()
+    assert spans(function.callers) == [("app/user.py", "finish_anything")]
+    # sockets.py's self.close is its own attribute: it is no caller of Stream.close
+    assert "app/sockets.py" not in [p.path for p in method.callers]

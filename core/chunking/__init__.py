@@ -32,7 +32,7 @@ from ..text.languages import language_for
 from .budget import PIECE, Budget
 from .comments import MAX_DOCSTRING
 from .reading import MAX_SIGNATURE, safe_definitions
-from .refs import IMPORT_LINE, blank_definitions, chunk_refs, member_uses
+from .refs import IMPORT_LINE, blank_definitions, chunk_refs, qualified_uses
 from .specs import DEFINITION, SECTION, SPECS
 from .windows import (
     DEFAULT_OVERLAP,
@@ -125,10 +125,12 @@ def definitions(path: str, text: str, *, language: str | None = None) -> list[Ch
     return safe_definitions(path, text, split_lines(text), language)
 
 
-def references(path: str, text: str, *, language: str | None = None) -> tuple[list[Chunk], list[tuple[int, str, bool]]]:
+def references(
+    path: str, text: str, *, language: str | None = None
+) -> tuple[list[Chunk], list[tuple[int, str, str | None]]]:
     """A file's definitions (as :func:`definitions`, without their text) and every use of a
-    name in its code outside import lines, ``(line, name, member)`` sorted (``member``: a
-    ``.name``-style use) (1-based lines; see :mod:`core.chunking.refs`), from
+    name in its code outside import lines, ``(line, name, qualifier)`` sorted (``qualifier``:
+    None for a bare use, else what stands before the ``.``: :func:`core.chunking.refs.qualified_uses`) (1-based lines; see :mod:`core.chunking.refs`), from
     one parse: what navigation (:mod:`core.graph`) reads of a file. Both empty without a
     grammar."""
     if not text.strip():
@@ -142,10 +144,10 @@ def references(path: str, text: str, *, language: str | None = None) -> tuple[li
     blank_definitions(code, defs)
     # An import line is where a file names what it uses, not a use: callers are the code that runs.
     out = [
-        (i, name, member)
+        (i, name, qualifier)
         for i, line in enumerate(code, start=1)
         if not IMPORT_LINE.match(line)
-        for name, member in member_uses(line)
+        for name, qualifier in qualified_uses(line)
     ]
     return defs, sorted(out)
 

@@ -151,11 +151,26 @@ def uses(text: str) -> list[str]:
     return [n for n in found if len(n) > 1 and n not in KEYWORDS]
 
 
-def member_uses(text: str) -> list[tuple[str, bool]]:
-    """:func:`uses` with, for each, whether it is a member or qualified use (``.name``,
-    ``->name``, ``::name``): a method is called so, in most languages a function bare."""
-    found = [(a or b or c, bool(a)) for a, b, c in USE.findall(text)]
-    return [(n, member) for n, member in found if len(n) > 1 and n not in KEYWORDS]
+def qualified_uses(text: str) -> list[tuple[str, str | None]]:
+    """:func:`uses` with, for each, what qualifies it: None for a bare use, the name before
+    the ``.``/``->``/``::`` of a member or qualified use (``retry`` in ``retry.Do``, ``self``
+    in ``self.close``), "" when that is no name (``f().close``). A method is called on a
+    receiver; a function bare, or through its module's name."""
+    found = []
+    for m in USE.finditer(text):
+        member, cap, call = m.groups()
+        name = member or cap or call
+        if len(name) < 2 or name in KEYWORDS:
+            continue
+        qualifier = None
+        if member:
+            before = _QUALIFIER.search(text, max(0, m.start() - 80), m.start())
+            qualifier = before.group(1) if before else ""
+        found.append((name, qualifier))
+    return found
+
+
+_QUALIFIER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*$")
 
 
 def chunk_refs(

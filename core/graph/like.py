@@ -23,7 +23,7 @@ def like_question(graph: Graph, root: Path, path: str, where: int | str) -> tupl
     unit = unit_at(graph, root, path, where)
     _defs, uses = reading(root, unit.path)
     names = [unit.name] if unit.name else []
-    for line, name, _member in uses:
+    for line, name, _qualifier in uses:
         if unit.start_line <= line <= unit.end_line and name not in names and graph.definers(name):
             names.append(name)
         if len(names) >= MAX_NAMES:

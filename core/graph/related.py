@@ -22,6 +22,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from ..base.types import Chunk
 from ..chunking import references
 from ..query.priors import is_test
 from .edges import Graph
-from .resolve import LABELS, SAME_FILE, Closeness
+from .resolve import LABELS, SAME_FILE, Closeness, module_names
 
 #: Places listed per kind unless asked otherwise; counts cover them all.
 DEFAULT_LIMIT = 20
@@ -98,12 +99,12 @@ class Neighbourhood:
 
 # -- reading files ---------------------------------------------------------------------------
 
-_READ: OrderedDict[tuple, tuple[list[Chunk], list[tuple[int, str, bool]]]] = OrderedDict()
+_READ: OrderedDict[tuple, tuple[list[Chunk], list[tuple[int, str, str | None]]]] = OrderedDict()
 _READ_LOCK = threading.Lock()
 _READ_SIZE = 256
 
 
-def reading(root: Path, path: str) -> tuple[list[Chunk], list[tuple[int, str, bool]]]:
+def reading(root: Path, path: str) -> tuple[list[Chunk], list[tuple[int, str, str | None]]]:
     """A file's definitions and uses (:func:`core.chunking.references`), parsed once per
     version of the file (kept by path, size and modification time)."""
     full = root / path
@@ -248,20 +249,18 @@ def _callers(
         tier = tiers[c.path]
         if tier is None:
             continue  # resolves to another definition of the name, closer to it
-        # A method of a receiver language is never called bare (and elsewhere only from its file).
-        bare = not method or (c.language not in RECEIVER_LANGUAGES and c.path == unit.path)
-        found.append((tier, is_test(c.path, c.language), c.path, c.start, c.end, bare))
+        found.append((tier, is_test(c.path, c.language), c.path, c.start, c.end, _accepts(unit, method, c)))
     found.sort(key=lambda f: (f[0], f[2], f[3]))
     callers: list[Place] = []
     tests: list[Place] = []
     seen: set[tuple] = {(unit.path, unit.start_line, unit.end_line)}
     counts = [0, 0]
-    for tier, test, path, start, end, bare in found:
+    for tier, test, path, start, end, accept in found:
         out = tests if test else callers
         if len(out) >= limit:
             counts[test] += 1  # counted, not read: the count may hold a unit twice
             continue
-        for place in _use_places(root, path, start, end, name, tier, n_defs, bare):
+        for place in _use_places(root, path, start, end, name, tier, n_defs, accept):
             key = (place.path, place.start_line, place.end_line)
             if key in seen:
                 continue
@@ -300,20 +299,41 @@ def _resolves_here(
     return top
 
 
+def _accepts(unit: Place, method: bool, c) -> Callable[[str | None], bool]:
+    """Which uses in chunk ``c`` can mean ``unit``, by what qualifies them (None: bare; see
+    :func:`core.chunking.refs.qualified_uses`). In :data:`RECEIVER_LANGUAGES` a method is
+    called on a receiver, never bare, and a function bare or through its module's name
+    (``retry.Do``), never on an object (``s.close()``); elsewhere a method is also called
+    bare from its own file (its class), and anything goes."""
+    if c.language not in RECEIVER_LANGUAGES:
+        return (lambda q: True) if not method or c.path == unit.path else (lambda q: q is not None)
+    if method:
+        return lambda q: q is not None
+    modules = set(module_names(unit.path))
+    return lambda q: q is None or q in modules
+
+
 def _use_places(
-    root: Path, path: str, start: int, end: int, name: str, tier: int, candidates: int, bare: bool = True
+    root: Path,
+    path: str,
+    start: int,
+    end: int,
+    name: str,
+    tier: int,
+    candidates: int,
+    accept: Callable[[str | None], bool] = lambda q: True,
 ) -> list[Place]:
-    """The definitions around the uses of ``name`` in lines ``start..end`` of ``path``, one
-    per definition at its first use (a chunk may pack several); the chunk's span for a use no
-    definition holds; none when the file no longer uses it there. ``bare``: whether a use
-    without a receiver counts (not for a method, see :data:`RECEIVER_LANGUAGES`)."""
+    """The definitions around the uses of ``name`` in lines ``start..end`` of ``path`` that
+    ``accept`` takes (:func:`_accepts`), one per definition at its first use (a chunk may pack
+    several); the chunk's span for a use no definition holds; none when the file no longer
+    uses it there."""
     try:
         defs, uses = reading(root, path)
     except RelatedError:
         return []
     out: dict[tuple[int, int], Place] = {}
-    for line, used, member in uses:
-        if used != name or not start <= line <= end or not (member or bare):
+    for line, used, qualifier in uses:
+        if used != name or not start <= line <= end or not accept(qualifier):
             continue
         d = enclosing(defs, line)
         if d is None:
@@ -327,10 +347,10 @@ def _use_places(
 
 
 def _callees(
-    graph: Graph, root: Path, unit: Place, uses: list[tuple[int, str, bool]], closeness: Closeness, limit: int
+    graph: Graph, root: Path, unit: Place, uses: list[tuple[int, str, str | None]], closeness: Closeness, limit: int
 ) -> tuple[list[Place], int]:
     first: dict[str, int] = {}
-    for line, name, _member in uses:
+    for line, name, _qualifier in uses:
         if unit.start_line <= line <= unit.end_line and name != unit.name and name not in first:
             first[name] = line
     out: list[Place] = []
