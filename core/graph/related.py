@@ -29,6 +29,7 @@ from pathlib import Path
 from ..base.types import Chunk
 from ..chunking import references
 from ..query.priors import is_test
+from ..text.languages import language_for
 from .edges import Graph
 from .resolve import LABELS, SAME_FILE, Closeness, module_names
 
@@ -350,23 +351,45 @@ def _callees(
     graph: Graph, root: Path, unit: Place, uses: list[tuple[int, str, str | None]], closeness: Closeness, limit: int
 ) -> tuple[list[Place], int]:
     first: dict[str, int] = {}
-    for line, name, _qualifier in uses:
-        if unit.start_line <= line <= unit.end_line and name != unit.name and name not in first:
-            first[name] = line
+    qualifiers: dict[str, set] = {}
+    for line, name, qualifier in uses:
+        if unit.start_line <= line <= unit.end_line and name != unit.name:
+            first.setdefault(name, line)
+            qualifiers.setdefault(name, set()).add(qualifier)
+    receivers = language_for(unit.path) in RECEIVER_LANGUAGES
+    own_class = class_of(unit.context, unit.name)
     out: list[Place] = []
     count = 0
     for name, line in sorted(first.items(), key=lambda item: item[1]):
-        spans = list(dict.fromkeys(d.span for d in graph.definers(name) if not _inside(d, unit)))
-        if not spans:
+        found = {d.span: d for d in graph.definers(name) if not _inside(d, unit)}
+        if not found:
             continue  # a library's or the language's name, or the unit's own
+        spans = list(found)
+        if receivers:
+            spans = _as_used(spans, found, qualifiers[name], own_class, name)
         top, best = closeness.best(unit.path, [s[0] for s in spans])
         count += 1
         if len(out) >= limit:
             continue
         for i in best[:MAX_CANDIDATES]:
             path, start, end = spans[i]
-            out.append(_definition_place(root, path, start, end, name, line, top, len(spans)))
+            out.append(_definition_place(root, path, start, end, name, line, top, len(found)))
     return out, count
+
+
+def _as_used(spans: list, found: dict, qualifiers: set, own_class: str, name: str) -> list:
+    """Of a callee's definitions, those its uses can mean in a receiver language: bare only, a
+    function (not a method); only on ``self``/``this``, the unit's own class's where it has
+    one; only through a name that is a defining module's, that module's. All of them when
+    the uses say nothing (or rule out every one)."""
+    kept = spans
+    if qualifiers == {None}:
+        kept = [s for s in spans if not class_of(found[s].context, name)]
+    elif qualifiers <= {"self", "this", "cls"} and own_class:
+        kept = [s for s in spans if class_of(found[s].context, name) == own_class]
+    elif None not in qualifiers:
+        kept = [s for s in spans if qualifiers & set(module_names(s[0]))]
+    return kept or spans
 
 
 def _definition_place(root: Path, path: str, start: int, end: int, name: str, line: int, tier: int, n: int) -> Place:
