@@ -360,3 +360,15 @@ def test_a_bare_call_is_the_function_and_a_member_call_the_method(engine_of):
     assert spans(function.callers) == [("app/user.py", "finish_anything")]
     # sockets.py's self.close is its own attribute: it is no caller of Stream.close
     assert "app/sockets.py" not in [p.path for p in method.callers]
+
+
+def test_a_nested_function_returned_or_passed_has_its_outer_function_as_caller(engine_of):
+    eng = engine_of("nested", {"deco.py": """
+        def route(path):
+            def decorator(func):
+                return func
+
+            return decorator
+        """})
+    found = neighbourhood(eng, "deco.py", "decorator")
+    assert [(p.name, p.line, p.resolution) for p in found.callers] == [("route", 5, "same file")]

@@ -215,10 +215,37 @@ def related(graph: Graph, root: Path, path: str, where: int | str, *, limit: int
     method = d is not None and called == unit.name and is_method(defs, d)
     closeness = Closeness(graph)
     callers, tests, counted = _callers(graph, root, unit, called, method, closeness, limit)
+    if d is not None and not method:
+        outer = _outer_user(root, defs, d, called)
+        if outer is not None and all((p.start_line, p.end_line) != (outer.start_line, outer.end_line) for p in callers):
+            callers.insert(0, outer)
+            counted = (counted[0] + 1, counted[1])
     callees, n_callees = _callees(graph, root, unit, uses, closeness, limit)
     return Neighbourhood(
         unit, callers, callees, tests, {"callers": counted[0], "callees": n_callees, "tests": counted[1]}
     )
+
+
+def _outer_user(root: Path, defs: list[Chunk], d: Chunk, name: str) -> Place | None:
+    """The function a nested function ``d`` is defined in, when its own code names it: a
+    nested function is used there, often not called but returned or passed (``return
+    decorator``, ``add_route(path, openapi)``), which the index's uses (calls, members, types)
+    do not hold."""
+    around = [o for o in defs if o is not d and o.start_line <= d.start_line and d.end_line <= o.end_line]
+    outer = max(around, key=lambda o: o.start_line, default=None)
+    if outer is None or _CLASSLIKE.search(outer.signature):
+        return None
+    lines = (root / d.path).read_text(encoding="utf-8", errors="replace").split("\n")
+    word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+    for ln in range(outer.start_line + 1, min(outer.end_line, len(lines)) + 1):
+        if d.start_line <= ln <= d.end_line:
+            continue
+        code = lines[ln - 1].split("#", 1)[0] if d.language == "python" else lines[ln - 1]
+        if word.search(code):
+            return Place(
+                d.path, outer.start_line, outer.end_line, _name_of(outer), outer.context, ln, name, LABELS[SAME_FILE], 1
+            )
+    return None
 
 
 def _inside(place, unit: Place) -> bool:
