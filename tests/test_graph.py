@@ -372,3 +372,25 @@ def test_a_nested_function_returned_or_passed_has_its_outer_function_as_caller(e
         """})
     found = neighbourhood(eng, "deco.py", "decorator")
     assert [(p.name, p.line, p.resolution) for p in found.callers] == [("route", 5, "same file")]
+
+
+def test_during_a_first_build_related_answers_from_the_committed_files(stepped_repo, tmp_path, small_steps):
+    from ranklens.core.graph.edges import LocalGraph
+
+    files = {f"pkg/mod_{i}.py": f"def step_{i}(x):\n    return helper(x) + {i}\n" for i in range(30)}
+    files["pkg/helpers.py"] = "def helper(x):\n    return x * 2\n"
+    eng = Engine(write(stepped_repo, files), cache_dir=tmp_path / "cache")
+    seen = []
+
+    def on_partial(partial) -> None:
+        graph = LocalGraph(eng.view)
+        committed = eng.view.chunks.distinct_paths()
+        users = {p.path for p in graph.users("helper")}
+        seen.append((len(committed), users <= committed, len(users)))
+
+    eng.ensure_index(deep=False, on_partial=on_partial)
+    assert len(seen) >= 2 and all(within for _n, within, _u in seen)  # only committed files' edges
+    assert [u for _n, _w, u in seen] == sorted(u for _n, _w, u in seen)  # more land at each step
+    found = neighbourhood(eng, "pkg/helpers.py", "helper", limit=50)
+    assert found.counts["callers"] == 30
+    eng.close()
