@@ -632,8 +632,9 @@ class RanklensApp(IndexOrchestration, HandoffActions, WalkActions, FusedBy, App[
             in_tuning = focused is not None and self.tuning in focused.ancestors_with_self
             return not in_query and not in_tuning and self.walk_allowed(action)
         if action in ("judge", "toggle_stage"):
-            # In the query "+", "-" and "p" type themselves (the footer does not offer them).
-            return not in_query
+            # In the query "+", "-" and "p" type themselves (the footer does not offer them);
+            # a judgment is of a hit, not of a place on the walk (tui.walk).
+            return not in_query and not (action == "judge" and self.walking)
         if action == "close_tuning":
             return focused is not None and self.tuning in focused.ancestors_with_self
         return True

@@ -360,7 +360,8 @@ class WalkActions:
         else:
             note.append(f"{ONE[row.group]} of {unit.name if unit else '?'}", style="bold")
             note.append(f" · {describe_place(row.place)}")
-        note.append("\nenter: go to it · r: its neighbourhood · m: more like it · space: select · backspace: back")
+        keys = "space: select · m: more like it · backspace: back"
+        note.append(f"\n{keys}" if not row.group else f"\nenter: go to it (its neighbourhood) · {keys}")
         note.stylize("dim", len(note.plain.split("\n")[0]) + 1)
         return note
 

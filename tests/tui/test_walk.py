@@ -1,6 +1,6 @@
 """The walk (``r``, enter, ``backspace``) and more like this (``m``) in the app, on a small
 Python repository whose callers, callees and tests are known (the core side:
-tests/test_graph.py, tests/test_walk.py)."""
+tests/test_graph.py, tests/test_trail.py)."""
 
 from __future__ import annotations
 

@@ -131,7 +131,8 @@ class NeighbourhoodList(OptionList):
     def _prompt(self, row: Row) -> Text:
         place = row.place
         mark = SELECTED_MARK if self._selected(place) else " "
-        text = Text(f"{mark} ", style="bold")
+        # One line a row: a long one ends in "…" (the preview shows all of it).
+        text = Text(f"{mark} ", style="bold", no_wrap=True, overflow="ellipsis")
         if not row.group:
             text.append("▸ ", style="bold")
         text.append(f"{place.path}:{place.start_line}-{place.end_line}", style="cyan")
