@@ -48,6 +48,14 @@ def group_title(group: str, shown: int, total: int) -> str:
 class NeighbourhoodList(OptionList):
     """The neighbourhood of the walk's current unit (see the module docstring)."""
 
+    # One line a row: a long one ends in "…" (the preview shows all of it).
+    DEFAULT_CSS = """
+    NeighbourhoodList {
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "toggle", "Select"),
         Binding("o", "open", "Open"),
@@ -131,8 +139,7 @@ class NeighbourhoodList(OptionList):
     def _prompt(self, row: Row) -> Text:
         place = row.place
         mark = SELECTED_MARK if self._selected(place) else " "
-        # One line a row: a long one ends in "…" (the preview shows all of it).
-        text = Text(f"{mark} ", style="bold", no_wrap=True, overflow="ellipsis")
+        text = Text(f"{mark} ", style="bold")
         if not row.group:
             text.append("▸ ", style="bold")
         text.append(f"{place.path}:{place.start_line}-{place.end_line}", style="cyan")
