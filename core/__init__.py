@@ -23,8 +23,8 @@ tier  package         what it holds
 5     ``evaluation``  labelled queries, metrics, runs, reports, tuning
 6     ``backends``    where an index lives: local, or a Milvus collection
 7     (this folder)   the surfaces: ``engine`` (one root's index and queries),
-                      ``milvus_engine``, ``service``, ``session``, ``agent``, ``handoff``,
-                      ``judgments``
+                      ``milvus_engine``, ``service``, ``session``, ``walk`` (the UI's
+                      trail), ``agent``, ``handoff``, ``judgments``
 ====  ==============  ==================================================================
 
 Data beside them: ``models/`` (the bundled embedding model, the deep arm's tokenizer),

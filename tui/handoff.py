@@ -45,8 +45,9 @@ def describe_write_error(path: Path, error: OSError) -> str:
 class HandoffActions:
     """Mixin of :class:`~tui.app.RanklensApp`: the export action and the editor hand-off.
 
-    It relies on what the app provides: ``session``, ``engine``, the ``table`` widget and
-    ``_start_index`` (:class:`~tui.indexing.IndexOrchestration`).
+    It relies on what the app provides: ``session``, ``engine``, the ``table`` widget,
+    ``_start_index`` (:class:`~tui.indexing.IndexOrchestration`), ``export_choice`` and
+    ``export_question`` (:class:`~tui.walk.WalkActions`: what is selected, the walk's too).
     """
 
     def action_export(self) -> None:

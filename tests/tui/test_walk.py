@@ -226,6 +226,27 @@ async def test_more_like_this_lists_other_units_without_the_unit_itself(shop_eng
         assert "like" not in str(app.table.border_title)
 
 
+async def test_r_in_the_preview_follows_the_unit_it_shows(shop_engine) -> None:
+    app = RanklensApp(shop_engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "get backoff time")
+        await open_hit(pilot, app, "Retry")
+        app.preview.focus()
+        await pilot.press("r")
+        await walked(pilot, app, 2)
+        assert app.trail.top.place.name == "Retry"
+        # On the walk, the preview shows the place under the cursor: r there goes to it.
+        assert app.focused is app.walk_list
+        await pilot.press("down")
+        assert app.walk_list.current.place.name == "fetch"
+        await settled(pilot, app)
+        app.preview.focus()
+        await pilot.press("r")
+        await walked(pilot, app, 3)
+        assert app.breadcrumbs.plain == "question › Retry › callers: fetch"
+
+
 async def test_typing_a_new_question_ends_the_walk(shop_engine) -> None:
     app = RanklensApp(shop_engine)
     async with app.run_test(size=SIZE) as pilot:
