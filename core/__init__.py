@@ -25,8 +25,9 @@ tier  package         what it holds
 6     ``evaluation``  labelled queries, metrics, runs, reports, tuning
 7     ``backends``    where an index lives: local, or a Milvus collection
 8     (this folder)   the surfaces: ``engine`` (one root's index and queries),
-                      ``milvus_engine``, ``service``, ``session``, ``agent``, ``handoff``,
-                      ``judgments``, ``navigate`` (related and more-like-this for every front end)
+                      ``milvus_engine``, ``service``, ``session``, ``walk`` (the UI's trail),
+                      ``agent``, ``handoff``, ``judgments``, ``navigate`` (related and
+                      more-like-this for every front end)
 ====  ==============  ==================================================================
 
 Data beside them: ``models/`` (the bundled embedding model, the deep arm's tokenizer),

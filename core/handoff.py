@@ -69,13 +69,15 @@ def envelope(
     with_hashes: bool = False,
     priors: bool | None = None,
     roots: Mapping[str, Path | None] | None = None,
+    reached: Mapping[str, dict] | None = None,
 ) -> dict:
     """Build the envelope; ``with_hashes`` adds each span's current ``sha256`` (needs ``root``;
     a hit of a shared store's repository is read under ``roots[hit.repo]``, none when that
     repository is not on this machine).
 
     ``priors`` (when given) records whether the code-aware priors re-scored the hits; each
-    hit carries its own ``fused_score`` and ``priors`` either way.
+    hit carries its own ``fused_score`` and ``priors`` either way. ``reached`` (by docid): how
+    the terminal UI's walk reached each span (:func:`core.walk.reached_record`), added to it.
     """
     results = []
     for hit in hits:
@@ -83,6 +85,8 @@ def envelope(
         if with_hashes:
             where = roots.get(hit.repo, root) if roots and hit.repo else root
             item["sha256"] = span_sha256(where, hit) if where is not None else None
+        if reached and hit.docid in reached:
+            item["reached"] = dict(reached[hit.docid])
         results.append(item)
     out = {
         "schema_version": ENVELOPE_VERSION,

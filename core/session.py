@@ -12,13 +12,23 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .base.types import ConsolidatedHit
 from .engine import ArmResult, Engine, check_query
 from .judgments import QueryJudgments, judge, judgments_for
 from .query.settings import FusedBy, FusionSettings
+
+
+def without_unit(unit, hits: list[ConsolidatedHit]) -> list[ConsolidatedHit]:
+    """A more-like-this list's hits without the unit it started from, ranked again."""
+    from .graph.like import overlaps
+
+    kept = [h for h in hits if not overlaps(unit, h.path, h.start_line, h.end_line)]
+    if len(kept) == len(hits):
+        return hits
+    return [h if h.rank == rank else replace(h, rank=rank) for rank, h in enumerate(kept, start=1)]
 
 
 class IndexStopped(Exception):
@@ -63,6 +73,9 @@ class Session(FusedBy):
         self.query_text = ""
         self.results: dict[str, ArmResult] = {}
         self.hits: list[ConsolidatedHit] = []
+        #: The unit a more-like-this list started from (:mod:`core.walk`): left out of its
+        #: hits. Kept while the same question runs again; the front end sets and clears it.
+        self.like = None
         self._files: dict[str, tuple[int, int, str]] = {}  # path -> (mtime_ns, size, text)
         self._judgments: QueryJudgments | None = None
         self._judged_query: str | None = None
@@ -108,6 +121,7 @@ class Session(FusedBy):
         self.query_text = ""
         self.results = {}
         self.hits = []
+        self.like = None
 
     def current(self, query_id: int) -> bool:
         return query_id == self.query_id
@@ -150,7 +164,10 @@ class Session(FusedBy):
             # A shared store that stopped answering (server down): the last answer stays on
             # screen, and the status line says what is wrong with the store.
             return self.hits
-        self.hits = self.engine.fuse(results, self.settings)
+        hits = self.engine.fuse(results, self.settings)
+        if self.like is not None:
+            hits = without_unit(self.like, hits)
+        self.hits = hits
         return self.hits
 
     # -- judgments ----------------------------------------------------------------------
@@ -254,9 +271,11 @@ class Session(FusedBy):
         query: str | None = None,
         settings: FusionSettings | None = None,
         results: dict[str, ArmResult] | None = None,
+        reached: dict[str, dict] | None = None,
     ) -> dict:
         """The handoff envelope of ``hits`` (as ``ranklens query --json`` writes it, with each
-        span's sha256), for the query, settings and results given (default: the current)."""
+        span's sha256), for the query, settings and results given (default: the current);
+        ``reached``: how the walk reached each hit, by docid (:mod:`core.walk`)."""
         from .handoff import envelope
 
         settings = settings or self.settings
@@ -280,6 +299,7 @@ class Session(FusedBy):
             root=self.engine.root,
             with_hashes=True,
             roots={h.repo: self.engine.root_of(h.repo) for h in hits if h.repo} if self.engine_shared else None,
+            reached=reached,
         )
 
     @property

@@ -6,7 +6,7 @@
 The app runs headless (Textual's ``run_test``) at a fixed terminal size and is driven with
 a Pilot, key by key, exactly as a user would: type a query, move the cursor, open the tuning
 panel and move a slider, open a hit's runners-up (``a``), select hits and open the export
-modal, open the help. The index of
+modal, walk from a hit to one of its callers (``r``, enter), open the help. The index of
 the repository is brought up to date first, so the app starts warm.
 """
 
@@ -31,6 +31,7 @@ SHOTS = (
     "ranklens-export.svg",
     "ranklens-help.svg",
     "ranklens-runners-up.svg",
+    "ranklens-walk.svg",
 )
 
 
@@ -84,7 +85,24 @@ async def drive(engine: Engine, out: Path) -> list[Path]:
         app.screen.query_one("#export-path").cursor_blink = False
         await pilot.pause()
         shoot(SHOTS[2])
-        await pilot.press("escape")
+        await pilot.press("escape", "c")
+
+        # The walk: the hit's neighbourhood, then one of its callers (or callees) gone to.
+        await pilot.press("home")
+        while " > " not in app.table.current_hit.context and app.table.cursor_row < 9:
+            await pilot.press("down")  # the first hit inside a definition
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.trail.depth == 2)
+        rows = app.walk_list.rows
+        first = next((i for i, row in enumerate(rows) if row is not None and row.group), None)
+        if first is not None:
+            app.walk_list.highlighted = first
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.trail.depth == 3)
+        await pilot.pause(0.3)
+        shoot(SHOTS[5])
+        await pilot.press("backspace", "backspace")
+        await wait_for(pilot, lambda: app.trail.depth == 1)
 
         await pilot.press("question_mark")
         await pilot.pause(0.3)

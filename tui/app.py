@@ -48,7 +48,10 @@ from ranklens.tui.messages import ArmFinished, while_open
 from ranklens.tui.notes import STAGE, StatusNotes, one_line
 from ranklens.tui.screens.help import HelpScreen
 from ranklens.tui.threads import DaemonExecutor
+from ranklens.tui.walk import WalkActions
 from ranklens.tui.widgets.arm_status import ArmStatus
+from ranklens.tui.widgets.breadcrumbs import Breadcrumbs
+from ranklens.tui.widgets.neighbourhood import NeighbourhoodList
 from ranklens.tui.widgets.preview import Preview, describe_runner_up
 from ranklens.tui.widgets.results_table import ResultsTable, rank_shifts, via_legend
 from ranklens.tui.widgets.tuning import TuningPanel
@@ -71,7 +74,10 @@ HELP_KEYS: list[tuple[str, str]] = [
     ("+ / -", "judge the hit relevant (✓) / not relevant (✗) for the query; again clears it"),
     ("p", f"{STAGE} on / off (code-aware signals, priors and diversity; off: the plain fused list)"),
     ("enter / o", "open the hit in $EDITOR at its first line"),
-    ("e", "export the selected hits (all shown hits if none is selected) as JSON"),
+    ("r", "the hit's neighbourhood: callers, callees and tests (enter goes to one, the preview follows)"),
+    ("m", "more like this: units like the hit (its names and code as the question), without it"),
+    ("backspace / b", "back one step along the walk (the breadcrumbs above the results)"),
+    ("e", "export the selected hits (all shown if none is selected) as JSON, with how each was reached"),
     ("t", "show / hide the tuning panel (weights per arm, RRF k)"),
     ("← → (tuning)", "change the focused slider; shift+← → by 10 steps; ↑ ↓ next slider"),
     ("r (tuning)", "reset the weights and k to the root's tuned config, else the shipped defaults"),
@@ -82,7 +88,7 @@ HELP_KEYS: list[tuple[str, str]] = [
 ]
 
 
-class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
+class RanklensApp(IndexOrchestration, HandoffActions, WalkActions, FusedBy, App[None]):
     """Query a repository with several retrievers at once and explore the fused ranking.
 
     Parameters
@@ -110,6 +116,10 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         Binding("plus", "judge(True)", "Relevant"),
         Binding("minus", "judge(False)", "Not relevant"),
         Binding("p", "toggle_stage", STAGE.capitalize()),
+        Binding("r", "related", "Related"),
+        Binding("m", "more_like", "Like this"),
+        Binding("backspace", "walk_back", "Back"),
+        Binding("b", "walk_back", "Back", show=False),
         Binding("slash", "focus_query", "Query"),
         Binding("c", "clear_selection", "Clear selection", show=False),
         Binding("escape", "leave_query", "Results"),
@@ -193,8 +203,10 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
             placeholder="Search the code…  (enter: search now · ↓ results · f1 help · ctrl+q quit)",
             id="query",
         )
+        yield Breadcrumbs(id="trail")
         with Horizontal(id="main"):
             yield ResultsTable(id="results")
+            yield NeighbourhoodList(id="walk")
             yield Preview(id="preview")
         yield TuningPanel(self.arms, weights=self.weights, k=self.k, id="tuning")
         yield ArmStatus(self.arms, id="arm-status")
@@ -267,6 +279,8 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
             self._set_query_note("" if blank else str(error))
             self.preview.clear("Type a query to search." if blank else f"Cannot search: {error}.")
             return False
+        if checked != self.query_text:
+            self.walk_new_question(checked)
         if checked == self.query_text and not force and self._pending is None:
             return True
         if not self.engine.ready:
@@ -318,6 +332,7 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
     def _abandon_query(self) -> None:
         """Forget the current query (its late results will be dropped)."""
         self.session.abandon()
+        self.walk_new_question("")
         self._pending = None
         self._shown_query_id = -1
         self.table.clear_hits()
@@ -485,6 +500,8 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
         if self._preview_timer is not None:
             self._preview_timer.stop()
             self._preview_timer = None
+        if self.walking:
+            return  # the preview shows the walk's place (tui.walk)
         hit = self.table.current_hit
         if hit is None:
             self._preview_key = None
@@ -584,12 +601,13 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
     def _update_titles(self) -> None:
         table = self.table
         shown, total = len(table.hits), len(self.hits)
+        label = self.walk_results_label()
         if not self.query_text:
             title = "results"
         elif total > shown:
-            title = f"results · top {shown} of {total}"
+            title = f"{label} · top {shown} of {total}"
         else:
-            title = f"results · {total} {'hit' if total == 1 else 'hits'}"
+            title = f"{label} · {total} {'hit' if total == 1 else 'hits'}"
         selected = len(table.selected_hits)
         if selected:
             title += f" · {selected} selected"
@@ -609,9 +627,14 @@ class RanklensApp(IndexOrchestration, HandoffActions, FusedBy, App[None]):
             return in_query
         if action == "focus_query":
             return not in_query
+        if action in ("related", "more_like", "walk_back"):
+            # In the query "r", "m", "b" and backspace type (or delete) themselves.
+            in_tuning = focused is not None and self.tuning in focused.ancestors_with_self
+            return not in_query and not in_tuning and self.walk_allowed(action)
         if action in ("judge", "toggle_stage"):
-            # In the query "+", "-" and "p" type themselves (the footer does not offer them).
-            return not in_query
+            # In the query "+", "-" and "p" type themselves (the footer does not offer them);
+            # a judgment is of a hit, not of a place on the walk (tui.walk).
+            return not in_query and not (action == "judge" and self.walking)
         if action == "close_tuning":
             return focused is not None and self.tuning in focused.ancestors_with_self
         return True

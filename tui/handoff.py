@@ -45,19 +45,20 @@ def describe_write_error(path: Path, error: OSError) -> str:
 class HandoffActions:
     """Mixin of :class:`~tui.app.RanklensApp`: the export action and the editor hand-off.
 
-    It relies on what the app provides: ``session``, ``engine``, the ``table`` widget and
-    ``_start_index`` (:class:`~tui.indexing.IndexOrchestration`).
+    It relies on what the app provides: ``session``, ``engine``, the ``table`` widget,
+    ``_start_index`` (:class:`~tui.indexing.IndexOrchestration`), ``export_choice`` and
+    ``export_question`` (:class:`~tui.walk.WalkActions`: what is selected, the walk's too).
     """
 
     def action_export(self) -> None:
-        table = self.table
-        if not table.hits:
+        # The selected hits (the table's and the walk's: tui.walk), else every hit shown, each
+        # with how it was reached.
+        hits, reached, selected = self.export_choice()
+        if not hits:
             self.notify("Nothing to export yet: run a query first.", severity="warning")
             return
-        selected = table.selected_hits
-        hits = selected or list(table.hits)
         # What is exported is what is shown now, whatever lands or moves before the dialog closes.
-        data = self.session.handoff(hits)
+        data = self.session.handoff(hits, query=self.export_question(), reached=reached)
         writer = partial(self.write_handoff, data=data)
 
         def done(path: Path | None) -> None:
