@@ -348,6 +348,10 @@ SAME_NAMES = {
 
         def finish_anything(x):
             return close(x)
+
+
+        def both(s: Stream, x):
+            return close(x), s.close()  # one line, a bare use and a member use of one name
         """,
 }
 
@@ -355,21 +359,26 @@ SAME_NAMES = {
 def test_a_bare_call_is_the_function_and_a_member_call_the_method(engine_of):
     eng = engine_of("same", SAME_NAMES)
     method = neighbourhood(eng, "app/streams.py", 2)  # Stream.close
-    assert spans(method.callers) == [("app/streams.py", "close"), ("app/user.py", "finish")]
+    assert spans(method.callers) == [("app/streams.py", "close"), ("app/user.py", "finish"), ("app/user.py", "both")]
     function = neighbourhood(eng, "app/streams.py", 6)  # the module's close()
-    assert spans(function.callers) == [("app/user.py", "finish_anything")]
+    assert spans(function.callers) == [("app/user.py", "finish_anything"), ("app/user.py", "both")]
     # sockets.py's self.close is its own attribute: it is no caller of Stream.close
     assert "app/sockets.py" not in [p.path for p in method.callers]
 
 
 def test_a_nested_function_returned_or_passed_has_its_outer_function_as_caller(engine_of):
-    eng = engine_of("nested", {"deco.py": """
+    eng = engine_of(
+        "nested",
+        {
+            "deco.py": """
         def route(path):
             def decorator(func):
                 return func
 
             return decorator
-        """})
+        """
+        },
+    )
     found = neighbourhood(eng, "deco.py", "decorator")
     assert [(p.name, p.line, p.resolution) for p in found.callers] == [("route", 5, "same file")]
 

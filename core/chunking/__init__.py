@@ -149,7 +149,7 @@ def references(
         if not IMPORT_LINE.match(line)
         for name, qualifier in qualified_uses(line)
     ]
-    return defs, sorted(out)
+    return defs, sorted(out, key=lambda use: use[:2])  # a qualifier may be None
 
 
 __all__ = [
