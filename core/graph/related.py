@@ -151,9 +151,14 @@ def is_method(defs: list[Chunk], d: Chunk) -> bool:
     class-like one (a function nested in a function is not)."""
     if d.signature.startswith("func ("):
         return True
-    around = [o for o in defs if o is not d and o.start_line <= d.start_line and d.end_line <= o.end_line]
-    parent = max(around, key=lambda o: o.start_line, default=None)
+    parent = _parent(defs, d)
     return parent is not None and _CLASSLIKE.search(parent.signature) is not None
+
+
+def _parent(defs: list[Chunk], d: Chunk) -> Chunk | None:
+    """The innermost definition around ``d``."""
+    around = [o for o in defs if o is not d and o.start_line <= d.start_line and d.end_line <= o.end_line]
+    return max(around, key=lambda o: o.start_line, default=None)
 
 
 def _called_as(d: Chunk) -> str:
@@ -231,8 +236,7 @@ def _outer_user(root: Path, defs: list[Chunk], d: Chunk, name: str) -> Place | N
     nested function is used there, often not called but returned or passed (``return
     decorator``, ``add_route(path, openapi)``), which the index's uses (calls, members, types)
     do not hold."""
-    around = [o for o in defs if o is not d and o.start_line <= d.start_line and d.end_line <= o.end_line]
-    outer = max(around, key=lambda o: o.start_line, default=None)
+    outer = _parent(defs, d)
     if outer is None or _CLASSLIKE.search(outer.signature):
         return None
     lines = (root / d.path).read_text(encoding="utf-8", errors="replace").split("\n")
