@@ -219,7 +219,8 @@ def related(graph: Graph, root: Path, path: str, where: int | str, *, limit: int
     called = _called_as(d) if d is not None else unit.name
     method = d is not None and called == unit.name and is_method(defs, d)
     closeness = Closeness(graph)
-    callers, tests, counted = _callers(graph, root, unit, called, method, closeness, limit)
+    supers = supertypes(_parent(defs, d)) if method else set()
+    callers, tests, counted = _callers(graph, root, unit, called, method, closeness, limit, supers)
     if d is not None and not method:
         outer = _outer_user(root, defs, d, called)
         if outer is not None and all((p.start_line, p.end_line) != (outer.start_line, outer.end_line) for p in callers):
@@ -258,7 +259,14 @@ def _inside(place, unit: Place) -> bool:
 
 
 def _callers(
-    graph: Graph, root: Path, unit: Place, name: str, method: bool, closeness: Closeness, limit: int
+    graph: Graph,
+    root: Path,
+    unit: Place,
+    name: str,
+    method: bool,
+    closeness: Closeness,
+    limit: int,
+    supers: set[str] = frozenset(),
 ) -> tuple[list[Place], list[Place], tuple[int, int]]:
     if not name:
         return [], [], (0, 0)
@@ -270,6 +278,8 @@ def _callers(
     definers = graph.definers(name, attributes=True)
     n_defs = len({d.span for d in graph.definers(name)}) or 1
     own_class = class_of(unit.context, unit.name) if method else ""
+    # A call through a class the unit's class extends or implements may land on the unit.
+    own_classes = {own_class} | supers if own_class else set()
     # Each using chunk, with the tier its file resolves the name at, kept when it means this unit.
     found = []
     tiers: dict[str, int | None] = {}
@@ -277,7 +287,7 @@ def _callers(
         if _inside(c, unit):
             continue  # the unit's own code (a recursive call)
         if c.path not in tiers:
-            tiers[c.path] = _resolves_here(closeness, c.path, unit, definers, own_class, name)
+            tiers[c.path] = _resolves_here(closeness, c.path, unit, definers, own_classes, name)
         tier = tiers[c.path]
         if tier is None:
             continue  # resolves to another definition of the name, closer to it
@@ -312,21 +322,33 @@ def class_of(context: str, name: str) -> str:
     return crumbs[-1] if crumbs else ""
 
 
+def supertypes(cls: Chunk | None) -> set[str]:
+    """The capitalised names a class's header gives after its own (``class DefaultRetryer
+    implements Retryer``, ``class Reader(Base)``): what it extends or implements."""
+    if cls is None:
+        return set()
+    header = cls.signature.split("{", 1)[0]
+    own = _name_of(cls)
+    at = header.find(own)
+    return set(re.findall(r"\b[A-Z][A-Za-z0-9_]*", header[at + len(own) :] if at >= 0 else header)) - {own}
+
+
 def _resolves_here(
-    closeness: Closeness, user: str, unit: Place, definers: list, own_class: str, name: str
+    closeness: Closeness, user: str, unit: Place, definers: list, own_classes: set[str], name: str
 ) -> int | None:
     """The tier at which file ``user`` resolves the name to ``unit``; None when it resolves to
-    another definition (closer, or of a class the file names where ``unit``'s is not)."""
+    another definition (closer, or of a class the file names where neither ``unit``'s class nor
+    one it extends is: ``own_classes``)."""
     if not definers:
         return closeness.tier(user, unit.path)
     top, best = closeness.best(user, [d.path for d in definers])
     if not any(definers[i].path == unit.path for i in best):
         return None
-    if own_class:
+    if own_classes:
         classes = {class_of(definers[i].context, name) for i in best} - {""}
         if len(classes) > 1:
-            named = {cls for cls in classes if user in closeness.graph.paths_using(cls)}
-            if named and own_class not in named:
+            named = {cls for cls in classes | own_classes if user in closeness.graph.paths_using(cls)}
+            if named and not named & own_classes:
                 return None  # the file names another of the classes defining it, not the unit's
     return top
 
@@ -402,9 +424,12 @@ def _callees(
         count += 1
         if len(out) >= limit:
             continue
+        shown = {(p.path, p.start_line, p.end_line) for p in out}
         for i in best[:MAX_CANDIDATES]:
-            path, start, end = spans[i]
-            out.append(_definition_place(root, path, start, end, name, line, top, len(found)))
+            place = _definition_place(root, *spans[i], name, line, top, len(found))
+            if (place.path, place.start_line, place.end_line) not in shown:  # a class and its constructors
+                shown.add((place.path, place.start_line, place.end_line))
+                out.append(place)
     return out, count
 
 
