@@ -403,3 +403,52 @@ def test_during_a_first_build_related_answers_from_the_committed_files(stepped_r
     found = neighbourhood(eng, "pkg/helpers.py", "helper", limit=50)
     assert found.counts["callers"] == 30
     eng.close()
+
+
+JAVA = {
+    "src/main/java/app/Retryer.java": """
+        package app;
+
+        public interface Retryer {
+          void pause(int attempt);
+        }
+        """,
+    "src/main/java/app/Backoff.java": """
+        package app;
+
+        public class Backoff implements Retryer {
+          public void pause(int attempt) {
+            sleep(attempt * 2);
+          }
+
+          void sleep(int ms) {}
+        }
+        """,
+    "src/main/java/app/Ticker.java": """
+        package app;
+
+        public class Ticker {
+          public void pause(int attempt) {}
+        }
+        """,
+    "src/main/java/app/Client.java": """
+        package app;
+
+        public class Client {
+          private Retryer retryer;
+
+          public void send() {
+            retryer.pause(1);
+          }
+        }
+        """,
+}
+
+
+def test_a_call_through_an_interface_reaches_its_implementation(engine_of):
+    eng = engine_of("java", JAVA)
+    backoff = neighbourhood(eng, "src/main/java/app/Backoff.java", "pause")
+    assert ("src/main/java/app/Client.java", "send") in spans(backoff.callers)
+    ticker = neighbourhood(eng, "src/main/java/app/Ticker.java", "pause")
+    assert spans(ticker.callers) == []  # Client names Retryer, which Ticker does not implement
+    assert [(p.name, p.resolution) for p in backoff.callees] == [("sleep", "same file")]  # bare, in its class

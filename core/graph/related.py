@@ -342,7 +342,8 @@ def _resolves_here(
     if not definers:
         return closeness.tier(user, unit.path)
     top, best = closeness.best(user, [d.path for d in definers])
-    if not any(definers[i].path == unit.path for i in best):
+    # The closest definition is the unit's, or a declaration in a class the unit's extends.
+    if not any(definers[i].path == unit.path or class_of(definers[i].context, name) in own_classes for i in best):
         return None
     if own_classes:
         classes = {class_of(definers[i].context, name) for i in best} - {""}
