@@ -33,20 +33,35 @@ def module_names(path: str) -> tuple[str, ...]:
     return tuple(n for n in names if n)
 
 
+#: A name defined in more files than this is too common to be told apart by imports (``get``,
+#: ``run``): its definitions are ranked by file and folder only, which costs a set lookup, not
+#: one a definition for every file that uses it.
+MAX_IMPORT_CHECKS = 48
+
+
 class Closeness:
     """The tier of a definition's file from a using file, with the imports looked up once."""
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
+        self._importers: dict[str, frozenset[str]] = {}
+
+    def importers(self, definer: str) -> frozenset[str]:
+        """The files that use a name of ``definer``'s module (kept for the call)."""
+        found = self._importers.get(definer)
+        if found is None:
+            found = frozenset().union(*(self.graph.paths_using(name) for name in module_names(definer)))
+            self._importers[definer] = found
+        return found
 
     def imports(self, user: str, definer: str) -> bool:
         """Whether file ``user`` uses a name of ``definer``'s module."""
-        return any(user in self.graph.paths_using(name) for name in module_names(definer))
+        return user in self.importers(definer)
 
-    def tier(self, user: str, definer: str) -> int:
+    def tier(self, user: str, definer: str, *, by_imports: bool = True) -> int:
         if user == definer:
             return SAME_FILE
-        if self.imports(user, definer):
+        if by_imports and self.imports(user, definer):
             return IMPORTED
         if posixpath.dirname(user) == posixpath.dirname(definer):
             return SAME_DIRECTORY
@@ -55,6 +70,8 @@ class Closeness:
     def best(self, user: str, definers: list[str]) -> tuple[int, list[int]]:
         """The best tier from ``user`` among the files ``definers`` (one per definition) and the
         positions in ``definers`` of the definitions in it."""
-        tiers = [self.tier(user, d) for d in definers]
-        top = min(tiers, default=ELSEWHERE)
-        return top, [i for i, t in enumerate(tiers) if t == top]
+        files = set(definers)
+        by_imports = len(files) <= MAX_IMPORT_CHECKS
+        tiers = {f: self.tier(user, f, by_imports=by_imports) for f in files}
+        top = min(tiers.values(), default=ELSEWHERE)
+        return top, [i for i, d in enumerate(definers) if tiers[d] == top]
