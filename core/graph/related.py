@@ -37,6 +37,9 @@ from .resolve import LABELS, SAME_FILE, Closeness, module_names
 DEFAULT_LIMIT = 20
 #: Definitions shown for one callee name when several are equally close.
 MAX_CANDIDATES = 3
+#: Files a neighbourhood reads to find its callers' uses (parsed once per version of a file);
+#: beyond them, once the lists are full, chunks that spell the name are counted as ``unread``.
+MAX_FILES_READ = 64
 #: Constructors: their callers call the class.
 CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor", "initialize", "new"})
 #: Languages whose methods are only called on a receiver (``self.m()``, ``obj.m()``,
@@ -80,7 +83,9 @@ class Place:
 
 @dataclass
 class Neighbourhood:
-    """:func:`related`'s answer; ``counts`` are of all places found, the lists at most the limit."""
+    """:func:`related`'s answer; ``counts`` are of all places found, the lists at most the limit
+    (``unread``, when present: chunks that spell the unit's name in files beyond
+    :data:`MAX_FILES_READ`, not read to tell a use from a local name)."""
 
     unit: Place
     callers: list[Place] = field(default_factory=list)
@@ -225,11 +230,12 @@ def related(graph: Graph, root: Path, path: str, where: int | str, *, limit: int
         outer = _outer_user(root, defs, d, called)
         if outer is not None and all((p.start_line, p.end_line) != (outer.start_line, outer.end_line) for p in callers):
             callers.insert(0, outer)
-            counted = (counted[0] + 1, counted[1])
+            counted = (counted[0] + 1, *counted[1:])
     callees, n_callees = _callees(graph, root, unit, uses, closeness, limit)
-    return Neighbourhood(
-        unit, callers, callees, tests, {"callers": counted[0], "callees": n_callees, "tests": counted[1]}
-    )
+    counts = {"callers": counted[0], "callees": n_callees, "tests": counted[1]}
+    if counted[2]:
+        counts["unread"] = counted[2]
+    return Neighbourhood(unit, callers, callees, tests, counts)
 
 
 def _outer_user(root: Path, defs: list[Chunk], d: Chunk, name: str) -> Place | None:
@@ -267,12 +273,12 @@ def _callers(
     closeness: Closeness,
     limit: int,
     supers: set[str] = frozenset(),
-) -> tuple[list[Place], list[Place], tuple[int, int]]:
+) -> tuple[list[Place], list[Place], tuple[int, int, int]]:
     if not name:
-        return [], [], (0, 0)
+        return [], [], (0, 0, 0)
     using = graph.users(name)
     if not using:
-        return [], [], (0, 0)
+        return [], [], (0, 0, 0)
     # Resolution weighs every definition of the name and every instance attribute set by it;
     # the count says how many definitions there are.
     definers = graph.definers(name, attributes=True)
@@ -297,11 +303,14 @@ def _callers(
     tests: list[Place] = []
     seen: set[tuple] = {(unit.path, unit.start_line, unit.end_line)}
     counts = [0, 0]
+    files: set[str] = set()
+    unread = 0
     for tier, test, path, start, end, accept in found:
         out = tests if test else callers
-        if len(out) >= limit:
-            counts[test] += 1  # counted, not read: the count may hold a unit twice
+        if len(out) >= limit and path not in files and len(files) >= MAX_FILES_READ:
+            unread += 1  # a chunk spelling the name, not read: maybe a use, maybe a local name
             continue
+        files.add(path)
         for place in _use_places(root, path, start, end, name, tier, n_defs, accept):
             key = (place.path, place.start_line, place.end_line)
             if key in seen:
@@ -310,7 +319,7 @@ def _callers(
             counts[test] += 1
             if len(out) < limit:
                 out.append(place)
-    return callers, tests, (counts[0], counts[1])
+    return callers, tests, (counts[0], counts[1], unread)
 
 
 def class_of(context: str, name: str) -> str:
