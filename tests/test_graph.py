@@ -452,3 +452,15 @@ def test_a_call_through_an_interface_reaches_its_implementation(engine_of):
     ticker = neighbourhood(eng, "src/main/java/app/Ticker.java", "pause")
     assert spans(ticker.callers) == []  # Client names Retryer, which Ticker does not implement
     assert [(p.name, p.resolution) for p in backoff.callees] == [("sleep", "same file")]  # bare, in its class
+
+
+def test_a_decorator_is_a_use_of_its_function(engine_of):
+    eng = engine_of(
+        "deco2",
+        {
+            "lib/marks.py": "def traced(fn):\n    return fn\n",
+            "lib/jobs.py": ("from .marks import traced\n\n\n@traced\ndef run():\n    return 1\n"),
+        },
+    )
+    found = neighbourhood(eng, "lib/marks.py", "traced")
+    assert [(p.path, p.name, p.line) for p in found.callers] == [("lib/jobs.py", "run", 4)]

@@ -191,7 +191,7 @@ def qualified_uses(text: str) -> list[tuple[str, str | None]]:
         if len(name) < 2 or name in KEYWORDS:
             continue
         qualifier = None
-        if member:
+        if member and text[m.start()] != "@":  # a decorator names its function bare
             before = _QUALIFIER.search(text, max(0, m.start() - 80), m.start())
             qualifier = before.group(1) if before else ""
         found.append((name, qualifier))
