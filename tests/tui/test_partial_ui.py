@@ -5,6 +5,7 @@ whole build; the cursor follows the best hit until the user moves it, then keeps
 
 from __future__ import annotations
 
+import re
 import threading
 
 from pilot_helpers import column, settled, wait_for
@@ -12,10 +13,14 @@ from pilot_helpers import column, settled, wait_for
 from ranklens.core.engine import Engine
 from ranklens.core.session import Session
 from ranklens.tui.app import ROW_LIMIT, RanklensApp
+from ranklens.tui.indexing import STAGE_WORDS
 from ranklens.tui.messages import IndexPartial
+from ranklens.tui.widgets.arm_status import ArmStatus
 
 SIZE = (120, 36)
 QUESTION = "retry a failed request"
+#: The status line's count while indexing.
+FILES = re.compile(r"indexing: ([\d,]+) of ([\d,]+) files")
 
 
 def hold_after_the_first_step(stepped_repo, monkeypatch, tmp_path):
@@ -83,6 +88,9 @@ async def test_the_cursor_and_the_preview_follow_the_best_hit_until_the_user_mov
     stepped_repo, small_steps, monkeypatch, tmp_path
 ) -> None:
     final, steps, go_on = hold_after_the_first_step(stepped_repo, monkeypatch, tmp_path)
+    notes: list[str] = []
+    set_note = ArmStatus.set_note
+    monkeypatch.setattr(ArmStatus, "set_note", lambda self, text: (notes.append(text), set_note(self, text))[1])
     app = RanklensApp(Engine(stepped_repo))
     async with app.run_test(size=SIZE) as pilot:
         app.query_input.value = QUESTION  # typed before there is any index
@@ -108,6 +116,14 @@ async def test_the_cursor_and_the_preview_follow_the_best_hit_until_the_user_mov
         await pilot.press("down")
         await settled(pilot, app)
         assert app.table.current_hit.docid == final[1] and preview_location(app) == location(app.table.hits[1])
+    # The status line counted files indexed of files found, a count that only grew, and named
+    # each stage without a counter over the stages (one that went back: 3/7, 5/7, 3/7).
+    counts = [tuple(int(n.replace(",", "")) for n in m.groups()) for m in map(FILES.search, notes) if m]
+    assert len(counts) >= 2 and len({total for _, total in counts}) == 1, notes
+    assert [done for done, _ in counts] == sorted(done for done, _ in counts) and counts[-1][0] == counts[-1][1]
+    stages = {n.split("indexing: ")[1].split(" · ")[-1] for n in notes if "indexing: " in n and FILES.search(n)}
+    assert stages <= set(STAGE_WORDS.values()) and "chunking" in stages, stages
+    assert not any(re.search(r"\(\d+/\d+\)", n) for n in notes), notes
 
 
 def location(hit) -> str:
