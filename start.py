@@ -51,7 +51,7 @@ def pip(argv: list[str]) -> int:
 
     def tick() -> None:
         while not quiet.wait(TICK_S):
-            say(f"{time.monotonic() - t0:.0f} s, still on: {last[0]}")
+            say(f"pip, {time.monotonic() - t0:.0f} s so far; its last step: {last[0]}")
 
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     threading.Thread(target=tick, daemon=True).start()

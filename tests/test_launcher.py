@@ -91,7 +91,7 @@ def test_the_install_says_what_pip_is_doing_while_it_runs(bare_venv, capsys, mon
     lines = err.splitlines()
     assert "start: Collecting textual>=0.80" in lines
     assert "start: Installing collected packages: textual, ranklens" in lines
-    ticks = [line for line in lines if "still on: Installing collected packages" in line]
+    ticks = [line for line in lines if "so far; its last step: Installing collected packages" in line]
     assert ticks, err  # the silence while it installs
     assert "Requirement already satisfied" not in err  # pip's chatter, shown only on failure
     assert lines[-1].startswith("start: pip took ")
