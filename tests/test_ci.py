@@ -98,10 +98,10 @@ def test_run_tests_says_what_it_does_and_how_long_it_took_and_cleans_its_tempora
     assert err.startswith("run_tests: installs ranklens[deep,milvus,test] into .venv"), err
     if green:
         assert status == 0 and not basetemp.exists()
-        assert re.search(r"run_tests: passed in \d+ s\n$", err), err
+        assert re.search(r"run_tests: passed in \d+ s \((\d+ min )?\d+ s of CPU\)\n$", err), err
     else:
         assert status == 1 and list(basetemp.rglob("made")), "kept after a failure"
-        kept = rf"run_tests: failed \(exit 1\) in \d+ s; its temporary files are in {re.escape(str(basetemp))}"
+        kept = rf"run_tests: failed \(exit 1\) in \d+ s \(.+ of CPU\); its temporary files are in {re.escape(str(basetemp))}"
         assert re.search(kept, err), err
 
 
