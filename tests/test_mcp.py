@@ -218,6 +218,9 @@ async def test_check_handoff_before_the_index_is_ready_says_not_ready(sample_rep
     out = run("query", "LRUCache get put", "--root", str(sample_repo), "--json", "--top-k", "3")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
+    # A file added since: the server's first call must update (an index it finds up to date
+    # it takes at once, with no update to hold).
+    (sample_repo / "app" / "added.py").write_text("def added():\n    return 1\n")
     gate = tmp_path / "release-the-update"
     async with server(sample_repo, gate=gate) as session:
         progress = []
