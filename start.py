@@ -19,6 +19,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -27,10 +29,48 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / "ranklens-install.json"
 SAMPLE = ROOT / "ranklens" / "sample_repo"
+#: pip's lines shown as they come (the rest, "Requirement already satisfied" and the like, only
+#: when it fails) ...
+PIP_SHOWN = ("Obtaining", "Collecting", "Downloading", "Building", "Installing", "Successfully", "ERROR")
+#: ... and while it says nothing for this long (unpacking, building, installing large wheels:
+#: the install's longest stretches), a line saying what it is on and for how long.
+TICK_S = 5.0
 
 
 def say(line: str) -> None:
     print(f"start: {line}", file=sys.stderr, flush=True)
+
+
+def pip(argv: list[str]) -> int:
+    """Run pip (``argv``) showing what it does (:data:`PIP_SHOWN`, and a line every
+    :data:`TICK_S` seconds of silence); its whole output when it fails. Its exit status."""
+    t0 = time.monotonic()
+    out: list[str] = []
+    last = ["starting pip"]
+    quiet = threading.Event()
+
+    def tick() -> None:
+        while not quiet.wait(TICK_S):
+            say(f"pip, {time.monotonic() - t0:.0f} s so far; its last step: {last[0]}")
+
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    threading.Thread(target=tick, daemon=True).start()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.append(line)
+            text = line.strip()
+            if text.startswith(PIP_SHOWN):
+                last[0] = text if len(text) <= 100 else text[:97] + "..."
+                say(last[0])
+        status = proc.wait()
+    finally:
+        quiet.set()
+    if status != 0:
+        sys.stderr.write("".join(out))
+    else:
+        say(f"pip took {time.monotonic() - t0:.0f} s")
+    return status
 
 
 def fingerprint() -> str:
@@ -68,8 +108,8 @@ def ensure(extras: tuple[str, ...] = ()) -> Path:
     if not any(h == want and set(extras) <= set(key.split(",")) - {""} for key, h in stamp.items()):
         spec = f"{ROOT}[{','.join(extras)}]" if extras else str(ROOT)
         say(f"installing ranklens{'[' + ','.join(extras) + ']' if extras else ''} into .venv (a few minutes, once)")
-        pip = [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", spec]
-        if subprocess.run(pip).returncode != 0:
+        argv = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off", "-e", spec]
+        if pip(argv) != 0:
             sys.exit("start: pip failed (its message is above); nothing else was changed")
         stamp = {key: h for key, h in stamp.items() if h == want}
         stamp[",".join(sorted(extras))] = want

@@ -167,21 +167,28 @@ class AgentService:
             if job is not None and not job.done.is_set():
                 return job
             if self._snapshot is None:
-                # First call (or every update so far failed): open what exists, and update it
-                # anyway, since files may have changed while no server watched them.
+                # First call (or every update so far failed): open what exists and look for
+                # what changed while no server watched. An index found up to date is taken as
+                # it is, now (a stat pass and the last pass's figures), so the first answer
+                # never calls it stale or updating; anything else updates in the background.
                 if not self.engine.ready:
                     self.engine.open()
+                if not self.engine.ready or self._stale(None):
+                    return self._start()
+                job = self._job = _Job()  # run here, below: the calls meanwhile wait on it
+            else:
+                now = time.monotonic()
+                if not force_probe and not self.watching and now < self._next_probe:
+                    return None
+                t0 = time.perf_counter()
+                stale = self._stale(self._snapshot)
+                cost = time.perf_counter() - t0
+                self._next_probe = time.monotonic() + max(PROBE_EVERY_S, cost / PROBE_SHARE)
+                if not stale:
+                    return None
                 return self._start()
-            now = time.monotonic()
-            if not force_probe and not self.watching and now < self._next_probe:
-                return None
-            t0 = time.perf_counter()
-            stale = self._stale(self._snapshot)
-            cost = time.perf_counter() - t0
-            self._next_probe = time.monotonic() + max(PROBE_EVERY_S, cost / PROBE_SHARE)
-            if not stale:
-                return None
-            return self._start()
+        self._update(job)  # outside the lock: it takes it to keep what it found
+        return job if job.error else None
 
     def _prepare_shared(self, force: bool) -> None:
         """A shared store: (re)open it now and then, and take the root repository's file list
@@ -240,11 +247,12 @@ class AgentService:
         rows = self.engine.view.connection().execute("SELECT path, size, mtime_ns FROM files").fetchall()
         return _Snapshot(generation, {path: (size, mtime) for path, size, mtime in rows})
 
-    def _stale(self, snap: _Snapshot) -> bool:
-        """Whether the tree differs from what the index holds (or another process committed)."""
+    def _stale(self, snap: _Snapshot | None) -> bool:
+        """Whether the tree differs from what the index holds (or another process committed
+        since ``snap``; None: no snapshot to compare, the tree only)."""
         try:
             row = self.engine.view.connection().execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-            if row is None or int(row[0]) != snap.generation:
+            if row is None or (snap is not None and int(row[0]) != snap.generation):
                 return True
         except Exception:  # an unreadable database: let the update say why
             return True
@@ -673,7 +681,8 @@ class AgentService:
             for name, reason in self.engine.warm(self.engine.default_arms()).items():
                 arms[name] = {"answers": True} if reason is None else {"answers": False, "reason": reason}
             out["arms"] = arms
-        out["stale"] = updating
+        # Set only when they hold: an update is catching up with changes, or the last one failed.
+        out["stale"] = updating or bool(job is not None and job.done.is_set() and job.error)
         out["updating"] = updating
         if updating:
             done, total, message = job.fraction()

@@ -1,10 +1,15 @@
 """A hit's runners-up in its file (``alternatives``): the units the chunk step ranked next,
-carried by the first hit of each file it placed, in Python, ``query --json`` and MCP
-``search`` (the terminal UI's rows: tests/tui/test_runners_up.py)."""
+carried by the first hit of each file it placed, in Python, ``query --json``, ``--batch``,
+MCP ``search`` and the terminal UI, the same in each whatever the list's length (the UI's
+rows: tests/tui/test_runners_up.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
 
 import anyio
 import pytest
@@ -86,9 +91,10 @@ def check_alternatives(results: list[dict]) -> list[dict]:
     for hit in carriers:
         alternatives = hit["alternatives"]
         assert 1 <= len(alternatives) <= chunkstep.ALTERNATIVES
-        # The first hit of its file carries them.
+        # The first hit of its file carries them; they overlap it and each other nowhere (the
+        # file's hits below it may be among them: what is shown does not change them).
         assert hit is next(r for r in results if r["path"] == hit["path"])
-        shown = [(r["start_line"], r["end_line"]) for r in results if r["path"] == hit["path"]]
+        shown = [(hit["start_line"], hit["end_line"])]
         spans = []
         for alt in alternatives:
             span = (alt["start_line"], alt["end_line"])
@@ -112,19 +118,22 @@ def test_the_first_hit_of_a_file_carries_its_runners_up(engine):
     assert "alternatives" not in repr(hits[0])
 
 
-def test_a_place_cut_off_by_top_k_becomes_a_runner_up(engine):
-    """With the list cut after the file's first hit, the unit its second place would show is
-    the first of its runners-up (the units ranked next, whatever is shown)."""
-    ten = engine.search(QUERY, top_k=10).hits
-    of_file = [h for h in ten if h.path == "jobqueue.py"]
+def runners_up(hits: list[ConsolidatedHit], path: str) -> list[tuple[int, int]]:
+    first = next(h for h in hits if h.path == path)
+    return [(a.start_line, a.end_line) for a in first.alternatives]
+
+
+def test_a_hits_runners_up_are_the_same_whatever_the_lists_length(engine):
+    """One set of runners-up for a hit (issue 43): the list cut after the file's first hit,
+    at the CLI's 10, the UI's 50 or uncut, the file's next units in the chunk step's order,
+    its second hit first."""
+    whole = engine.search(QUERY, top_k=50).hits
+    of_file = [h for h in whole if h.path == "jobqueue.py"]
     assert len(of_file) >= 2
-    cut = engine.search(QUERY, top_k=ten.index(of_file[1])).hits
-    first = next(h for h in cut if h.path == "jobqueue.py")
-    a = first.alternatives[0]
-    assert (a.start_line, a.end_line) == (of_file[1].start_line, of_file[1].end_line)
-    # The full list's runners-up are the cut list's less that unit.
-    full = [(a.start_line, a.end_line) for a in of_file[0].alternatives]
-    assert full[: len(first.alternatives) - 1] == [(a.start_line, a.end_line) for a in first.alternatives[1:]]
+    expected = runners_up(whole, "jobqueue.py")
+    assert expected[0] == (of_file[1].start_line, of_file[1].end_line)
+    for top_k in (of_file[0].rank, whole.index(of_file[1]), 10, 1000):
+        assert runners_up(engine.search(QUERY, top_k=top_k).hits, "jobqueue.py") == expected, top_k
 
 
 def test_runners_up_change_nothing_of_the_ranking(engine, monkeypatch):
@@ -188,3 +197,55 @@ def test_mcp_search_carries_alternatives_and_read_span_reads_one(queue_root):
     validate_handoff(found)
     check_alternatives(found["results"])
     assert alt["names"] and any(f"def {name}" in span["text"] for name in alt["names"])
+
+
+def json_runners_up(results: list[dict], path: str) -> list[tuple[int, int]]:
+    first = next(r for r in results if r["path"] == path)
+    return [(a["start_line"], a["end_line"]) for a in first.get("alternatives", [])]
+
+
+def test_the_cli_batch_mcp_and_the_ui_show_a_hit_the_same_runners_up(queue_root):
+    """Each front end at its own length (the CLI's 10, a batch line's 3, MCP's 5, the UI's 50)."""
+    from ranklens.tui.app import ROW_LIMIT, RanklensApp
+
+    env = {**os.environ, "RANKLENS_DEEP": "0"}
+    cli = run("query", QUERY, "--root", str(queue_root), "--json", env={"RANKLENS_DEEP": "0"})
+    assert cli.returncode == 0, cli.stderr
+    expected = json_runners_up(json.loads(cli.stdout)["results"], "jobqueue.py")
+    assert len(expected) == chunkstep.ALTERNATIVES
+    batch = subprocess.run(
+        [sys.executable, "-m", "ranklens", "query", "--batch", "--root", str(queue_root)],
+        input=json.dumps({"id": 1, "query": QUERY, "top_k": 3}) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert batch.returncode == 0, batch.stderr
+    assert json_runners_up(json.loads(batch.stdout)["results"], "jobqueue.py") == expected
+
+    async def ask() -> dict:
+        async with server(queue_root) as session:
+            return await call(session, "search", {"query": QUERY, "top_k": 5, "max_chars": 0})
+
+    assert json_runners_up(anyio.run(ask)["results"], "jobqueue.py") == expected
+
+    async def in_the_ui() -> list:
+        engine = Engine(queue_root)
+        engine.ensure_index(deep=False)
+        app = RanklensApp(engine)
+        try:
+            async with app.run_test(size=(120, 36)) as pilot:
+                app.query_input.value = QUERY
+                await pilot.press("enter")
+                for _ in range(1500):
+                    if app.query_text == QUERY and app.query_complete and app.table.hits:
+                        break
+                    await asyncio.sleep(0.02)
+                return list(app.table.hits)
+        finally:
+            engine.close()
+
+    rows = asyncio.run(in_the_ui())
+    assert len(rows) > 10 and len(rows) <= ROW_LIMIT
+    assert runners_up(rows, "jobqueue.py") == expected

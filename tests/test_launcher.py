@@ -59,5 +59,40 @@ def test_a_changed_pyproject_runs_pip_again(bare_venv, capsys):
     start.STAMP.write_text(json.dumps({"": "the hash of an older pyproject.toml"}))
     with pytest.raises(SystemExit, match="pip failed"):  # it ran pip (this venv has none)
         start.ensure()
-    assert "installing ranklens into .venv" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "installing ranklens into .venv" in err
+    assert "No module named pip" in err  # pip's own words, shown when it fails
     assert json.loads(start.STAMP.read_text()) == {"": "the hash of an older pyproject.toml"}  # not marked done
+
+
+#: A pip that installs nothing, slowly: what the real one prints, and a silence as long as
+#: the real one's while it installs the wheels it collected.
+SLOW_PIP = """
+import sys, time
+print("Looking in indexes: https://pypi.org/simple", flush=True)
+print("Requirement already satisfied: numpy in ./site-packages", flush=True)
+print("Collecting textual>=0.80", flush=True)
+print("Installing collected packages: textual, ranklens", flush=True)
+time.sleep(1.5)
+print("Successfully installed ranklens-0.1 textual-1.0", flush=True)
+"""
+
+
+def test_the_install_says_what_pip_is_doing_while_it_runs(bare_venv, capsys, monkeypatch):
+    """Issue 43: not silent for the install's ~48 s. pip's steps are shown as they come, and
+    its silences get a line every few seconds naming what it is on."""
+    (site,) = bare_venv.glob("lib/python3*/site-packages")
+    (site / "pip").mkdir()
+    (site / "pip" / "__main__.py").write_text(SLOW_PIP)
+    monkeypatch.setattr(start, "TICK_S", 0.4)
+    start.STAMP.write_text(json.dumps({"": "the hash of an older pyproject.toml"}))
+    assert start.ensure(("test",)) == start.PYTHON
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert "start: Collecting textual>=0.80" in lines
+    assert "start: Installing collected packages: textual, ranklens" in lines
+    ticks = [line for line in lines if "so far; its last step: Installing collected packages" in line]
+    assert ticks, err  # the silence while it installs
+    assert "Requirement already satisfied" not in err  # pip's chatter, shown only on failure
+    assert lines[-1].startswith("start: pip took ")
+    assert json.loads(start.STAMP.read_text())["test"] == start.fingerprint()

@@ -63,3 +63,17 @@ def test_a_chunk_crosses_a_pipe_whole():
     for chunk in (full, Chunk("b.md", 1, 2, "text", "markdown", "b.md")):
         back = pickle.loads(pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL))
         assert all(getattr(back, f.name) == getattr(chunk, f.name) for f in fields(Chunk)) and back == chunk
+
+
+def test_a_folder_holding_another_ranklens_lends_the_children_nothing(tmp_path, monkeypatch):
+    """Started from a folder with another ranklens in it (a checkout of another version), the
+    children import the parent's, not that one (issue 43: the UI run from such a folder failed
+    every build with a TypeError from the other version's Chunk)."""
+    (tmp_path / "ranklens").mkdir()
+    (tmp_path / "ranklens" / "__init__.py").write_text("raise ImportError('the other ranklens')\n")
+    monkeypatch.chdir(tmp_path)
+    assert list(ordered_map(math.factorial, [(n,) for n in range(4)], 2)) == [1, 1, 2, 6]
+    from ranklens.core.base.types import Chunk
+
+    (chunk,) = ordered_map(Chunk, [("a.py", 1, 2, "x", "python", "a.py")], 1)
+    assert chunk.path == "a.py"

@@ -361,15 +361,16 @@ class RanklensApp(IndexOrchestration, HandoffActions, WalkActions, FusedBy, App[
             status.set_done(result.arm, result.elapsed_ms if self.show_timings else None, len(result.hits))
             if getattr(self.engine, "shared", False) and self.notes.index != self.engine.state:
                 self._set_index_note(self.engine.state)  # the store answers again
+        # The cursor follows the best hit (the top row) until the user moves it down; from
+        # then on it keeps their hit, also when a step of a first build lands.
+        follow = not self.table.user_moved or self.table.cursor_row == 0
         if self._again_query_id == query_id:
             # The same question on a newer index: its rows change once, when it is whole.
             if self.query_complete:
-                self.refuse(cursor="keep")
+                self.refuse(cursor="top" if follow else "keep")
         else:
-            # The first answer of a new query starts at the top; later ones keep the top row
-            # on the best hit unless the user has moved the cursor down.
             first = self._shown_query_id != self.query_id
-            self.refuse(cursor="top" if first or self.table.cursor_row == 0 else "keep")
+            self.refuse(cursor="top" if first or follow else "keep")
         if self.query_complete:
             # From the query starting to the table holding every arm's answer.
             self.last_query_ms = (time.perf_counter() - self._query_started) * 1000

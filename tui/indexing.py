@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from textual.worker import Worker, WorkerState
 
 from ranklens.core.arms.protocol import IndexStats
-from ranklens.core.index.indexer import STAGES, Progress
+from ranklens.core.index.indexer import Progress
 from ranklens.tui.messages import (
     DeepDone,
     DeepProgress,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 def describe_stats(stats: IndexStats, first_build: bool) -> str:
     """The status-line note after an indexing pass."""
-    size = f"{stats.files} files · {stats.chunks} chunks"
+    size = f"{stats.files:,} files · {stats.chunks:,} chunks"
     if first_build or stats.rebuilt:
         return f"indexed {size}"
     if stats.up_to_date:
@@ -44,12 +44,41 @@ def describe_stats(stats: IndexStats, first_build: bool) -> str:
     return f"index refreshed (+{stats.added} ~{stats.changed} -{stats.removed}) · {size}"
 
 
-def describe_progress(progress: Progress) -> str:
-    """The status-line note while indexing: the stage, its count and its place among the stages."""
-    stage = progress.stage
-    step = f" ({STAGES.index(stage) + 1}/{len(STAGES)})" if stage in STAGES else ""
-    count = f" {progress.done}/{progress.total}" if progress.total > 1 else ""
-    return f"indexing: {stage}{count}{step}"
+#: What each stage of a pass is doing, in the status line's words. Chunking and embedding run
+#: side by side (pipelined) and a long pass commits in steps, so the stages come round again:
+#: the line names the stage and counts files, never stages (a counter that went 3/7 -> 5/7 ->
+#: 3/7 read like progress going back).
+STAGE_WORDS = {
+    "discover": "listing files",
+    "read": "comparing with the index",
+    "chunk": "chunking",
+    "embed": "chunking",  # the embedder takes each batch as it is chunked
+    "lexical": "committing a step",
+    "write": "committing a step",
+    "deep": "deep vectors",
+}
+
+
+class ProgressNote:
+    """The status-line note while a pass indexes: one count that only grows, the files indexed
+    of the files to index (the chunking stage's), and the stage in words (:data:`STAGE_WORDS`)."""
+
+    def __init__(self) -> None:
+        self.files: tuple[int, int] | None = None  # (indexed, to index) so far this pass
+        self.found = 0  # files listed, until chunking counts
+
+    def line(self, progress: Progress) -> str:
+        stage, done, total = progress.stage, progress.done, progress.total
+        if stage == "chunk" and total > 0:
+            self.files = (max(done, self.files[0] if self.files else 0), total)
+        elif stage == "read":
+            self.found = max(self.found, total)
+        words = STAGE_WORDS.get(stage, stage)
+        if self.files is not None:
+            return f"indexing: {self.files[0]:,} of {self.files[1]:,} files · {words}"
+        if self.found > 1:
+            return f"indexing: {self.found:,} files found · {words}"
+        return f"indexing: {words}…"
 
 
 #: How often the terminal UI drains the watcher's events (seconds).
@@ -107,8 +136,9 @@ class IndexOrchestration:
         """Worker body: open what is there (fast), then bring it up to date."""
         self.post_message(IndexOpened(self.session.open_index()))
         # Not the deep arm's vectors: minutes of work, done by _deep_job once this commits.
+        note = ProgressNote()
         stats = self.session.update_index(
-            lambda p: self.post_message(IndexProgress(p)), lambda p: self.post_message(IndexPartial(p))
+            lambda p: self.post_message(IndexProgress(p, note.line(p))), lambda p: self.post_message(IndexPartial(p))
         )
         self.post_message(IndexDone(stats))
 
@@ -149,7 +179,7 @@ class IndexOrchestration:
 
     @while_open
     def on_index_progress(self, message: IndexProgress) -> None:
-        self._set_index_note(describe_progress(message.progress))
+        self._set_index_note(message.note or ProgressNote().line(message.progress))
 
     @while_open
     def on_index_done(self, message: IndexDone) -> None:

@@ -45,6 +45,9 @@ class IndexProgress(Message):
     """A step of indexing; a newer one supersedes a pending older one."""
 
     progress: Progress
+    #: The status line's words for it, made on the indexing thread from every step, so a step
+    #: collapsed away still counts (:class:`tui.indexing.ProgressNote`).
+    note: str = ""
 
     def can_replace(self, message: Message) -> bool:
         # Only the latest step matters for a one-line status: collapse the backlog.

@@ -142,7 +142,8 @@ class AppliedSignal:
 @dataclass(frozen=True, slots=True)
 class Alternative:
     """One of a hit's runners-up in its file: a unit the chunk step ranked below the one the
-    hit shows (:mod:`core.query.chunkstep`), its lines overlapping no hit of the file shown.
+    hit shows (:mod:`core.query.chunkstep`), its lines overlapping neither that hit nor the other
+    runners-up (it may be a hit further down: the same set whatever the list's length).
 
     ``names``: the names it defines; ``score``: the chunk step's score of the unit within its
     file (the hit's own unit scored at least as much); ``why``: the ``chunk`` signal's reason

@@ -72,7 +72,10 @@ class OrderedMap(Iterator[Any]):
         processes = max(1, min(processes, len(jobs)))
         try:
             for k in range(processes if jobs else 0):
-                proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                # -P: the working folder is not put on the child's path, so a folder holding
+                # another ranklens (a checkout) cannot lend the child its modules.
+                argv = [sys.executable, "-P", "-c", code]
+                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
                 self._procs.append(proc)
                 writer = threading.Thread(
                     target=_send, args=(proc.stdin, fn, jobs, k, processes), name="ranklens-worker-feed", daemon=True

@@ -295,7 +295,7 @@ class Pick:
     """The chunk step's answer for one file: its groups (positions in ``Fused.kept``), the
     units chosen for its places, best first, with their chunk scores, and how many units the
     file has; ``more``: the next units of the same ranking whose lines overlap none before
-    them, up to :data:`ALTERNATIVES` (the file's runners-up when all its places are shown)."""
+    them, up to :data:`ALTERNATIVES` (with the chosen after the first: the file's runners-up)."""
 
     mine: list[int]
     chosen: list[tuple[Unit, float]]
@@ -306,11 +306,13 @@ class Pick:
         """The ``chunk`` signal of one of its units: why this chunk of the file."""
         return explain(unit, self.n_units)
 
-    def runners_up(self, shown: int) -> list[tuple[Unit, float]]:
-        """The units ranked next when the file's first ``shown`` places are in the list, best
-        first, at most :data:`ALTERNATIVES`: a chosen unit whose place the list cut off, then
-        the units after the chosen; none overlaps a unit before it in that order."""
-        return [*self.chosen[shown:], *self.more][:ALTERNATIVES]
+    def runners_up(self) -> list[tuple[Unit, float]]:
+        """The units ranked next after the file's first, best first, at most
+        :data:`ALTERNATIVES`: its other chosen units, then those after them; none overlaps a
+        unit before it in that order. They avoid only the hit that carries them (no hit of the
+        file ranks above it), not the file's hits below it: the same whatever the list's
+        length (10 in the CLI, 50 in the UI), where avoiding every hit shown made them differ."""
+        return [*self.chosen[1:], *self.more][:ALTERNATIVES]
 
 
 @dataclass(frozen=True, slots=True)

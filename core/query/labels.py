@@ -85,7 +85,7 @@ def label_hits(
     score, ``fused_score`` the RRF score, ``signals`` and ``priors`` what moved it; a file
     the chunk step chose units for (``chunks``) shows them in its places, each with the
     ``chunk`` signal saying why, and the first of them its file's runners-up
-    (``alternatives``: what the chunk step ranked next, overlapping no hit of the file shown).
+    (``alternatives``: what the chunk step ranked next in the file, whatever ``limit``).
     """
     if files is None:
         return _plain(fused, limit)
@@ -97,7 +97,7 @@ def label_hits(
     picks = chunks.picks if chunks is not None else {}
     out: list[ConsolidatedHit] = []
     prior_of: dict[str, list] = {}
-    placed: dict[str, list] = {}  # path -> [its first hit the chunk step placed, how many]
+    placed: dict[str, ConsolidatedHit] = {}  # path -> its first hit the chunk step placed
     for i, final, above in files.order:
         if limit and len(out) >= limit:
             break
@@ -124,14 +124,10 @@ def label_hits(
             hit.score, hit.rank = final, len(out) + 1
             hit.priors = priors(path)[1]
             hit.signals = [*signals, diversity(above, path == top_path)] if above else signals
-            held = placed.get(path)
-            if held is None:
-                placed[path] = [hit, 1]
-            else:
-                held[1] += 1
+            placed.setdefault(path, hit)
         out.append(hit)
-    for path, (first, shown) in placed.items():
-        first.alternatives = _alternatives(picks[path], shown)
+    for path, first in placed.items():
+        first.alternatives = _alternatives(picks[path])
     # Only the stage's definition signal makes a hit's confidence high whatever its score.
     # The hits are in the order's (final scores, best first): the first is the best.
     label(out, out[0].score if out else 0.0, defines=bool(stage.shape.names and stage.params.definition))
@@ -270,13 +266,13 @@ def _unit_hit(path: str, unit: Unit, mine, kept, scores, weight_of, kf) -> Conso
     return hit
 
 
-def _alternatives(pick, shown: int) -> list[Alternative]:
-    """The runners-up of a file whose first ``shown`` places are in the list
-    (:meth:`core.query.chunkstep.Pick.runners_up`), as its first hit carries them."""
+def _alternatives(pick) -> list[Alternative]:
+    """The runners-up of a file (:meth:`core.query.chunkstep.Pick.runners_up`), as its first
+    hit carries them."""
     from .chunkstep import shown_span
 
     out = []
-    for unit, score in pick.runners_up(shown):
+    for unit, score in pick.runners_up():
         start, end = shown_span(unit)
         why = pick.explain(unit).reason
         names = tuple(dict.fromkeys(name for symbol in unit.symbols for name in symbol.split()))

@@ -382,6 +382,9 @@ class ResultsTable(ScrollView, can_focus=True):
         self._versions: list[int] = []
         self._next_version = 0
         self._cursor = 0
+        #: Whether the user moved the cursor since the rows were last put at the top: a
+        #: re-rank then keeps their hit, else the app keeps the cursor on the best one.
+        self.user_moved = False
         self._hover = 0
         #: The hover row is shown only while the mouse is what moved last (as DataTable did).
         self._show_hover = False
@@ -474,7 +477,9 @@ class ResultsTable(ScrollView, can_focus=True):
             self._cursor = self._hover = 0
             self.scroll_to(0, 0, animate=False, immediate=True)
         row = 0
-        if cursor == "keep" and old_span is not None:
+        if cursor == "top":
+            self.user_moved = False
+        elif old_span is not None:
             found = successor(old_span, [r.shown for r in self.rows])
             row = found if found is not None else min(old_row, max(0, len(self.rows) - 1))
         self._update_rows()
@@ -489,6 +494,7 @@ class ResultsTable(ScrollView, can_focus=True):
         self._selected = []
         self._expanded = []
         self._cursor = self._hover = 0
+        self.user_moved = False
         self._update_rows()
         self.scroll_to(0, 0, animate=False, immediate=True)
 
@@ -571,6 +577,7 @@ class ResultsTable(ScrollView, can_focus=True):
         self.rows = self._make_rows()
         self._update_rows()
         row = next(i for i, r in enumerate(self.rows) if r.hit == current.hit and r.alternative < 0)
+        self.user_moved = True
         if row != self._cursor:
             self.move_cursor(row=row, scroll=True)
         else:
@@ -588,29 +595,35 @@ class ResultsTable(ScrollView, can_focus=True):
 
     def action_cursor_up(self) -> None:
         self._set_hover(False)
+        self.user_moved = True
         self.move_cursor(row=self._cursor - 1, scroll=False)
 
     def action_cursor_down(self) -> None:
         self._set_hover(False)
+        self.user_moved = True
         self.move_cursor(row=self._cursor + 1, scroll=False)
 
     def action_cursor_first(self) -> None:
         self._set_hover(False)
+        self.user_moved = True
         self.move_cursor(row=0, scroll=False)
 
     def action_cursor_last(self) -> None:
         self._set_hover(False)
+        self.user_moved = True
         self.move_cursor(row=len(self.rows) - 1, scroll=False)
 
     def action_page_down(self) -> None:
         """A page down: the view scrolls by its height and the cursor moves as far."""
         self._set_hover(False)
+        self.user_moved = True
         height = self._page_height()
         self.scroll_relative(y=height, animate=False, force=True)
         self.move_cursor(row=self._cursor + min(height, len(self.rows) - 1 - self._cursor), scroll=False)
 
     def action_page_up(self) -> None:
         self._set_hover(False)
+        self.user_moved = True
         height = self._page_height()
         self.scroll_relative(y=-height, animate=False)
         self.move_cursor(row=self._cursor - min(height, self._cursor), scroll=False)
@@ -638,6 +651,7 @@ class ResultsTable(ScrollView, can_focus=True):
         event.stop()
         if row == self._cursor:  # a click on the row under the cursor opens it
             self.action_open()
+        self.user_moved = True
         self.move_cursor(row=row, animate=True)
 
     # -- layout ---------------------------------------------------------------------------
