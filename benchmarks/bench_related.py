@@ -54,7 +54,7 @@ def in_process(root: Path, cache: Path) -> list[str]:
     paths = sorted(p for p in engine.view.chunks.distinct_paths() if p.endswith(".py"))
     picks = []
     for path in paths[:: max(1, len(paths) // 40)]:
-        defs, _uses = references(path, (root / path).read_text(encoding="utf-8", errors="replace"))
+        defs = references(path, (root / path).read_text(encoding="utf-8", errors="replace")).defs
         named = [d for d in defs if d.symbol and d.end_line > d.start_line]
         if named:
             picks.append((path, named[len(named) // 2].start_line))

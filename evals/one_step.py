@@ -43,7 +43,7 @@ def related_units(engine, hit, wide: bool = False) -> list:
     from ranklens.core.navigate import neighbourhood
 
     if wide:
-        defs, _uses = reading(engine.root, hit.path)
+        defs = reading(engine.root, hit.path).defs
         lines = [d.start_line for d in defs if hit.start_line <= d.start_line <= hit.end_line] or [hit.start_line]
     else:
         lines = range(hit.start_line, hit.end_line + 1)

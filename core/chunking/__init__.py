@@ -125,31 +125,47 @@ def definitions(path: str, text: str, *, language: str | None = None) -> list[Ch
     return safe_definitions(path, text, split_lines(text), language)
 
 
-def references(
-    path: str, text: str, *, language: str | None = None
-) -> tuple[list[Chunk], list[tuple[int, str, str | None]]]:
-    """A file's definitions (as :func:`definitions`, without their text) and every use of a
-    name in its code outside import lines, ``(line, name, qualifier)`` sorted (``qualifier``:
-    None for a bare use, else what stands before the ``.``: :func:`core.chunking.refs.qualified_uses`) (1-based lines; see :mod:`core.chunking.refs`), from
-    one parse: what navigation (:mod:`core.graph`) reads of a file. Both empty without a
-    grammar."""
+class Reading:
+    """What navigation (:mod:`core.graph`) reads of a file, from one parse: its definitions (as
+    :func:`definitions`, without their text) and its code, comments and strings blanked, whose
+    uses of names :meth:`uses` finds on the lines asked (a file is parsed once, its uses read
+    only where a question looks)."""
+
+    __slots__ = ("code", "defs")
+
+    def __init__(self, defs: list[Chunk], code: list[str]) -> None:
+        self.defs = defs
+        self.code = code
+
+    def uses(
+        self, start: int = 1, end: int | None = None, name: str | None = None
+    ) -> list[tuple[int, str, str | None]]:
+        """``(line, name, qualifier)`` of each use on lines ``start..end`` (1-based; of
+        ``name`` only, when given), in order (:func:`core.chunking.refs.qualified_uses`: the
+        qualifier is None for a bare use). An import line is where a file names what it uses,
+        not a use: callers are the code that runs."""
+        out = []
+        last = len(self.code) if end is None else min(end, len(self.code))
+        for i in range(max(start, 1), last + 1):
+            line = self.code[i - 1]
+            if (name is not None and name not in line) or IMPORT_LINE.match(line):
+                continue
+            out.extend((i, n, q) for n, q in qualified_uses(line) if name is None or n == name)
+        return out
+
+
+def references(path: str, text: str, *, language: str | None = None) -> Reading:
+    """A file's :class:`Reading` (empty without a grammar)."""
     if not text.strip():
-        return [], []
+        return Reading([], [])
     language = language or language_for(path)
     found: list = []
     defs = safe_definitions(path, text, split_lines(text), language, with_text=False, refs=found)
     if not found:
-        return defs, []
+        return Reading(defs, [])
     code, _modules = found
     blank_definitions(code, defs)
-    # An import line is where a file names what it uses, not a use: callers are the code that runs.
-    out = [
-        (i, name, qualifier)
-        for i, line in enumerate(code, start=1)
-        if not IMPORT_LINE.match(line)
-        for name, qualifier in qualified_uses(line)
-    ]
-    return defs, sorted(out, key=lambda use: use[:2])  # a qualifier may be None
+    return Reading(defs, code)
 
 
 __all__ = [
@@ -161,6 +177,7 @@ __all__ = [
     "PIECE",
     "SECTION",
     "WINDOW",
+    "Reading",
     "chunk_file",
     "definitions",
     "even_spans",

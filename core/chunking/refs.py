@@ -125,6 +125,11 @@ DEFINES = "="
 #: ``$this->writer = …``): not a definition to go to, but where a ``.writer`` in that file
 #: resolves, rather than to another class's ``writer`` method or property.
 SETS = "."
+#: Marks a name an import names (on an import line, or a part of an import's path string):
+#: which modules a file imports, what resolution weighs first after its own file.
+IMPORTS = "^"
+#: The words an import line starts with; a chunk holding none has no import line to read.
+_IMPORT_WORDS = ("import", "from", "use", "using", "require", "include", "extern", "open")
 _SETTERS = tuple(
     (literal, re.compile(re.escape(literal) + r"[ \t]*+([A-Za-z_][A-Za-z0-9_]*+)[ \t]*+(?::[^=\n]*)?=(?!=)"))
     for literal in ("self.", "this.", "$this->")
@@ -206,11 +211,14 @@ def chunk_refs(
 ) -> str:
     """The distinct names used on lines ``start_line..end_line`` (1-based) of ``code`` (see
     :func:`code_lines`), in order of first use, then those defined there (``sites``, from
-    :func:`blank_definitions`), each marked :data:`DEFINES`, and the instance attributes set
-    there, marked :data:`SETS`; space-separated."""
+    :func:`blank_definitions`), each marked :data:`DEFINES`, the instance attributes set
+    there, marked :data:`SETS`, and the names its imports name, marked :data:`IMPORTS`;
+    space-separated."""
     text = "\n".join(code[start_line - 1 : end_line])
     names = uses(text)
-    names.extend(part for row, part in modules if start_line - 1 <= row < end_line)
+    names.extend(IMPORTS + part for row, part in modules if start_line - 1 <= row < end_line)
+    if any(word in text for word in _IMPORT_WORDS):
+        names.extend(IMPORTS + n for line in IMPORT_LINE.findall(text) for n in NAME.findall(line) if len(n) > 1)
     names.extend(DEFINES + name for row, name in sites if start_line - 1 <= row < end_line)
     names.extend(SETS + name for name in attributes(text))
     return " ".join(dict.fromkeys(names))

@@ -21,10 +21,9 @@ MAX_NAMES = 24
 def like_question(graph: Graph, root: Path, path: str, where: int | str) -> tuple[Place, str]:
     """The unit at ``path:where`` and the question that looks for units like it."""
     unit = unit_at(graph, root, path, where)
-    _defs, uses = reading(root, unit.path)
     names = [unit.name] if unit.name else []
-    for line, name, _qualifier in uses:
-        if unit.start_line <= line <= unit.end_line and name not in names and graph.definers(name):
+    for _line, name, _qualifier in reading(root, unit.path).uses(unit.start_line, unit.end_line):
+        if name not in names and graph.definers(name):
             names.append(name)
         if len(names) >= MAX_NAMES:
             break

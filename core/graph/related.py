@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.types import Chunk
-from ..chunking import references
+from ..chunking import Reading, references
 from ..query.priors import is_test
 from ..text.languages import language_for
 from .edges import Graph
@@ -105,13 +105,13 @@ class Neighbourhood:
 
 # -- reading files ---------------------------------------------------------------------------
 
-_READ: OrderedDict[tuple, tuple[list[Chunk], list[tuple[int, str, str | None]]]] = OrderedDict()
+_READ: OrderedDict[tuple, Reading] = OrderedDict()
 _READ_LOCK = threading.Lock()
 _READ_SIZE = 256
 
 
-def reading(root: Path, path: str) -> tuple[list[Chunk], list[tuple[int, str, str | None]]]:
-    """A file's definitions and uses (:func:`core.chunking.references`), parsed once per
+def reading(root: Path, path: str) -> Reading:
+    """A file's definitions and code (:func:`core.chunking.references`), parsed once per
     version of the file (kept by path, size and modification time)."""
     full = root / path
     try:
@@ -200,7 +200,7 @@ def unit_at(graph: Graph, root: Path, path: str, where: int | str) -> Place:
         if not (root / path).is_file():
             raise RelatedError(f"{path}: no such file under {root}")
         raise RelatedError(f"{path}: not in the index (run `ranklens index`, or check the ignore rules)")
-    defs, _uses = reading(root, path)
+    defs = reading(root, path).defs
     if isinstance(where, int):
         d = enclosing(defs, where)
         if d is None:
@@ -219,7 +219,8 @@ def unit_at(graph: Graph, root: Path, path: str, where: int | str) -> Place:
 def related(graph: Graph, root: Path, path: str, where: int | str, *, limit: int = DEFAULT_LIMIT) -> Neighbourhood:
     """The neighbourhood of the unit at ``path:where`` (a line, or a name it defines)."""
     unit = unit_at(graph, root, path, where)
-    defs, uses = reading(root, unit.path)
+    read = reading(root, unit.path)
+    defs, uses = read.defs, read.uses(unit.start_line, unit.end_line)
     d = next((d for d in defs if (d.start_line, d.end_line) == (unit.start_line, unit.end_line)), None)
     called = _called_as(d) if d is not None else unit.name
     method = d is not None and called == unit.name and is_method(defs, d)
@@ -392,12 +393,13 @@ def _use_places(
     several); the chunk's span for a use no definition holds; none when the file no longer
     uses it there."""
     try:
-        defs, uses = reading(root, path)
+        read = reading(root, path)
     except RelatedError:
         return []
+    defs = read.defs
     out: dict[tuple[int, int], Place] = {}
-    for line, used, qualifier in uses:
-        if used != name or not start <= line <= end or not accept(qualifier):
+    for line, _used, qualifier in read.uses(start, end, name):
+        if not accept(qualifier):
             continue
         d = enclosing(defs, line)
         if d is None:
@@ -436,7 +438,7 @@ def _callees(
             continue
         shown = {(p.path, p.start_line, p.end_line) for p in out}
         for i in best[:MAX_CANDIDATES]:
-            place = _definition_place(root, *spans[i], name, line, top, len(found))
+            place = _definition_place(root, found[spans[i]], spans[i], name, line, top, len(found))
             if (place.path, place.start_line, place.end_line) not in shown:  # a class and its constructors
                 shown.add((place.path, place.start_line, place.end_line))
                 out.append(place)
@@ -458,18 +460,23 @@ def _as_used(spans: list, found: dict, qualifiers: set, own_class: str, name: st
     return kept or spans
 
 
-def _definition_place(root: Path, path: str, start: int, end: int, name: str, line: int, tier: int, n: int) -> Place:
-    """The definition of ``name`` in chunk lines ``start..end`` of ``path`` (the chunk's span
-    when the file no longer parses into it)."""
+def _definition_place(root: Path, chunk, span: tuple, name: str, line: int, tier: int, n: int) -> Place:
+    """The definition of ``name`` in ``chunk`` (whose unit is ``span``): the chunk itself when
+    it is that one definition (or a piece of it), else read from its file (a chunk packing
+    several, a class with its methods), or the chunk's span when the file no longer parses
+    into it."""
+    path, start, end = span
+    if chunk.context.rsplit(" > ", 1)[-1] == name:
+        return Place(path, start, end, name, chunk.context, line, name, LABELS[tier], n)
     try:
-        defs, _uses = reading(root, path)
+        defs = reading(root, path).defs
     except RelatedError:
         defs = []
     inside = [d for d in defs if _name_of(d) == name and d.start_line <= end and d.end_line >= start]
     if inside:
         d = inside[0]
         return Place(path, d.start_line, d.end_line, name, d.context, line, name, LABELS[tier], n)
-    return Place(path, start, end, name, path, line, name, LABELS[tier], n)
+    return Place(path, start, end, name, chunk.context, line, name, LABELS[tier], n)
 
 
 __all__ = ["DEFAULT_LIMIT", "SAME_FILE", "Neighbourhood", "Place", "RelatedError", "related", "unit_at"]

@@ -2,8 +2,8 @@
 
 Search-based navigation resolves a name by where its definitions are, not by types. From the
 file that uses it, a definition is, best first: in the **same file**; in a module that file
-**imports** (it uses the module's name: ``from .retry import``, ``retry.Do``, ``import
-"./retry"``); in the **same directory** (a Go package, a Python package's siblings); or
+**imports** (an import line or path names the module: ``from .retry import``, ``import
+"example.com/app/retry"``, ``import { Retry } from "./retry"``); in the **same directory** (a Go package, a Python package's siblings); or
 **elsewhere**. A use resolves to its best tier's definitions, and says how many there were.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 
+from ..chunking.refs import IMPORTS
 from .edges import Graph
 
 SAME_FILE, IMPORTED, SAME_DIRECTORY, ELSEWHERE = range(4)
@@ -50,12 +51,14 @@ class Closeness:
         """The files that use a name of ``definer``'s module (kept for the call)."""
         found = self._importers.get(definer)
         if found is None:
-            found = frozenset().union(*(self.graph.paths_using(name) for name in module_names(definer)))
+            names = module_names(definer)
+            found = frozenset().union(*(self.graph.paths_using(IMPORTS + name) for name in names))
             self._importers[definer] = found
         return found
 
     def imports(self, user: str, definer: str) -> bool:
-        """Whether file ``user`` uses a name of ``definer``'s module."""
+        """Whether file ``user`` imports a name of ``definer``'s module (an import line or
+        path names it)."""
         return user in self.importers(definer)
 
     def tier(self, user: str, definer: str, *, by_imports: bool = True) -> int:
