@@ -409,6 +409,11 @@ async def test_mcp_serves_a_shared_store(shared, tmp_path, sample_repo):
             .text
         )
         assert span["text"].startswith('"""User authentication helpers."""')
+        # related walks the root's repository's edges in the store (one repository of the two).
+        result = await session.call_tool("related", {"place": "app/auth.py:hash_password"})
+        assert not result.is_error, result.content[0].text
+        related = json.loads(result.content[0].text)
+        assert [(c["path"], c["name"]) for c in related["callers"]] == [("app/auth.py", "verify_password")]
 
 
 async def test_mcp_says_when_the_store_is_down_and_keeps_serving(sample_repo):
