@@ -75,13 +75,13 @@ class StoreGraph:
     A name's users (or, as ``=name``, its definitions) are one inner-product search of the
     name's index in ``refs_sparse`` under the repository's filter, each row checked whole
     against its stored ``refs`` (:meth:`core.backends.milvus.MilvusStore.refs_search`); the
-    answers are kept for the graph's life, which is one state of the store (the engine makes
-    a graph per generation). Every walk first asks whether its file is :meth:`indexed`; that
-    also fetches the definitions of every name the file uses (read from ``root``) in one
-    request when they are at most :data:`PREFETCH`, so the callees of a unit of it cost no
-    request each (in Milvus Lite a request costs ~5 ms and a row ~0.5 ms: one request of 100
-    names answers a unit's 20 callees in about the time of 10 requests). A failing store is
-    a :class:`RelatedError`: one line where the walk was asked."""
+    answers are kept for the graph's life, one state of the repository in the store (the
+    engine makes a graph each time it was indexed again). Every walk first asks whether its
+    file is :meth:`indexed`; that also fetches the definitions of every name the file uses
+    (read from ``root``) in one request when they are at most :data:`PREFETCH`, so the
+    callees of a unit of it cost no request each (in Milvus Lite a request costs ~5 ms and a
+    row ~0.5 ms: one request of 100 names answers a unit's 20 callees in about the time of 10
+    requests). A failing store is a :class:`RelatedError`: one line where the walk was asked."""
 
     #: Names whose answers are kept (past it, the kept ones are dropped).
     KEEP = 4096
@@ -329,7 +329,7 @@ class MilvusEngine(Engine):
         self._store: MilvusStore | None = None
         self._model = None
         self._store_view: StoreView | None = None
-        self._graph: tuple[int, StoreGraph] | None = None
+        self._graph: tuple[float, StoreGraph] | None = None
         #: The lexical arms' BM25 statistics over the searched repositories (summed).
         self.term_stats: dict[str, TermStats] = {}
         self._stats_key: tuple | None = None
@@ -467,11 +467,13 @@ class MilvusEngine(Engine):
 
     def graph(self) -> StoreGraph:
         """The edges of the root's repository (:func:`core.navigate.graph_of`), one graph per
-        generation of the open store."""
+        state of it in the open store (the time it was last indexed)."""
         view = self.view
+        info = view.repos.get(self.repo)
+        state = info.indexed_at if info is not None else 0.0
         with self._lock:
-            if self._graph is None or self._graph[0] != view.generation:
-                self._graph = (view.generation, StoreGraph(self.store, self.repo, self.root))
+            if self._graph is None or self._graph[0] != state:
+                self._graph = (state, StoreGraph(self.store, self.repo, self.root))
             return self._graph[1]
 
     @property

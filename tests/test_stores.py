@@ -727,6 +727,16 @@ def test_related_from_the_store_is_the_local_index_s_and_follows_an_update(tmp_p
     shared.close()
 
 
+def test_stored_edges_keep_the_definitions_first_and_cut_at_a_name():
+    from ranklens.core.backends.milvus import refs_names, refs_vector
+    from ranklens.core.backends.sparse import EMPTY, term_index
+
+    assert refs_names("get Retry get =fetch =Retry.sleep") == ["=fetch", "=Retry.sleep", "get", "Retry"]
+    assert refs_names("alpha beta =gamma", limit=12) == ["=gamma", "alpha"]  # "=gamma alpha" is 12 bytes
+    assert refs_names("") == [] and refs_vector([]) == {EMPTY: 1.0}
+    assert refs_vector(["a", "=a"]) == {term_index("a"): 1.0, term_index("=a"): 1.0}
+
+
 @needs_milvus
 def test_two_names_sharing_an_index_in_the_store_are_told_apart(tmp_path):
     from ranklens.core.backends.sparse import term_index
