@@ -265,7 +265,7 @@ def _set_meta(store: Store, **changes) -> None:
     )
 
 
-@pytest.mark.parametrize("old", [1, 999])  # 1: Milvus's own BM25 functions, before ranklens weighed terms
+@pytest.mark.parametrize("old", [1, 2, 999])  # 1: Milvus's own BM25 functions; 2: no edges (refs)
 def test_a_collection_of_another_format_is_refused(shared, sample_repo, old):
     index_json(shared, sample_repo)
     _set_meta(shared, format=old)
@@ -409,6 +409,11 @@ async def test_mcp_serves_a_shared_store(shared, tmp_path, sample_repo):
             .text
         )
         assert span["text"].startswith('"""User authentication helpers."""')
+        # related walks the root's repository's edges in the store (one repository of the two).
+        result = await session.call_tool("related", {"place": "app/auth.py:hash_password"})
+        assert not result.is_error, result.content[0].text
+        related = json.loads(result.content[0].text)
+        assert [(c["path"], c["name"]) for c in related["callers"]] == [("app/auth.py", "verify_password")]
 
 
 async def test_mcp_says_when_the_store_is_down_and_keeps_serving(sample_repo):
@@ -661,3 +666,120 @@ def test_statistics_left_dirty_by_a_killed_pass_are_counted_again(tmp_path):
     _assert_same_scores(local, shared)
     local.close()
     shared.close()
+
+
+# -- navigation from the store (MilvusEngine.graph: the chunks' edges in the collection) --------
+
+
+def _places(found) -> dict:
+    return {kind: [(p.path, p.name, p.resolution) for p in getattr(found, kind)] for kind in ("callers", "tests")}
+
+
+def _same_neighbourhoods(local, shared, places) -> None:
+    from ranklens.core.navigate import neighbourhood
+
+    for path, where in places:
+        want, got = neighbourhood(local, path, where), neighbourhood(shared, path, where)
+        assert got.to_dict() == want.to_dict(), (path, where)
+
+
+@needs_milvus
+def test_related_from_the_store_is_the_local_index_s_and_follows_an_update(tmp_path):
+    from ranklens.core.milvus_engine import StoreGraph, index_into_store
+    from ranklens.core.navigate import graph_of, neighbourhood
+    from tests.test_graph import PYTHON, write
+
+    root = write(tmp_path / "py", PYTHON)
+    local, shared, _summary = _engines(root, tmp_path / "s.db")
+    assert isinstance(graph_of(shared), StoreGraph)
+    places = [
+        ("shop/retry.py", "get_backoff_time"),
+        ("shop/retry.py", 6),  # __init__: called through its class
+        ("shop/retry.py", "sleep_for"),
+        ("shop/other.py", "poll"),
+        ("shop/client.py", "fetch"),
+    ]
+    _same_neighbourhoods(local, shared, places)
+    found = neighbourhood(shared, "shop/retry.py", "get_backoff_time")
+    assert _places(found) == {
+        "callers": [("shop/retry.py", "sleep_for", "same file"), ("shop/client.py", "fetch", "imported")],
+        "tests": [("tests/test_retry.py", "test_backoff_doubles", "imported")],
+    }
+    # A one-file update moves the edge in the store too.
+    (root / "shop" / "client.py").write_text(
+        "from .retry import Retry\n\n\ndef fetch(url):\n    return url\n\n\n"
+        "def fetch_slowly(url):\n    return Retry(3).get_backoff_time(), url\n"
+    )
+    local.ensure_index()
+    summary = index_into_store(shared)
+    assert summary.changed == 1
+    shared.ensure_index()
+    callers = neighbourhood(shared, "shop/retry.py", "get_backoff_time").callers
+    assert ("shop/client.py", "fetch_slowly") in [(p.path, p.name) for p in callers]
+    assert ("shop/client.py", "fetch") not in [(p.path, p.name) for p in callers]
+    _same_neighbourhoods(local, shared, places)
+    # A name matches whole: fetch is used nowhere now, fetch_slowly is no use of it.
+    graph = graph_of(shared)
+    assert graph.users("fetch") == [] and graph.definers("fetch")[0].path == "shop/client.py"
+    assert graph.paths_using("Retry") == {"shop/client.py", "tests/test_retry.py"}
+    assert graph.indexed("shop/client.py") and not graph.indexed("shop/nope.py")
+    local.close()
+    shared.close()
+
+
+def test_stored_edges_keep_the_definitions_first_and_cut_at_a_name():
+    from ranklens.core.backends.milvus import refs_names, refs_vector
+    from ranklens.core.backends.sparse import EMPTY, term_index
+
+    assert refs_names("get Retry get =fetch =Retry.sleep") == ["=fetch", "=Retry.sleep", "get", "Retry"]
+    assert refs_names("alpha beta =gamma", limit=12) == ["=gamma", "alpha"]  # "=gamma alpha" is 12 bytes
+    assert refs_names("") == [] and refs_vector([]) == {EMPTY: 1.0}
+    assert refs_vector(["a", "=a"]) == {term_index("a"): 1.0, term_index("=a"): 1.0}
+
+
+@needs_milvus
+def test_two_names_sharing_an_index_in_the_store_are_told_apart(tmp_path):
+    from ranklens.core.backends.sparse import term_index
+    from ranklens.core.navigate import graph_of
+
+    # Two names whose CRC-32 (refs_sparse's index) is the same.
+    assert term_index("name_485463") == term_index("name_13020000")
+    root = write_repo(
+        tmp_path / "clash",
+        {
+            "a.py": "def name_485463():\n    return 1\n\n\ndef caller():\n    return name_13020000()\n",
+            "b.py": "def name_13020000():\n    return 2\n",
+        },
+    )
+    _local, shared, _summary = _engines(root, tmp_path / "s.db")
+    graph = graph_of(shared)
+    assert graph.users("name_485463") == []
+    assert [p.path for p in graph.users("name_13020000")] == ["a.py"]
+    assert [p.path for p in graph.definers("name_13020000")] == ["b.py"]
+    _local.close()
+    shared.close()
+
+
+@needs_milvus
+def test_cli_related_and_like_from_a_store(tmp_path):
+    from tests.test_graph import PYTHON, write
+
+    root = write(tmp_path / "py", PYTHON)
+    shared = Store("lite", tmp_path)
+    index_json(shared, root)
+    out = shared.cli("related", "shop/retry.py:9", "--root", str(root), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    want = run("related", "shop/retry.py:9", "--root", str(root), "--json")
+    assert want.returncode == 0, want.stderr
+    expected = json.loads(want.stdout)
+    for kind in ("unit", "callers", "callees", "tests", "counts"):
+        assert data[kind] == expected[kind], kind
+    assert [c["name"] for c in data["callers"]] == ["sleep_for", "fetch"]
+    like = shared.cli("query", "--like", "shop/other.py:get_backoff_time", "--root", str(root), "--json")
+    assert like.returncode == 0, like.stderr
+    assert json.loads(like.stdout)["like"]["name"] == "get_backoff_time"
+    line = one_line_error(shared.cli("related", "shop/retry.py:9", "--root", str(root), "--repo", "a,b"), 2)
+    assert "one repository" in line
+    line = one_line_error(shared.cli("related", "shop/retry.py:9", "--root", str(root), "--repo", "elsewhere"))
+    assert "'elsewhere' is not in" in line

@@ -12,7 +12,12 @@ length, and the model2vec vector ranklens embeds client-side with the model of
   it); ``words`` keeps them space-joined, in order, for quoted passages (``like``);
 - ``names_sparse``: the ``symbols`` arm's (a definition chunk's names three times,
   signature, docstring and path tokens; none for windows);
-- ``dense``: the chunk's breadcrumb and text embedded as the local ``dense`` arm embeds it.
+- ``dense``: the chunk's breadcrumb and text embedded as the local ``dense`` arm embeds it;
+- ``refs``: the chunk's edges (:attr:`core.base.types.Chunk.refs`: the names it defines, each
+  marked ``=``, then the names its code uses), space-separated; ``refs_sparse`` the same names
+  as a sparse vector (each name's :func:`core.backends.sparse.term_index`, weight 1), so a
+  name's chunks are one inner-product search (:meth:`MilvusStore.refs_search`), checked whole
+  against ``refs`` (navigation: :class:`core.milvus_engine.StoreGraph`).
 
 A second collection, ``<name>_files``, holds one row per indexed file (its content hash,
 size and mtime: an update re-reads a file only when its stat changed and re-chunks it only
@@ -45,7 +50,7 @@ from .sparse import REWEIGHT_DRIFT, SCHEMES, TermStats, doc_counts, doc_length, 
 
 #: Bumped whenever the collection's fields or their meaning change; a collection of another
 #: format is refused, never read.
-STORE_FORMAT = 2
+STORE_FORMAT = 3  # 3: the chunks' edges (refs, refs_sparse)
 #: Milvus's VARCHAR limit is 65,535 bytes; longer token texts are cut (a minified file's line).
 MAX_TEXT_BYTES = 65_000
 MAX_PATH_BYTES = 2_000
@@ -58,6 +63,10 @@ DELETE_BATCH = 200
 LEASE_SECONDS = 300.0
 #: The chunk fields a search returns (what a :class:`core.base.types.Hit` needs).
 HIT_FIELDS = ["repo", "path", "start", "end", "pstart", "pend", "context", "symbol"]
+#: The chunk fields a lookup of edges returns (what a :class:`core.graph.edges.ChunkPlace` needs).
+REFS_FIELDS = ["path", "start", "end", "pstart", "pend", "language", "refs"]
+#: Milvus answers at most this many rows a request (a search's limit, a query's).
+MAX_ROWS = 16_384
 #: Statistics are stored in parts of at most this many characters (a VARCHAR's limit).
 STATS_PART = 60_000
 
@@ -86,6 +95,29 @@ def clip(text: str, limit: int = MAX_TEXT_BYTES) -> str:
 def quote(value: str) -> str:
     """A string literal for a Milvus filter expression."""
     return json.dumps(value, ensure_ascii=False)
+
+
+def refs_names(refs: str, limit: int = MAX_TEXT_BYTES) -> list[str]:
+    """A chunk's edges as stored: its distinct names, the ones it defines (``=name``) first,
+    as many as fit in ``limit`` UTF-8 bytes space-joined (a generated file's chunk may name
+    thousands; the text and the sparse vector then hold the same ones)."""
+    names = list(dict.fromkeys(refs.split()))
+    names.sort(key=lambda n: not n.startswith("="))  # stable: each kind in its own order
+    out, used = [], 0
+    for name in names:
+        used += len(name.encode("utf-8", "surrogatepass")) + (1 if out else 0)
+        if used > limit:
+            break
+        out.append(name)
+    return out
+
+
+def refs_vector(names: Sequence[str]) -> dict[int, float]:
+    """The names as ``refs_sparse`` holds them (``{EMPTY: 1}`` for none: Milvus refuses an
+    empty vector)."""
+    from .sparse import EMPTY, term_index
+
+    return {term_index(n): 1.0 for n in names} or {EMPTY: 1.0}
 
 
 def words_text(chunk) -> str:
@@ -268,6 +300,8 @@ class MilvusStore:
             schema.add_field("context", DataType.VARCHAR, max_length=8192)
             schema.add_field("symbol", DataType.VARCHAR, max_length=8192)
             schema.add_field("words", DataType.VARCHAR, max_length=65_535)
+            schema.add_field("refs", DataType.VARCHAR, max_length=65_535)
+            schema.add_field("refs_sparse", DataType.SPARSE_FLOAT_VECTOR)
             for scheme in SCHEMES.values():
                 schema.add_field(f"{scheme.field}_sparse", DataType.SPARSE_FLOAT_VECTOR)
                 schema.add_field(f"{scheme.field}_len", DataType.DOUBLE)
@@ -280,6 +314,8 @@ class MilvusStore:
             # (docs/scale.md). The vectors are unit length (core.text.embedding), so the inner
             # product is their cosine, without Milvus Lite normalising every row per search.
             index.add_index("dense", index_type="FLAT", metric_type="IP")
+            # A name's chunks: the rows whose vector holds its index (weight 1 each).
+            index.add_index("refs_sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
             self.call(self.client.create_collection, self.name, schema=schema, index_params=index)
         if self.files_name not in self._collections:
             schema = self._pm.MilvusClient.create_schema(auto_id=False)
@@ -432,6 +468,31 @@ class MilvusStore:
             output_fields=HIT_FIELDS,
         )
         return list(res[0]) if res else []
+
+    def refs_search(self, expr: str, names: Sequence[str]) -> list[list[dict]]:
+        """For each of ``names`` (``=name``: its definitions), the chunks among ``expr``'s
+        whose ``refs`` hold it whole (:data:`REFS_FIELDS` and ``id``; at most
+        :data:`MAX_ROWS` a name), in the order they were stored: one search of all the names'
+        vectors, each row checked against its stored names (two names may share an index)."""
+        from .sparse import term_index
+
+        if not names:
+            return []
+        res = self.call(
+            self.client.search,
+            self.name,
+            data=[{term_index(n): 1.0} for n in names],
+            anns_field="refs_sparse",
+            limit=MAX_ROWS,
+            filter=expr,
+            output_fields=REFS_FIELDS,
+        )
+        out = []
+        for name, hits in zip(names, res or [[]] * len(names)):
+            rows = [{**h["entity"], "id": h["id"]} for h in hits if float(h["distance"]) > 0]
+            rows = [r for r in rows if f" {name} " in f" {r['refs']} "]
+            out.append(sorted(rows, key=lambda r: r["id"]))
+        return out
 
     def query(self, expr: str, limit: int, extra: Sequence[str] = ()) -> list[dict]:
         """The chunks matching ``expr`` (at most ``limit``), in the order they were stored."""
@@ -713,6 +774,8 @@ def index_repo(
                     "context": clip(c.context, 8000),
                     "symbol": clip(c.symbol, 8000),
                     "words": clip(words_text(c)),
+                    "refs": " ".join(names),
+                    "refs_sparse": refs_vector(names),
                     **{
                         f"{scheme.field}_sparse": doc_vector(cs[arm], new[arm].base, scheme)
                         for arm, scheme in SCHEMES.items()
@@ -720,7 +783,9 @@ def index_repo(
                     **{f"{scheme.field}_len": doc_length(cs[arm]) for arm, scheme in SCHEMES.items()},
                     "dense": v.tolist(),  # as_stored: the local arm's float16 values
                 }
-                for c, cs, v in zip(part, counts[start : start + INSERT_BATCH], vectors)
+                for c, cs, v, names in zip(
+                    part, counts[start : start + INSERT_BATCH], vectors, [refs_names(c.refs) for c in part]
+                )
             ]
             t4 = time.perf_counter()
             store.call(store.client.insert, store.name, rows)

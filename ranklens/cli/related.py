@@ -7,7 +7,15 @@ import sys
 
 import click
 
-from .common import FRESHNESS_HELP, _note, discovery_options, fresh_option, model_option
+from .common import (
+    FRESHNESS_HELP,
+    UsageProblem,
+    _note,
+    discovery_options,
+    fresh_option,
+    model_option,
+    store_option,
+)
 from .index import _run_index, _save_on_sigterm, _survey
 
 RELATED_HELP = (
@@ -16,7 +24,9 @@ RELATED_HELP = (
     "definitions of the names it uses; callers in test files are its tests. A name defined "
     "more than once resolves to the closest definitions: same file, then a module the using "
     "file imports, then the same directory, then by name anywhere; each line says which, and "
-    "how many definitions the name has. " + FRESHNESS_HELP
+    "how many definitions the name has. With a shared --store, the edges are the store's (the "
+    "root's repository as it was last indexed into it; --repo names it when its folder's name "
+    "does not), and the files are read from --root. " + FRESHNESS_HELP
 )
 
 
@@ -29,9 +39,26 @@ RELATED_HELP = (
 )
 @model_option
 @discovery_options
+@store_option
+@click.option(
+    "--repo",
+    "repos",
+    metavar="NAME",
+    default=None,
+    help="With a shared --store: the root's repository in it (default: its folder's name).",
+)
 @fresh_option
 def related(
-    place: str, root: str, limit: int, as_json: bool, model: str | None, hidden, no_ignore, fresh: bool
+    place: str,
+    root: str,
+    limit: int,
+    as_json: bool,
+    model: str | None,
+    hidden,
+    no_ignore,
+    store: str | None,
+    repos: str | None,
+    fresh: bool,
 ) -> None:
     """Show the unit at PATH:LINE (or PATH:NAME) and its callers, callees and tests.
 
@@ -39,13 +66,15 @@ def related(
     listed place is path:start-end, its name, the line of the use that links it, and how the
     name was resolved; best first. PATH is relative to --root (or absolute, inside it).
     """
-    survey = _survey(root, fresh)
+    survey = _survey(root, fresh) if store is None else None
     from ..core.navigate import answer_related, check_limit, parse_place
     from ..core.service import open_engine
 
     parse_place(place)  # a malformed place fails before the index is opened
     check_limit(limit)
-    engine = open_engine(root, model, _note, hidden, no_ignore)
+    if repos is not None and ("," in repos or repos.strip() in ("all", "*")):
+        raise UsageProblem("related follows one repository: --repo NAME, the root's")
+    engine = open_engine(root, model, _note, hidden, no_ignore, store=store, repos=repos, name=repos)
     _save_on_sigterm()
     _run_index(engine, show_progress=sys.stderr.isatty() and not as_json, fresh=fresh, survey=survey)
     data = answer_related(engine, place, limit=limit)
