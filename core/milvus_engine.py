@@ -36,7 +36,7 @@ from .backends import StoreError, StoreSpec
 from .backends.milvus import MilvusStore, as_stored, check_repo_name, open_store, quote
 from .backends.sparse import NOTHING, SCHEMES, TermStats, query_vector
 from .base.types import ConsolidatedHit, Hit, make_docid
-from .chunking.refs import DEFINES
+from .chunking.refs import DEFINES, SETS
 from .engine import CANDIDATE_DEPTH, PHRASE_CHUNKS, ArmResult, Engine, _ms
 from .graph.edges import ChunkPlace
 from .graph.related import RelatedError, reading
@@ -114,7 +114,12 @@ class StoreGraph:
             for key, rows in zip(batch, answers):
                 out[key] = [
                     ChunkPlace(
-                        r["path"], int(r["start"]), int(r["end"]), (int(r["pstart"]), int(r["pend"])), r["language"]
+                        r["path"],
+                        int(r["start"]),
+                        int(r["end"]),
+                        (int(r["pstart"]), int(r["pend"])),
+                        r["language"],
+                        r.get("context", ""),
                     )
                     for r in rows
                 ]
@@ -130,8 +135,11 @@ class StoreGraph:
     def users(self, name: str) -> list[ChunkPlace]:
         return self._lookup(name)
 
-    def definers(self, name: str) -> list[ChunkPlace]:
-        return self._lookup(DEFINES + name)
+    def definers(self, name: str, *, attributes: bool = False) -> list[ChunkPlace]:
+        if not attributes:
+            return self._lookup(DEFINES + name)
+        found = self.fetch([DEFINES + name, SETS + name])
+        return list({(p.path, p.start, p.end): p for p in found[DEFINES + name] + found[SETS + name]}.values())
 
     def paths_using(self, name: str) -> frozenset[str]:
         return frozenset(p.path for p in self._lookup(name))
@@ -148,10 +156,10 @@ class StoreGraph:
                 self._indexed[path] = found
             if found and self.root is not None:
                 try:
-                    _defs, uses = reading(self.root, path)
+                    uses = reading(self.root, path).uses()
                 except RelatedError:
                     uses = []
-                names = list(dict.fromkeys(n for _line, n in uses))
+                names = list(dict.fromkeys(n for _line, n, _qualifier in uses))
                 if len(names) <= self.PREFETCH:
                     self.fetch([DEFINES + n for n in names])
         return found

@@ -265,7 +265,7 @@ def _set_meta(store: Store, **changes) -> None:
     )
 
 
-@pytest.mark.parametrize("old", [1, 2, 999])  # 1: Milvus's own BM25 functions; 2: no edges (refs)
+@pytest.mark.parametrize("old", [1, 2, 3, 999])  # 1: Milvus's own BM25 functions; 2: no edges; 3: edges of calls only
 def test_a_collection_of_another_format_is_refused(shared, sample_repo, old):
     index_json(shared, sample_repo)
     _set_meta(shared, format=old)

@@ -14,7 +14,7 @@ length, and the model2vec vector ranklens embeds client-side with the model of
   signature, docstring and path tokens; none for windows);
 - ``dense``: the chunk's breadcrumb and text embedded as the local ``dense`` arm embeds it;
 - ``refs``: the chunk's edges (:attr:`core.base.types.Chunk.refs`: the names it defines, each
-  marked ``=``, then the names its code uses), space-separated; ``refs_sparse`` the same names
+  marked ``=``, its imports ``^`` and attributes set ``.``, then the names its code uses), space-separated; ``refs_sparse`` the same names
   as a sparse vector (each name's :func:`core.backends.sparse.term_index`, weight 1), so a
   name's chunks are one inner-product search (:meth:`MilvusStore.refs_search`), checked whole
   against ``refs`` (navigation: :class:`core.milvus_engine.StoreGraph`).
@@ -50,7 +50,7 @@ from .sparse import REWEIGHT_DRIFT, SCHEMES, TermStats, doc_counts, doc_length, 
 
 #: Bumped whenever the collection's fields or their meaning change; a collection of another
 #: format is refused, never read.
-STORE_FORMAT = 3  # 3: the chunks' edges (refs, refs_sparse)
+STORE_FORMAT = 4  # 3: the chunks' edges (refs, refs_sparse); 4: every identifier, imports marked
 #: Milvus's VARCHAR limit is 65,535 bytes; longer token texts are cut (a minified file's line).
 MAX_TEXT_BYTES = 65_000
 MAX_PATH_BYTES = 2_000
@@ -64,7 +64,7 @@ LEASE_SECONDS = 300.0
 #: The chunk fields a search returns (what a :class:`core.base.types.Hit` needs).
 HIT_FIELDS = ["repo", "path", "start", "end", "pstart", "pend", "context", "symbol"]
 #: The chunk fields a lookup of edges returns (what a :class:`core.graph.edges.ChunkPlace` needs).
-REFS_FIELDS = ["path", "start", "end", "pstart", "pend", "language", "refs"]
+REFS_FIELDS = ["path", "start", "end", "pstart", "pend", "language", "context", "refs"]
 #: Milvus answers at most this many rows a request (a search's limit, a query's).
 MAX_ROWS = 16_384
 #: Statistics are stored in parts of at most this many characters (a VARCHAR's limit).
@@ -99,10 +99,11 @@ def quote(value: str) -> str:
 
 def refs_names(refs: str, limit: int = MAX_TEXT_BYTES) -> list[str]:
     """A chunk's edges as stored: its distinct names, the ones it defines (``=name``) first,
-    as many as fit in ``limit`` UTF-8 bytes space-joined (a generated file's chunk may name
-    thousands; the text and the sparse vector then hold the same ones)."""
+    then its imports (``^name``) and attributes set (``.name``), as many as fit in ``limit``
+    UTF-8 bytes space-joined (a generated file's chunk may name thousands; the text and the
+    sparse vector then hold the same ones)."""
     names = list(dict.fromkeys(refs.split()))
-    names.sort(key=lambda n: not n.startswith("="))  # stable: each kind in its own order
+    names.sort(key=lambda n: "=^.".find(n[0]) % 4)  # stable: each kind in its own order
     out, used = [], 0
     for name in names:
         used += len(name.encode("utf-8", "surrogatepass")) + (1 if out else 0)
