@@ -92,22 +92,28 @@ class _Job:
     done: threading.Event = field(default_factory=threading.Event)
     error: str | None = None
     stages: dict[str, tuple[int, int]] = field(default_factory=dict)  # stage -> (done, total)
+    last: str = "discover"  # the stage reported last
+    peak: float = 0.0  # the progress sent so far: a long pass's later steps start stages again
 
     def progress(self, p) -> None:
         self.stages[p.stage] = (p.done, p.total)
+        self.last = p.stage
 
     def fraction(self) -> tuple[float, float, str]:
         """``(progress, total, message)`` for a progress notification: each stage but deep
         counts one (deep embeds a few chunks at most here), and a stage's share only grows (the
         embedder reports while chunking still does). The last unit is the update's end
         (:meth:`AgentService.final_progress`): progress reaches the total only when it is done."""
-        from .index.indexer import STAGES
+        from .index.indexer import STAGE_WORDS, STAGES
 
         counted = [s for s in STAGES if s != "deep"]
         done = sum(min(d / t, 1.0) if t else 0.0 for s, (d, t) in self.stages.items() if s in counted)
-        current = next((s for s in reversed(STAGES) if s in self.stages), "discover")
-        d, t = self.stages.get(current, (0, 0))
-        return done, float(len(counted) + 1), f"indexing: {current} {d}/{t}"
+        self.peak = done = max(done, self.peak)
+        # One count that only grows (files, as the UI's status line), and the stage in words.
+        words = STAGE_WORDS.get(self.last, self.last)
+        d, t = self.stages.get("chunk", (0, 0))
+        message = f"indexing: {d:,} of {t:,} files · {words}" if t else f"indexing: {words}"
+        return done, float(len(counted) + 1), message
 
 
 class AgentService:

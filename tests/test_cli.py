@@ -403,3 +403,40 @@ def test_help_fills_in_the_registry_and_the_defaults():
     assert f"[default: {DEFAULT_TOP_K}]" in query and "tests x0.5" in query
     tune = " ".join(run("tune", "--help").stdout.split())
     assert f"[default: {SEED}]" in tune and "all (bm25, fts5, dense, symbols" in tune
+
+
+def test_index_progress_is_one_bar_of_files_with_the_stage_in_words(stepped_repo, small_steps, capsys, monkeypatch):
+    """Issue 43: a bar per stage went back as a build committed step after step (each step
+    runs its stages again); now one bar counts files indexed of files to index, named by the
+    stage in words, and ends on what the pass did."""
+    from rich.progress import Progress
+
+    from ranklens.cli.index import _run_index_stages
+    from ranklens.core.engine import Engine
+    from ranklens.core.index.indexer import STAGE_WORDS
+
+    shown_as: list[tuple] = []  # (task, description, completed) after each update of the bars
+    update = Progress.update
+
+    def recorded(self, task, **kwargs):
+        update(self, task, **kwargs)
+        shown_as.append((task, self._tasks[task].description, self._tasks[task].completed))
+
+    monkeypatch.setattr(Progress, "update", recorded)
+    engine = Engine(stepped_repo)
+    try:
+        stats = _run_index_stages(engine, True, False, None)
+        assert stats.generation > 1  # several steps
+        assert {task for task, _, _ in shown_as} == {0}  # one bar
+        counts = [completed for _, _, completed in shown_as]
+        assert counts == sorted(counts) and counts[-1] == stats.files
+        assert {words for _, words, _ in shown_as[:-1]} <= set(STAGE_WORDS.values())
+        assert {"chunking", "committing a step"} <= {words for _, words, _ in shown_as}
+        shown = capsys.readouterr().err.strip().splitlines()
+        assert len(shown) == 1, shown
+        assert re.fullmatch(rf"indexed +━+ {stats.files}/{stats.files} [\d:]+", shown[0]), shown
+        stats = _run_index_stages(engine, True, False, None)
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert re.fullmatch(rf"up to date +━+ {stats.files}/{stats.files} [\d:]+", line), line
+    finally:
+        engine.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from mcp.client.stdio import stdio_client
 from ranklens.core.agent import _find_moved
 from ranklens.core.base.handoff_schema import validate_handoff
 from ranklens.core.handoff import span_text, text_sha256
+from ranklens.core.index.indexer import STAGE_WORDS
 
 TOOLS = {"search", "related", "read_span", "check_handoff", "index_status"}
 
@@ -93,6 +95,11 @@ async def test_tools_are_listed_with_schemas_and_the_first_search_builds_the_ind
         data = await call(session, "search", {"query": "hash_password", "top_k": 3}, progress_callback=on_progress)
         assert progress and all(m.startswith("indexing: ") for _, _, m in progress)
         assert [p[0] for p in progress] == sorted(p[0] for p in progress)  # never goes back
+        # One count, files indexed of files found, and the stage in words, as the UI says it.
+        counted = [re.fullmatch(r"indexing: (\d+) of \d+ files · ([a-z ]+)", m) for _, _, m in progress[:-1]]
+        counted = [c for c in counted if c]
+        assert counted and {c[2] for c in counted} <= set(STAGE_WORDS.values()), progress
+        assert [int(c[1]) for c in counted] == sorted(int(c[1]) for c in counted)
         # The last notification says the build is done: progress reaches the total there only.
         done, total, message = progress[-1]
         assert done == total and message == "indexing: done (generation 1)"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from textual.worker import Worker, WorkerState
 
 from ranklens.core.arms.protocol import IndexStats
-from ranklens.core.index.indexer import Progress
+from ranklens.core.index.indexer import STAGE_WORDS, Progress
 from ranklens.tui.messages import (
     DeepDone,
     DeepProgress,
@@ -44,24 +44,11 @@ def describe_stats(stats: IndexStats, first_build: bool) -> str:
     return f"index refreshed (+{stats.added} ~{stats.changed} -{stats.removed}) · {size}"
 
 
-#: What each stage of a pass is doing, in the status line's words. Chunking and embedding run
-#: side by side (pipelined) and a long pass commits in steps, so the stages come round again:
-#: the line names the stage and counts files, never stages (a counter that went 3/7 -> 5/7 ->
-#: 3/7 read like progress going back).
-STAGE_WORDS = {
-    "discover": "listing files",
-    "read": "comparing with the index",
-    "chunk": "chunking",
-    "embed": "chunking",  # the embedder takes each batch as it is chunked
-    "lexical": "committing a step",
-    "write": "committing a step",
-    "deep": "deep vectors",
-}
-
-
 class ProgressNote:
     """The status-line note while a pass indexes: one count that only grows, the files indexed
-    of the files to index (the chunking stage's), and the stage in words (:data:`STAGE_WORDS`)."""
+    of the files to index (the chunking stage's), and the stage in words
+    (:data:`core.index.indexer.STAGE_WORDS`). Called on the indexing and the embedding threads:
+    only the first writes the count."""
 
     def __init__(self) -> None:
         self.files: tuple[int, int] | None = None  # (indexed, to index) so far this pass

@@ -68,6 +68,19 @@ INDEX_LOCK = "index.lock"
 KEEP_ON_RESET = frozenset({INDEX_LOCK, "config.json", "judgments.jsonl", "judgments.jsonl.lock", "deep", "deep.lock"})
 #: "deep" runs after the commit, only when that arm is wanted (core.engine.Engine.ensure_index).
 STAGES = ("discover", "read", "chunk", "lexical", "embed", "write", "deep")
+#: What each stage is doing, in the words the UI's status line and MCP's progress use. Chunking
+#: and embedding run side by side and a long pass commits in steps, so the stages come round
+#: again: a front end names the stage and counts files (``chunk``'s count), never stages (a
+#: counter that went 3/7 -> 5/7 -> 3/7 read like progress going back).
+STAGE_WORDS = {
+    "discover": "listing files",
+    "read": "comparing with the index",
+    "chunk": "chunking",
+    "embed": "chunking",  # the embedder takes each batch as it is chunked
+    "lexical": "committing a step",
+    "write": "committing a step",
+    "deep": "deep vectors",
+}
 #: A pass with this many files to index reads the whole vocabulary up front (it will meet most
 #: of it); a smaller one looks up the tokens its batches hold (a few thousand rows, not millions).
 VOCAB_PRELOAD_FILES = 2000

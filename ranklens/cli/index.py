@@ -200,28 +200,45 @@ def _run_index_stages(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
-    from ..core.index.indexer import STAGES, Progress
+    from ..core.index.indexer import STAGE_WORDS, Progress
 
     console = Console(stderr=True)
     with Bar(
-        TextColumn("{task.description:<9}"),
+        TextColumn("{task.description:<24}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
         transient=False,
     ) as bar:
-        tasks = {stage: bar.add_task(stage, total=None, visible=False) for stage in STAGES}
+        # One bar of files indexed of files to index, the stage in words beside it (a bar per
+        # stage went back: a long pass commits in steps, each running its stages again), and
+        # the deep arm's chunks on a bar of their own.
+        files = bar.add_task(STAGE_WORDS["discover"], total=None)
+        deep_bar: list = []
 
         def progress(p: Progress) -> None:
             _deep_starts(p)
             if check is not None:
                 check()
-            bar.update(tasks[p.stage], completed=p.done, total=max(p.total, 1), visible=True)
+            if p.stage == "deep":
+                if not deep_bar:
+                    deep_bar.append(bar.add_task(STAGE_WORDS["deep"], total=None))
+                bar.update(deep_bar[0], completed=p.done, total=max(p.total, 1))
+            elif p.stage == "chunk" and p.total > 0:
+                done = max(p.done, int(bar._tasks[files].completed))
+                bar.update(files, description=STAGE_WORDS["chunk"], completed=done, total=p.total)
+            else:
+                bar.update(files, description=STAGE_WORDS.get(p.stage, p.stage))
 
-        return engine.ensure_index(
+        stats = engine.ensure_index(
             progress, deep=deep, deep_limit=deep_limit, open_view=open_view, fresh=fresh, survey=survey, **more
         )
+        # The files this pass indexed, or (nothing changed) the files the index holds.
+        total = int(bar._tasks[files].total or 0)
+        described = ("indexed", total) if total else ("up to date", stats.files)
+        bar.update(files, description=described[0], completed=described[1], total=max(described[1], 1))
+        return stats
 
 
 @click.command(epilog=FRESHNESS_HELP)
