@@ -31,7 +31,7 @@ from ..chunking import Reading, references
 from ..query.priors import is_test
 from ..text.languages import language_for
 from .edges import Graph
-from .resolve import LABELS, SAME_FILE, Closeness, module_names
+from .resolve import IMPORTED, LABELS, SAME_FILE, Closeness, module_names
 
 #: Places listed per kind unless asked otherwise; counts cover them all.
 DEFAULT_LIMIT = 20
@@ -361,6 +361,10 @@ def _resolves_here(
             named = {cls for cls in classes | own_classes if user in closeness.graph.paths_using(cls)}
             if named and not named & own_classes:
                 return None  # the file names another of the classes defining it, not the unit's
+        if top > IMPORTED and not any(user in closeness.graph.paths_using(cls) for cls in own_classes):
+            # A method called from a file that neither imports its module nor names its class
+            # (nor one it extends): the receiver is of some other type (``parts.clear()``).
+            return None
     return top
 
 
