@@ -5,11 +5,11 @@ tests/test_graph.py, tests/test_trail.py)."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 from pilot_helpers import ready, run_query, settled, wait_for
+from test_graph import write as write_files
 
 from ranklens.core.base.handoff_schema import validate_handoff
 from ranklens.core.engine import Engine
@@ -60,11 +60,7 @@ FILES = {
 
 
 def write(root: Path) -> Path:
-    for rel, text in FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return root
+    return write_files(root, FILES)
 
 
 @pytest.fixture
