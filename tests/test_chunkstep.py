@@ -468,3 +468,31 @@ def test_a_path_held_under_two_codes_finds_the_rows_of_both():
     # A concatenated table does not merge its parts' values: one path may have two codes.
     assert _codes_of(["a.py", "b.py"]) == {"a.py": 0, "b.py": 1}
     assert _codes_of(["a.py", "b.py", "a.py"]) == {"a.py": [0, 2], "b.py": 1}
+
+
+# ----------------------------------------------------------------------------- trivial units (#42)
+
+
+def test_a_trivial_unit_is_never_a_hit_or_a_runner_up(tmp_path):
+    """A lone ``}``, ``}`` with ``export default X;``, ``package main``: never shown (they were,
+    as the unit after a long method, for a question matching nothing in particular)."""
+    from test_chunking import STATS_GO, WIDGET_TS
+
+    from ranklens.core.chunking.budget import trivial
+
+    (tmp_path / "widget.ts").write_text(WIDGET_TS)
+    (tmp_path / "stats.go").write_text(STATS_GO)
+    (tmp_path / "main.go").write_text("package main\n\nfunc main() {\n\tprintln(NewStats())\n}\n")
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    try:
+        for query in ("export default Widget", "package main", "widget render compute", "stats counters"):
+            hits = engine.search(query, top_k=20).hits
+            assert hits
+            for h in hits:
+                lines = (tmp_path / h.path).read_text().split("\n")
+                spans = [(h.start_line, h.end_line)] + [(a.start_line, a.end_line) for a in h.alternatives]
+                for start, end in spans:
+                    assert not trivial("\n".join(lines[start - 1 : end])), (query, h.path, start, end)
+    finally:
+        engine.close()

@@ -59,7 +59,9 @@ def chunk_file(
     (a class) is cut the same way inside; a longer leaf definition (a long function) is split
     into ``window``-line *pieces* sharing ``overlap`` lines, each recording the whole
     definition's span in ``piece_of`` so consolidation shows them as one hit. Every
-    non-blank line lies in some chunk, and no chunk is longer than ``window`` lines.
+    non-blank line lies in some chunk, and no chunk is longer than ``window`` lines but for
+    lines with no name or code of their own (a lone ``}``, ``package main``), folded into the
+    unit beside them rather than left a unit of their own (:func:`~core.chunking.budget.fold_trivial`).
     Without a grammar (or with no definition in the file) the file gets overlapping line
     windows (see :func:`line_windows`).
 

@@ -69,7 +69,9 @@ if TYPE_CHECKING:  # numpy and the chunk table load with the first view's chunks
 #: 14: a segment's chunk table is a memory-mapped file a column (``core.storage.chunktable``);
 #:    contentless FTS5, chunk text zlib-compressed (``pack_text``), a folder's identical files linked,
 #:    no signature or docstring columns in the chunks table (only the matrices read them).
-FORMAT_VERSION = 14
+#: 15: a unit with no name or code of its own (a lone ``}``, ``package main``) is folded into
+#:    its neighbour (``core.chunking.budget.fold_trivial``).
+FORMAT_VERSION = 15
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
