@@ -496,3 +496,63 @@ def test_a_trivial_unit_is_never_a_hit_or_a_runner_up(tmp_path):
                     assert not trivial("\n".join(lines[start - 1 : end])), (query, h.path, start, end)
     finally:
         engine.close()
+
+
+# ----------------------------------------------------------------------------- a long unit's window (#42)
+
+
+def test_a_long_units_piece_holds_the_lines_the_arms_matched():
+    """A method of 200 lines: dense's best piece of it is its first (its docstring), bm25's the
+    one holding the question's words (lines 121-160). It shows a window around bm25's, widened
+    over dense's only while the window fits; before, the piece of the unit's best rank
+    (dense's #1 over bm25's #2) showed lines 1-40."""
+    pieces = [(1, 40), (31, 70), (61, 100), (91, 130), (121, 160), (151, 200)]
+    chunks = [(s, e, (1, 200), "a.py > deliver", "deliver" if s == 1 else "") for s, e in pieces]
+    chunks.append((202, 210, None, "a.py > log_failed", "log_failed"))
+    bm25 = {(202, 210): 9.0, (121, 160): 5.0, (91, 130): 4.0, (1, 40): 1.0}
+    dense = {(1, 40): 0.9, (202, 210): 0.5, (121, 160): 0.4}
+    fu = units_of("a.py", chunks, {"bm25": bm25, "dense": dense})
+    deliver = fu.units[0]
+    assert deliver.ranks == {"bm25": 2, "dense": 1} and deliver.best_chunk == (1, 40)
+    start, end = shown_span(deliver)
+    assert start <= 121 and 160 <= end and end - start + 1 <= MAX_UNIT_LINES
+    # Matched pieces close enough to share a window are shown together.
+    near = units_of("a.py", chunks, {"bm25": bm25, "dense": {(91, 130): 0.9}})
+    assert shown_span(near.units[0]) == (91, 160)
+
+
+def test_a_long_method_shows_the_lines_that_answer(tmp_path):
+    """Through the engine: the hit on a 120-line method holds the comparison and the call that
+    answer the question, 115 lines into it."""
+    filler_a = "\n".join(f"        payload_{i} = self.serializer.field(event, {i})" for i in range(60))
+    filler_b = "\n".join(f"        header_{i} = self.headers.get('x-{i}')" for i in range(50))
+    code = f'''class WebhookSubscription:
+    """A subscription that posts events to a URL."""
+
+    def deliver(self, event):
+        """Send one event to the subscriber's webhook and record the delivery."""
+        body = self.render(event)
+{filler_a}
+        response = self.http.post(self.url, body)
+        delivery = self.deliveries.create(status=response.status)
+{filler_b}
+        failed = self.deliveries.recent(limit=25).count_failed()
+        if failed >= MAX_FAILED_DELIVERIES:
+            self.disable()
+        return delivery
+
+    def render(self, event):
+        return self.serializer.dump(event)
+'''
+    (tmp_path / "webhooks.py").write_text(code)
+    (tmp_path / "other.py").write_text("def unrelated():\n    return 1\n")
+    answer = [n for n, line in enumerate(code.split("\n"), 1) if "MAX_FAILED" in line or "disable()" in line]
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    try:
+        hits = engine.search("when does a webhook get switched off because too many deliveries failed").hits
+        (method,) = [h for h in hits if h.context.endswith("deliver")]
+        assert method.start_line <= answer[0] and answer[-1] <= method.end_line, (method.docid, answer)
+        assert method.end_line - method.start_line + 1 <= MAX_UNIT_LINES
+    finally:
+        engine.close()

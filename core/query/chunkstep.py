@@ -51,6 +51,10 @@ MAX_UNIT_LINES = 80
 #: The arms asked again to rank every chunk of a top file (:meth:`core.engine.Engine.file_units`).
 WITHIN_FILE_ARMS = ("bm25", "dense")
 
+#: The arms whose best chunk of a long unit holds the question's own words: the window a long
+#: unit shows starts from theirs (:func:`shown_span`).
+LEXICAL_WITHIN = ("bm25",)
+
 #: A unit no arm ranked, in :func:`units_ranked`'s arrays (np.iinfo costs a few µs a call).
 _UNRANKED = int(np.iinfo(np.int64).max)
 
@@ -79,6 +83,10 @@ class Unit:
     #: (the names it defines that the query names, the query's keywords its names hold):
     #: units are cached per query, so these are worked out once, not at every slider move.
     memo: tuple[set[str], list[str]] | None = None
+    #: Each arm's best chunk of the unit (start, end) when it has several: the lexical arms'
+    #: first (where the question's words are), then by rank. A unit too long to show whole
+    #: shows a window over as many of them as fit (:func:`shown_span`, issue #42).
+    matched: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -147,7 +155,8 @@ def units_of(
     units = [Unit(s, e, c, syms, {}, spans) for s, e, c, syms, spans in shape.units]
     of_chunk = shape.of_chunk
     best_rank: dict[int, int] = {}
-    for arm, scored in scores.items():
+    matched: dict[int, list[tuple[bool, int, int, tuple[int, int]]]] = {}  # unit -> (not lexical, rank, place, span)
+    for place, (arm, scored) in enumerate(scores.items()):
         best: dict[int, tuple[float, tuple[int, int]]] = {}
         for span, score in scored.items():
             i = of_chunk.get(span)
@@ -159,9 +168,13 @@ def units_of(
         ranked = sorted([(-score, units[i].start, n, i) for n, (i, (score, _span)) in enumerate(best.items())])
         for rank, (_s, _start, _n, i) in enumerate(ranked, start=1):
             units[i].ranks[arm] = rank
+            matched.setdefault(i, []).append((arm not in LEXICAL_WITHIN, rank, place, best[i][1]))
             if rank < best_rank.get(i, 1 << 30):
                 best_rank[i] = rank
                 units[i].best_chunk = best[i][1]
+    for i, found in matched.items():
+        if len(units[i].chunks) > 1:
+            units[i].matched = tuple(m[-1] for m in sorted(found))
     return FileUnits(path, units, shape=shape)
 
 
@@ -227,6 +240,7 @@ def units_ranked(
     else:
         shown = [-1] * total
     listed = [r.tolist() for r in ranks]
+    best_listed = [b.tolist() for b in best_rows]
     plain = [np.where(r == unranked, 0, r) for r in ranks]
     out: dict[str, FileUnits] = {}
     at = 0
@@ -236,7 +250,15 @@ def units_ranked(
         def make(i: int, shape=shape, at=at) -> Unit:
             s, e, c, syms, pieces = shape.units[i]
             held = {arm: r[at + i] for arm, r in zip(arms, listed) if r[at + i] != unranked}
-            return Unit(s, e, c, syms, held, pieces, spans[shown[at + i]] if held else None)
+            unit = Unit(s, e, c, syms, held, pieces, spans[shown[at + i]] if held else None)
+            if len(pieces) > 1 and held:
+                found = sorted(
+                    (arms[n] not in LEXICAL_WITHIN, r[at + i], n, spans[b[at + i]])
+                    for n, (r, b) in enumerate(zip(listed, best_listed))
+                    if r[at + i] != unranked
+                )
+                unit.matched = tuple(m[-1] for m in found)
+            return unit
 
         out[path] = FileUnits(path, _Units(n, make), arrays, shape)  # type: ignore[arg-type]
         at += n
@@ -266,10 +288,21 @@ class _Units(Sequence[Unit]):
 
 
 def shown_span(unit: Unit) -> tuple[int, int]:
-    """The lines a unit shows: all of it when it fits, else its best chunk (or first)."""
+    """The lines a unit shows: all of it when it fits :data:`MAX_UNIT_LINES`, else a window
+    around the lines the arms matched: the lexical arm's best chunk of it (where the
+    question's words are; else its best chunk, or its first), widened over each other arm's
+    best chunk in turn while the window still fits :data:`MAX_UNIT_LINES`.
+
+    Issue #42: the chunk of the unit's best rank alone showed lines 874-909 of the method
+    that answered, its answering comparison and call at 926-941."""
     if unit.end - unit.start + 1 <= MAX_UNIT_LINES:
         return unit.start, unit.end
-    return unit.best_chunk or unit.chunks[0]
+    lo, hi = unit.matched[0] if unit.matched else unit.best_chunk or unit.chunks[0]
+    for s, e in unit.matched[1:]:
+        wider = min(lo, s), max(hi, e)
+        if wider[1] - wider[0] + 1 <= MAX_UNIT_LINES:
+            lo, hi = wider
+    return lo, hi
 
 
 #: Per unit of a file (its position) whose names or breadcrumb hold something the question
