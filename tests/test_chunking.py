@@ -1022,3 +1022,33 @@ def test_what_counts_as_a_line_with_no_code_of_its_own(line, is_trivial):
 def test_a_barrel_of_re_exports_keeps_its_one_chunk():
     text = "export { Widget } from './widget';\nexport * from './compute';\n"
     assert [(c.start_line, c.end_line) for c in chunk_file("index.ts", text)] == [(1, 2)]
+
+
+# ----------------------------------------------------------------------------- declarations (#42)
+
+
+@pytest.mark.parametrize(
+    "path, text, declares",
+    [
+        ("s.go", "type Server struct {\n\tAddr string\n\tHandler Handler\n}\n", True),
+        ("s.go", "type Handler interface {\n\tServeHTTP(w ResponseWriter, r *Request)\n}\n", True),
+        ("s.go", "func (s *Server) Run(addr string) error {\n\tln, err := net.Listen(\"tcp\", addr)\n"
+         "\tif err != nil {\n\t\treturn err\n\t}\n\treturn s.Serve(ln)\n}\n", False),
+        ("o.ts", "export interface Options {\n  url: string;\n  retries?: number;\n  onError(err: Error): void;\n}\n", True),
+        ("o.ts", "export async function send(opts: Options) {\n  const res = await fetch(opts.url);\n"
+         "  return res.json();\n}\n", False),
+        ("c.py", 'class Config:\n    """Settings: every one named, none acted on."""\n\n    # The name.\n'
+         '    name: str = "x"\n    retries: int = 3\n    timeout: float = 1.0\n', True),
+        ("c.py", "def retry(job):\n    delay = 2 ** job.attempts\n    queue.push(job, min(delay, 300))\n", False),
+        ("uv.h", "int uv_run(uv_loop_t* loop, uv_run_mode mode);\nvoid uv_stop(uv_loop_t* loop);\n", True),
+    ],
+)
+def test_a_chunk_that_only_declares_is_flagged_when_chunked(path, text, declares):
+    """Fewer than a quarter of its code lines show behaviour (a control-flow word, or a call
+    not on a definition, signature or import line); comments and docstrings do not count."""
+    chunks = chunk_file(path, text)
+    assert [c.declaration for c in chunks] == [declares]
+
+
+def test_prose_is_never_flagged_a_declaration():
+    assert not any(c.declaration for c in chunk_file("notes.md", "# Settings\n\nThe name and the retries.\n"))

@@ -375,7 +375,7 @@ def test_what_a_files_units_names_hold_is_what_the_stage_finds_in_each():
         for query in queries:
             stage = Stage(query, adjuster(query))
             got = stage.labelled(shape)
-            for n, (_s, _e, context, symbols, _c) in enumerate(shape.units):
+            for n, (_s, _e, context, symbols, *_rest) in enumerate(shape.units):
                 want = (stage.named(symbols), stage.label_keywords(symbols, context))
                 assert got.get(n, (set(), [])) == want, (query, symbols, context)
                 assert n not in got or want != (set(), [])
@@ -554,5 +554,167 @@ def test_a_long_method_shows_the_lines_that_answer(tmp_path):
         (method,) = [h for h in hits if h.context.endswith("deliver")]
         assert method.start_line <= answer[0] and answer[-1] <= method.end_line, (method.docid, answer)
         assert method.end_line - method.start_line + 1 <= MAX_UNIT_LINES
+    finally:
+        engine.close()
+
+
+# ----------------------------------------------------------------------------- declarations (#42)
+
+_SETTINGS_GO = "\n".join(f"\t// Tier{i} is the wait of tier {i}.\n\tTier{i} time.Duration" for i in range(14))
+POLICY_GO = f"""package retry
+
+import "time"
+
+// Policy holds the settings of each tier.
+type Policy struct {{
+{_SETTINGS_GO}
+}}
+
+// Next computes the backoff delay before the next attempt: doubled each retry, capped.
+func (p *Policy) Next(attempt int) time.Duration {{
+\twait := p.Tier0
+\tfor i := 0; i < attempt; i++ {{
+\t\twait = wait * 2
+\t\tif wait > p.Tier13 {{
+\t\t\treturn p.Tier13
+\t\t}}
+\t}}
+\tlog.Printf("next attempt %d in %s", attempt, wait)
+\tschedule(attempt, wait)
+\treturn wait
+}}
+"""
+
+
+def _decls(engine: Engine, path: str) -> dict[str, bool]:
+    """Each chunk of ``path`` by its first name: whether the index flags it a declaration."""
+    chunks = engine.view.chunks
+    rows = chunks.rows_of_path(path)
+    symbols, decls = chunks.columns(("symbols", "decls"), rows)
+    return {s.split()[0] if s else "": bool(d) for s, d in zip(symbols, decls)}
+
+
+def test_the_declaration_flag_is_kept_with_the_unit_and_survives_an_update(tmp_path):
+    (tmp_path / "policy.go").write_text(POLICY_GO)
+    (tmp_path / "other.go").write_text("package retry\n\nfunc other() int {\n\treturn helper(1)\n}\n")
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    try:
+        assert _decls(engine, "policy.go") == {"Policy": True, "Next": False}
+        (tmp_path / "other.go").write_text("package retry\n\nfunc other() int {\n\treturn helper(2)\n}\n")
+        assert engine.ensure_index(deep=False).changed == 1
+        assert _decls(engine, "policy.go") == {"Policy": True, "Next": False}  # an old segment's
+        (tmp_path / "policy.go").write_text(POLICY_GO + "\n// Reset clears nothing.\nfunc Reset() {}\n")
+        engine.ensure_index(deep=False)
+        assert _decls(engine, "policy.go") == {"Policy": True, "Next": False}  # chunked again (Reset packed with Next)
+    finally:
+        engine.close()
+    # A fresh engine reads it back from the segments on disk.
+    again = Engine(tmp_path)
+    try:
+        again.ensure_index(deep=False)
+        assert _decls(again, "policy.go")["Policy"] is True
+    finally:
+        again.close()
+
+
+def _policy_repo(root):
+    """A retry policy in Go, Python and TypeScript: a declaration of its settings (a struct, a
+    dataclass, an interface) and the function that computes the wait, in one file each."""
+    names = ["base", "cap", "factor", "jitter", "attempts", "deadline", "budget", "window", "floor", "ceiling", "spread", "grace"]
+    go_fields = "\n".join(f"\t// {n.title()} is the policy's {n}.\n\t{n.title()} time.Duration" for n in names)
+    (root / "policy.go").write_text(f'''package retry
+
+    import "time"
+
+    // RetryPolicy is the retry policy: the backoff settings.
+    type RetryPolicy struct {{
+    {go_fields}
+    }}
+
+    // NextWait computes the backoff delay before a retry.
+    func (p *RetryPolicy) NextWait(attempt int) time.Duration {{
+    \twait := p.Base
+    \tfor i := 0; i < attempt; i++ {{
+    \t\twait = wait * 2
+    \t\tif wait > p.Cap {{
+    \t\t\treturn p.Cap
+    \t\t}}
+    \t}}
+    \tlog.Printf("retry %d in %s", attempt, wait)
+    \tschedule(attempt, wait)
+    \treturn wait
+    }}
+    ''')
+    py_fields = "\n".join(f"    #: The policy's {n}.\n    {n}: float = 1.0" for n in names)
+    (root / "policy.py").write_text(f'''import random
+    from dataclasses import dataclass
+
+
+    @dataclass
+    class RetryPolicy:
+        """The retry policy: the backoff settings."""
+
+    {py_fields}
+
+
+    def next_wait(policy, attempt):
+        """Compute the backoff delay before a retry."""
+        wait = policy.base
+        for _ in range(attempt):
+            wait = wait * 2
+            if wait > policy.cap:
+                return policy.cap
+        log.info("retry %d in %s", attempt, wait)
+        schedule(attempt, wait)
+        return wait
+    ''')
+    ts_fields = "\n".join(f"  /** The policy's {n}. */\n  {n}: number;" for n in names)
+    (root / "policy.ts").write_text(f'''/** The retry policy: the backoff settings. */
+    export interface RetryPolicy {{
+    {ts_fields}
+    }}
+
+    /** Compute the backoff delay before a retry. */
+    export function nextWait(policy: RetryPolicy, attempt: number): number {{
+      let wait = policy.base;
+      for (let i = 0; i < attempt; i++) {{
+        wait = wait * 2;
+        if (wait > policy.cap) {{
+          return policy.cap;
+        }}
+      }}
+      log.info(`retry ${{attempt}} in ${{wait}}`);
+      schedule(attempt, wait);
+      return wait;
+    }}
+    ''')
+
+
+def test_a_declaration_ranks_below_the_behaviour_for_a_how_does_question(tmp_path):
+    _policy_repo(tmp_path)
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    query = "how does the retry policy compute the backoff delay"
+    try:
+        settings = engine.fusion()
+        assert settings.stage.chunk_declaration > 0  # shipped on
+
+        def places(settings) -> dict[str, list[str]]:
+            hits = engine.search(query, settings, top_k=10).hits
+            out: dict[str, list[str]] = {}
+            for h in hits:
+                out.setdefault(h.path, []).append(h.context.split(" > ")[-1])
+            return out, hits
+
+        shown, hits = places(settings)
+        for path in ("policy.go", "policy.py", "policy.ts"):
+            assert shown[path][0] != "RetryPolicy", (path, shown[path])
+            assert "RetryPolicy" in shown[path]
+        demoted = [h for h in hits if h.context.endswith("RetryPolicy")]
+        assert all("demoted as a declaration" in next(s.reason for s in h.signals if s.name == "chunk") for h in demoted)
+        # Without the penalty a declaration came first in its file.
+        off, _ = places(dataclasses.replace(settings, stage=dataclasses.replace(settings.stage, chunk_declaration=0.0)))
+        assert any(off[path][0] == "RetryPolicy" for path in off)
     finally:
         engine.close()

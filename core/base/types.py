@@ -37,6 +37,7 @@ class Chunk:
     ``"piece"`` for part of a definition longer than the size budget; ``piece_of`` is then
     the whole definition's ``(start_line, end_line)``. ``context`` is the breadcrumb shown to
     the user (``path > Class > method``); for windows it is the path (or enclosing class).
+    ``declaration``: the chunk step demotes it for a question about behaviour.
     """
 
     path: str
@@ -50,6 +51,9 @@ class Chunk:
     signature: str = ""
     docstring: str = ""
     piece_of: tuple[int, int] | None = None
+    #: Whether the chunk only declares (fields, signatures, constants: fewer than a quarter of
+    #: its code lines show behaviour; :func:`core.chunking.declarations.is_declaration`).
+    declaration: bool = False
 
     @property
     def docid(self) -> str:

@@ -25,10 +25,13 @@ Python-side span work.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..base.types import Chunk
 from ..text.languages import language_for
 from .budget import PIECE, Budget
 from .comments import MAX_DOCSTRING
+from .declarations import is_declaration
 from .reading import MAX_SIGNATURE, safe_definitions
 from .specs import DEFINITION, SECTION, SPECS
 from .windows import (
@@ -79,6 +82,9 @@ def chunk_file(
     language : str or None
         Language name; ``language_for(path)`` when None.
 
+    A chunk of code that only declares (:func:`~core.chunking.declarations.is_declaration`)
+    has ``declaration`` set.
+
     Returns
     -------
     list[Chunk]
@@ -103,6 +109,8 @@ def chunk_file(
     else:
         chunks = window_chunks(path, lines, language, path, 1, len(lines), window, overlap)
     chunks.sort(key=lambda c: (c.start_line, c.end_line, c.kind))
+    if language in SPECS and SPECS[language].kind != SECTION:  # code, not prose
+        chunks = [replace(c, declaration=True) if is_declaration(c.text) else c for c in chunks]
     return chunks
 
 

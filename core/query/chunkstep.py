@@ -21,8 +21,10 @@ an unrelated chunk over one that answers):
   and defined names.
 
 The pieces of one long definition are one *unit* and compete as one. A unit is shown whole
-when it fits :data:`MAX_UNIT_LINES`, else as its best piece. Every hit the step places
-carries a ``chunk`` signal that says why this chunk of the file.
+when it fits :data:`MAX_UNIT_LINES`, else as a window around the lines the arms matched
+(:func:`shown_span`). For a question in words, a unit that only declares (``Chunk.declaration``)
+is demoted. Every hit the step places carries a ``chunk`` signal that says why this chunk of
+the file.
 
 :func:`choose` is the step in the query pipeline (:mod:`core.query.pipeline`): the fused groups, the
 file step's top files, their units and the :class:`Question` in, a :class:`Pick` per file out.
@@ -87,6 +89,8 @@ class Unit:
     #: first (where the question's words are), then by rank. A unit too long to show whole
     #: shows a window over as many of them as fit (:func:`shown_span`, issue #42).
     matched: tuple[tuple[int, int], ...] = ()
+    #: Every chunk of it only declares (``Chunk.declaration``): demoted for a question in words.
+    declaration: bool = False
 
 
 @dataclass
@@ -105,32 +109,36 @@ class FileUnits:
 @dataclass(frozen=True)
 class Skeleton:
     """A file's units as its chunks make them, whatever the query (kept per index view):
-    per unit ``(start, end, context, symbols, chunk spans)``, and each chunk's unit."""
+    per unit ``(start, end, context, symbols, chunk spans, declaration)``, and each chunk's unit."""
 
-    units: tuple[tuple[int, int, str, tuple[str, ...], tuple[tuple[int, int], ...]], ...]
+    units: tuple[tuple[int, int, str, tuple[str, ...], tuple[tuple[int, int], ...], bool], ...]
     of_chunk: Mapping[tuple[int, int], int]
     #: What is worked out of the units once per view, whatever the query (the ranking
     #: stage's index of their names: :func:`core.query.ranking.unit_labels`).
     memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-def skeleton(chunks: Iterable[tuple[int, int, tuple[int, int] | None, str, str]]) -> Skeleton:
-    """The :class:`Skeleton` of a file's chunks ``(start, end, piece_of, context, symbol)``:
-    the pieces of one definition make one unit, every other chunk one of its own."""
-    built: list[list] = []  # [start, end, context, symbols, chunks]
+def skeleton(chunks: Iterable[tuple]) -> Skeleton:
+    """The :class:`Skeleton` of a file's chunks ``(start, end, piece_of, context, symbol)``,
+    each perhaps with a sixth, whether it only declares (``Chunk.declaration``): the pieces of
+    one definition make one unit, every other chunk one of its own; a unit declares when
+    every chunk of it does."""
+    built: list[list] = []  # [start, end, context, symbols, chunks, declaration]
     by_piece: dict[tuple[int, int], list] = {}
-    for start, end, piece_of, context, symbol in sorted(chunks):
+    for start, end, piece_of, context, symbol, *flag in sorted(chunks):
+        declares = bool(flag and flag[0])
         unit = by_piece.get(piece_of) if piece_of else None
         if unit is None:
-            unit = [start, end, context, [], []]
+            unit = [start, end, context, [], [], declares]
             built.append(unit)
             if piece_of:
                 by_piece[piece_of] = unit
         unit[1] = max(unit[1], end)
         unit[4].append((start, end))
+        unit[5] = unit[5] and declares
         if symbol and symbol not in unit[3]:
             unit[3].append(symbol)
-    units = tuple((u[0], u[1], u[2], tuple(u[3]), tuple(u[4])) for u in built)
+    units = tuple((u[0], u[1], u[2], tuple(u[3]), tuple(u[4]), u[5]) for u in built)
     return Skeleton(units, {span: i for i, u in enumerate(units) for span in u[4]})
 
 
@@ -138,7 +146,7 @@ def shape_of(fu: FileUnits) -> Skeleton:
     """A file's :class:`Skeleton`: the one its units were made from, else one made of them."""
     if fu.shape is not None:
         return fu.shape
-    units = tuple((u.start, u.end, u.context, u.symbols, u.chunks) for u in fu.units)
+    units = tuple((u.start, u.end, u.context, u.symbols, u.chunks, u.declaration) for u in fu.units)
     return Skeleton(units, {span: i for i, u in enumerate(units) for span in u[4]})
 
 
@@ -152,7 +160,7 @@ def units_of(
     score}}``; a chunk an arm does not score is unranked by it). A unit shown in part shows
     the chunk of its best rank."""
     shape = chunks if isinstance(chunks, Skeleton) else skeleton(chunks)
-    units = [Unit(s, e, c, syms, {}, spans) for s, e, c, syms, spans in shape.units]
+    units = [Unit(s, e, c, syms, {}, spans, declaration=d) for s, e, c, syms, spans, d in shape.units]
     of_chunk = shape.of_chunk
     best_rank: dict[int, int] = {}
     matched: dict[int, list[tuple[bool, int, int, tuple[int, int]]]] = {}  # unit -> (not lexical, rank, place, span)
@@ -248,9 +256,9 @@ def units_ranked(
         arrays = (starts[at : at + n], ends[at : at + n], {arm: r[at : at + n] for arm, r in zip(arms, plain)})
 
         def make(i: int, shape=shape, at=at) -> Unit:
-            s, e, c, syms, pieces = shape.units[i]
+            s, e, c, syms, pieces, declares = shape.units[i]
             held = {arm: r[at + i] for arm, r in zip(arms, listed) if r[at + i] != unranked}
-            unit = Unit(s, e, c, syms, held, pieces, spans[shown[at + i]] if held else None)
+            unit = Unit(s, e, c, syms, held, pieces, spans[shown[at + i]] if held else None, declaration=declares)
             if len(pieces) > 1 and held:
                 found = sorted(
                     (arms[n] not in LEXICAL_WITHIN, r[at + i], n, spans[b[at + i]])
@@ -321,6 +329,9 @@ class Question:
     keywords: int
     labelled: Mapping[str, Labelled]
     quoted: Mapping[str, Sequence[tuple[int, int, str]]]
+    #: A question in words (not a symbol lookup): a unit that only declares is demoted
+    #: (``Params.chunk_declaration``).
+    in_words: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,10 +345,12 @@ class Pick:
     chosen: list[tuple[Unit, float]]
     n_units: int
     more: list[tuple[Unit, float]] = field(default_factory=list)
+    #: Whether a unit that only declares was demoted (a question in words, the penalty on).
+    demoted: bool = False
 
     def explain(self, unit: Unit) -> AppliedSignal:
         """The ``chunk`` signal of one of its units: why this chunk of the file."""
-        return explain(unit, self.n_units)
+        return explain(unit, self.n_units, self.demoted)
 
     def runners_up(self, shown: int) -> list[tuple[Unit, float]]:
         """The units ranked next when the file's first ``shown`` places are in the list, best
@@ -382,8 +395,10 @@ def choose(fused: Fused, files: Sequence[str], found: Mapping[str, FileUnits], q
             question.keywords,
             params,
             places=len(mine) + ALTERNATIVES,
+            in_words=question.in_words,
         )
-        picks[path] = Pick(mine, distinct[: len(mine)], len(fu.units), distinct[len(mine) :])
+        demoted = question.in_words and getattr(params, "chunk_declaration", 0.0) > 0
+        picks[path] = Pick(mine, distinct[: len(mine)], len(fu.units), distinct[len(mine) :], demoted)
     return Chunks(picks)
 
 
@@ -397,6 +412,7 @@ def rank_units(
     n_keywords: int,
     params,
     places: int | None = None,
+    in_words: bool = False,
 ) -> list[tuple[Unit, float]]:
     """The file's units, best first (ties: the earlier unit, then the unit's position), each
     with its chunk score; its first ``places`` only, when given.
@@ -406,7 +422,8 @@ def rank_units(
     ``(start, end, fused score)`` overlapping it (0: no arm had it over the whole index),
     plus, in units of an arm's first place, what its names add (``labelled``: the names it
     defines that the question names, the question's keywords its names and breadcrumb hold,
-    of ``n_keywords``) and a passage of ``quoted`` it holds. The units placed keep what their
+    of ``n_keywords``) and a passage of ``quoted`` it holds; for a question ``in_words``, less
+    ``params.chunk_declaration`` when it only declares (:attr:`Unit.declaration`). The units placed keep what their
     names hold (``Unit.memo``, for :func:`explain`). A file's :attr:`FileUnits.arrays` (two
     arms at most) score every unit at once; the same float operations as the loop over its
     units, in the same order, so the same scores.
@@ -434,6 +451,13 @@ def rank_units(
         for n, (start, end) in enumerate(bounds):
             if quote_in(quoted, start, end):
                 scores[n] += params.chunk_quote * first
+    penalty = getattr(params, "chunk_declaration", 0.0)
+    if in_words and penalty:
+        shape = fu.shape
+        flags = [u[5] for u in shape.units] if shape is not None else [u.declaration for u in units]
+        for n, declares in enumerate(flags):
+            if declares:
+                scores[n] -= penalty * first
     if bounds is not None or len(scores) < ARRAYS_FROM:  # below it, numpy's cost per call is more than the sort's
         begins = [b[0] for b in bounds] if bounds is not None else starts.tolist()
         order = sorted(range(len(scores)), key=lambda n: (-scores[n], begins[n]))
@@ -467,7 +491,7 @@ def _with_names(score: float, defined, held, n_keywords: int, params, first: flo
     return score
 
 
-def distinct_units(fu: FileUnits, *args, places: int) -> list[tuple[Unit, float]]:
+def distinct_units(fu: FileUnits, *args, places: int, in_words: bool = False) -> list[tuple[Unit, float]]:
     """:func:`rank_units`'s first ``places`` units whose shown lines overlap no better one's.
 
     A file's chunks can overlap (the windows of a long stretch outside any definition), and
@@ -479,7 +503,7 @@ def distinct_units(fu: FileUnits, *args, places: int) -> list[tuple[Unit, float]
         return []
     want = places
     while True:
-        ranked = rank_units(fu, *args, places=want)
+        ranked = rank_units(fu, *args, places=want, in_words=in_words)
         shown: list[tuple[int, int]] = []
         out = []
         for unit, score in ranked:
@@ -515,7 +539,7 @@ def _base_scores(arrays, weights, k: float, groups, params) -> np.ndarray:
     return score + params.chunk_fused * best
 
 
-def explain(unit: Unit, n_units: int) -> AppliedSignal:
+def explain(unit: Unit, n_units: int, demoted: bool = False) -> AppliedSignal:
     """The ``chunk`` signal of a unit the step placed: why this chunk of the file."""
     why = []
     if unit.ranks:
@@ -526,4 +550,6 @@ def explain(unit: Unit, n_units: int) -> AppliedSignal:
         why.append(f"defines {max(sorted(defined), key=len)}")  # as Stage.span_signals names it
     if held:
         why.append(f"its names hold {', '.join(held)}")
+    if unit.declaration and demoted:
+        why.append("demoted as a declaration (it only declares)")
     return AppliedSignal("chunk", "; ".join(why) if why else f"the first of the file's {n_units} chunks", 0.0)

@@ -71,7 +71,9 @@ if TYPE_CHECKING:  # numpy and the chunk table load with the first view's chunks
 #:    no signature or docstring columns in the chunks table (only the matrices read them).
 #: 15: a unit with no name or code of its own (a lone ``}``, ``package main``) is folded into
 #:    its neighbour (``core.chunking.budget.fold_trivial``).
-FORMAT_VERSION = 15
+#: 16: each chunk says whether it only declares (``Chunk.declaration``): a ``declaration``
+#:    column of the chunks table, ``chunks.decls.npy`` in each segment's chunk table.
+FORMAT_VERSION = 16
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -83,7 +85,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, kind TEXT NOT NULL, language TEXT NOT NULL,
     context TEXT NOT NULL, symbol TEXT NOT NULL, text BLOB NOT NULL,
-    piece_start INTEGER NOT NULL DEFAULT 0, piece_end INTEGER NOT NULL DEFAULT 0
+    piece_start INTEGER NOT NULL DEFAULT 0, piece_end INTEGER NOT NULL DEFAULT 0,
+    declaration INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 -- Listed files that could not be indexed when last read (binary, a private key, credentials
