@@ -718,8 +718,9 @@ class Engine:
         if found is None:
             chunks = view.chunks
             rows = chunks.rows_of_path(path)
-            cols = chunks.columns(("starts", "ends", "pieces", "contexts", "symbols"), rows) if len(rows) else [[]] * 5
-            listed = [(s, e, (ps, pe) if ps else None, c, sym) for s, e, (ps, pe), c, sym in zip(*cols)]
+            names = ("starts", "ends", "pieces", "contexts", "symbols", "decls")
+            cols = chunks.columns(names, rows) if len(rows) else [[]] * len(names)
+            listed = [(s, e, (ps, pe) if ps else None, c, sym, d) for s, e, (ps, pe), c, sym, d in zip(*cols)]
             shape = skeleton(listed)
             spans = [(c[0], c[1]) for c in listed]
             # Each row's unit, for ranking the units with arrays; None when two chunks have

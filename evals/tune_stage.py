@@ -73,6 +73,7 @@ GRID: dict[str, tuple] = {
     "p:diversity": (0.0, 0.1, 0.3, 0.5, 1.0),
     "p:top_file_diversity": (0.3, 0.5, 0.7, 1.0),
     "p:chunk_fused": (0.5, 1.0, 2.0),
+    "p:chunk_declaration": (0.0, 0.25, 0.5, 1.0),
     "p:name_coverage": (0.0, 0.25, 0.5),
     "p:coverage": (0.0, 0.1, 0.15, 0.25, 0.5),
     "p:depth": (1.0, 0.9, 0.85, 0.8, 0.7),

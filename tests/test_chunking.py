@@ -718,7 +718,7 @@ def test_docids_unique_and_sorted(path, text):
     covered = {i for c in chunks for i in range(c.start_line, c.end_line + 1)}
     assert covered >= {i for i, line in enumerate(lines, 1) if line.strip()}
     for c in chunks:
-        assert c.end_line - c.start_line + 1 <= 5
+        assert budgeted_length(c, lines) <= 5
         assert c.text == "\n".join(text.split("\n")[c.start_line - 1 : c.end_line])
 
 
@@ -829,7 +829,7 @@ def test_budget_never_exceeded_and_no_line_lost(units, window, data):
     lines = text.split("\n")
     covered = set()
     for c in chunks:
-        assert c.end_line - c.start_line + 1 <= window
+        assert budgeted_length(c, lines) <= window
         assert c.text == "\n".join(lines[c.start_line - 1 : c.end_line])
         covered.update(range(c.start_line, c.end_line + 1))
         if c.piece_of is not None:
@@ -935,3 +935,120 @@ def test_threads_share_no_parser():
     expected = [chunk_file(p, t) for p, t in files]
     with ThreadPoolExecutor(max_workers=8) as pool:
         assert list(pool.map(lambda pt: chunk_file(*pt), files)) == expected
+
+
+def budgeted_length(chunk, lines: list[str]) -> int:
+    """A chunk's lines less those with no code of their own at either end: what the budget
+    bounds (a stretch like a lone ``}`` is folded into the unit beside it, past the budget)."""
+    from ranklens.core.chunking.budget import trivial
+
+    start, end = chunk.start_line, chunk.end_line
+    while start < end and trivial(lines[start - 1]):
+        start += 1
+    while end > start and trivial(lines[end - 1]):
+        end -= 1
+    return end - start + 1
+
+
+# ----------------------------------------------------------------------------- trivial units (#42)
+
+_RENDER = "\n".join(f"    const v{i} = compute(x, {i});" for i in range(45))
+#: A class whose last method is cut into pieces: its closing ``}`` and the default export
+#: after it were a unit of their own, with no name or code.
+WIDGET_TS = f"""import {{ compute }} from './compute';
+
+export class Widget {{
+  private name: string;
+
+  render(x: number): number {{
+{_RENDER}
+    return x;
+  }}
+}}
+
+export default Widget;
+"""
+_FIELDS = "\n".join(f"\t\t// Field{i} counts the requests of kind {i}.\n\t\tField{i} int" for i in range(30))
+#: A long first definition: ``package main`` alone above it was a unit of its own.
+STATS_GO = f"""package main
+
+type (
+\t// Stats holds the request counters.
+\tStats struct {{
+{_FIELDS}
+\t}}
+)
+"""
+
+
+@pytest.mark.parametrize("path, text", [("widget.ts", WIDGET_TS), ("stats.go", STATS_GO)])
+def test_a_unit_with_no_name_or_code_of_its_own_is_folded_into_its_neighbour(path, text):
+    from ranklens.core.chunking.budget import trivial
+
+    chunks = chunk_file(path, text)
+    assert not [c for c in chunks if not c.symbol and trivial(c.text)], chunks
+    covered = {n for c in chunks for n in range(c.start_line, c.end_line + 1)}
+    lines = text.split("\n")
+    assert all(i + 1 in covered for i, line in enumerate(lines) if line.strip())  # no line lost
+    (last,) = [c for c in chunks if c.end_line == max(c.end_line for c in chunks)]
+    assert last.symbol  # the closing lines went to the named unit before them
+
+
+@pytest.mark.parametrize(
+    "line, is_trivial",
+    [
+        ("}", True),
+        ("  });", True),
+        (")", True),
+        ("end", True),
+        ("export default Widget;", True),
+        ("export { Widget, render } from './widget';", True),
+        ("export * from './compute';", True),
+        ("module.exports = Widget;", True),
+        ("package main", True),
+        ("namespace Illuminate\\Queue;", True),
+        ("return x;", False),
+        ("export default function render() {", False),
+        ("export const answer = 42;", False),
+        ("import fmt", False),
+    ],
+)
+def test_what_counts_as_a_line_with_no_code_of_its_own(line, is_trivial):
+    from ranklens.core.chunking.budget import trivial
+
+    assert trivial(line) is is_trivial
+
+
+def test_a_barrel_of_re_exports_keeps_its_one_chunk():
+    text = "export { Widget } from './widget';\nexport * from './compute';\n"
+    assert [(c.start_line, c.end_line) for c in chunk_file("index.ts", text)] == [(1, 2)]
+
+
+# ----------------------------------------------------------------------------- declarations (#42)
+
+
+@pytest.mark.parametrize(
+    "path, text, declares",
+    [
+        ("s.go", "type Server struct {\n\tAddr string\n\tHandler Handler\n}\n", True),
+        ("s.go", "type Handler interface {\n\tServeHTTP(w ResponseWriter, r *Request)\n}\n", True),
+        ("s.go", "func (s *Server) Run(addr string) error {\n\tln, err := net.Listen(\"tcp\", addr)\n"
+         "\tif err != nil {\n\t\treturn err\n\t}\n\treturn s.Serve(ln)\n}\n", False),
+        ("o.ts", "export interface Options {\n  url: string;\n  retries?: number;\n  onError(err: Error): void;\n}\n", True),
+        ("o.ts", "export async function send(opts: Options) {\n  const res = await fetch(opts.url);\n"
+         "  return res.json();\n}\n", False),
+        ("c.py", 'class Config:\n    """Settings: every one named, none acted on."""\n\n    # The name.\n'
+         '    name: str = "x"\n    retries: int = 3\n    timeout: float = 1.0\n', True),
+        ("c.py", "def retry(job):\n    delay = 2 ** job.attempts\n    queue.push(job, min(delay, 300))\n", False),
+        ("uv.h", "int uv_run(uv_loop_t* loop, uv_run_mode mode);\nvoid uv_stop(uv_loop_t* loop);\n", True),
+    ],
+)
+def test_a_chunk_that_only_declares_is_flagged_when_chunked(path, text, declares):
+    """Fewer than a quarter of its code lines show behaviour (a control-flow word, or a call
+    not on a definition, signature or import line); comments and docstrings do not count."""
+    chunks = chunk_file(path, text)
+    assert [c.declaration for c in chunks] == [declares]
+
+
+def test_prose_is_never_flagged_a_declaration():
+    assert not any(c.declaration for c in chunk_file("notes.md", "# Settings\n\nThe name and the retries.\n"))

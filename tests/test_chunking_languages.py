@@ -12,6 +12,7 @@ import pytest
 from ranklens.core.arms import symbols as symbols_arm
 from ranklens.core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file, definitions
 from ranklens.core.text.languages import TREE_SITTER_LANGUAGES, language_for
+from test_chunking import budgeted_length
 
 
 def src(text: str) -> str:
@@ -36,7 +37,7 @@ def check_budget(path: str, text: str) -> None:
         chunks = chunk_file(path, text, window=window, overlap=overlap)
         covered: set[int] = set()
         for c in chunks:
-            assert c.end_line - c.start_line + 1 <= window, c.docid
+            assert budgeted_length(c, lines) <= window, c.docid
             assert c.text == "\n".join(lines[c.start_line - 1 : c.end_line])
             if c.piece_of is not None:
                 assert c.piece_of[0] <= c.start_line <= c.end_line <= c.piece_of[1]

@@ -375,7 +375,7 @@ def test_what_a_files_units_names_hold_is_what_the_stage_finds_in_each():
         for query in queries:
             stage = Stage(query, adjuster(query))
             got = stage.labelled(shape)
-            for n, (_s, _e, context, symbols, _c) in enumerate(shape.units):
+            for n, (_s, _e, context, symbols, *_rest) in enumerate(shape.units):
                 want = (stage.named(symbols), stage.label_keywords(symbols, context))
                 assert got.get(n, (set(), [])) == want, (query, symbols, context)
                 assert n not in got or want != (set(), [])
@@ -468,3 +468,253 @@ def test_a_path_held_under_two_codes_finds_the_rows_of_both():
     # A concatenated table does not merge its parts' values: one path may have two codes.
     assert _codes_of(["a.py", "b.py"]) == {"a.py": 0, "b.py": 1}
     assert _codes_of(["a.py", "b.py", "a.py"]) == {"a.py": [0, 2], "b.py": 1}
+
+
+# ----------------------------------------------------------------------------- trivial units (#42)
+
+
+def test_a_trivial_unit_is_never_a_hit_or_a_runner_up(tmp_path):
+    """A lone ``}``, ``}`` with ``export default X;``, ``package main``: never shown (they were,
+    as the unit after a long method, for a question matching nothing in particular)."""
+    from test_chunking import STATS_GO, WIDGET_TS
+
+    from ranklens.core.chunking.budget import trivial
+
+    (tmp_path / "widget.ts").write_text(WIDGET_TS)
+    (tmp_path / "stats.go").write_text(STATS_GO)
+    (tmp_path / "main.go").write_text("package main\n\nfunc main() {\n\tprintln(NewStats())\n}\n")
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    try:
+        for query in ("export default Widget", "package main", "widget render compute", "stats counters"):
+            hits = engine.search(query, top_k=20).hits
+            assert hits
+            for h in hits:
+                lines = (tmp_path / h.path).read_text().split("\n")
+                spans = [(h.start_line, h.end_line)] + [(a.start_line, a.end_line) for a in h.alternatives]
+                for start, end in spans:
+                    assert not trivial("\n".join(lines[start - 1 : end])), (query, h.path, start, end)
+    finally:
+        engine.close()
+
+
+# ----------------------------------------------------------------------------- a long unit's window (#42)
+
+
+def test_a_long_units_piece_holds_the_lines_the_arms_matched():
+    """A method of 200 lines: dense's best piece of it is its first (its docstring), bm25's the
+    one holding the question's words (lines 121-160). It shows a window around bm25's, widened
+    over dense's only while the window fits; before, the piece of the unit's best rank
+    (dense's #1 over bm25's #2) showed lines 1-40."""
+    pieces = [(1, 40), (31, 70), (61, 100), (91, 130), (121, 160), (151, 200)]
+    chunks = [(s, e, (1, 200), "a.py > deliver", "deliver" if s == 1 else "") for s, e in pieces]
+    chunks.append((202, 210, None, "a.py > log_failed", "log_failed"))
+    bm25 = {(202, 210): 9.0, (121, 160): 5.0, (91, 130): 4.0, (1, 40): 1.0}
+    dense = {(1, 40): 0.9, (202, 210): 0.5, (121, 160): 0.4}
+    fu = units_of("a.py", chunks, {"bm25": bm25, "dense": dense})
+    deliver = fu.units[0]
+    assert deliver.ranks == {"bm25": 2, "dense": 1} and deliver.best_chunk == (1, 40)
+    start, end = shown_span(deliver)
+    assert start <= 121 and 160 <= end and end - start + 1 <= MAX_UNIT_LINES
+    # Matched pieces close enough to share a window are shown together.
+    near = units_of("a.py", chunks, {"bm25": bm25, "dense": {(91, 130): 0.9}})
+    assert shown_span(near.units[0]) == (91, 160)
+
+
+def test_a_long_method_shows_the_lines_that_answer(tmp_path):
+    """Through the engine: the hit on a 120-line method holds the comparison and the call that
+    answer the question, 115 lines into it."""
+    filler_a = "\n".join(f"        payload_{i} = self.serializer.field(event, {i})" for i in range(60))
+    filler_b = "\n".join(f"        header_{i} = self.headers.get('x-{i}')" for i in range(50))
+    code = f'''class WebhookSubscription:
+    """A subscription that posts events to a URL."""
+
+    def deliver(self, event):
+        """Send one event to the subscriber's webhook and record the delivery."""
+        body = self.render(event)
+{filler_a}
+        response = self.http.post(self.url, body)
+        delivery = self.deliveries.create(status=response.status)
+{filler_b}
+        failed = self.deliveries.recent(limit=25).count_failed()
+        if failed >= MAX_FAILED_DELIVERIES:
+            self.disable()
+        return delivery
+
+    def render(self, event):
+        return self.serializer.dump(event)
+'''
+    (tmp_path / "webhooks.py").write_text(code)
+    (tmp_path / "other.py").write_text("def unrelated():\n    return 1\n")
+    answer = [n for n, line in enumerate(code.split("\n"), 1) if "MAX_FAILED" in line or "disable()" in line]
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    try:
+        hits = engine.search("when does a webhook get switched off because too many deliveries failed").hits
+        (method,) = [h for h in hits if h.context.endswith("deliver")]
+        assert method.start_line <= answer[0] and answer[-1] <= method.end_line, (method.docid, answer)
+        assert method.end_line - method.start_line + 1 <= MAX_UNIT_LINES
+    finally:
+        engine.close()
+
+
+# ----------------------------------------------------------------------------- declarations (#42)
+
+_SETTINGS_GO = "\n".join(f"\t// Tier{i} is the wait of tier {i}.\n\tTier{i} time.Duration" for i in range(14))
+POLICY_GO = f"""package retry
+
+import "time"
+
+// Policy holds the settings of each tier.
+type Policy struct {{
+{_SETTINGS_GO}
+}}
+
+// Next computes the backoff delay before the next attempt: doubled each retry, capped.
+func (p *Policy) Next(attempt int) time.Duration {{
+\twait := p.Tier0
+\tfor i := 0; i < attempt; i++ {{
+\t\twait = wait * 2
+\t\tif wait > p.Tier13 {{
+\t\t\treturn p.Tier13
+\t\t}}
+\t}}
+\tlog.Printf("next attempt %d in %s", attempt, wait)
+\tschedule(attempt, wait)
+\treturn wait
+}}
+"""
+
+
+def _decls(engine: Engine, path: str) -> dict[str, bool]:
+    """Each chunk of ``path`` by its first name: whether the index flags it a declaration."""
+    chunks = engine.view.chunks
+    rows = chunks.rows_of_path(path)
+    symbols, decls = chunks.columns(("symbols", "decls"), rows)
+    return {s.split()[0] if s else "": bool(d) for s, d in zip(symbols, decls)}
+
+
+def test_the_declaration_flag_is_kept_with_the_unit_and_survives_an_update(tmp_path):
+    (tmp_path / "policy.go").write_text(POLICY_GO)
+    (tmp_path / "other.go").write_text("package retry\n\nfunc other() int {\n\treturn helper(1)\n}\n")
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    try:
+        assert _decls(engine, "policy.go") == {"Policy": True, "Next": False}
+        (tmp_path / "other.go").write_text("package retry\n\nfunc other() int {\n\treturn helper(2)\n}\n")
+        assert engine.ensure_index(deep=False).changed == 1
+        assert _decls(engine, "policy.go") == {"Policy": True, "Next": False}  # an old segment's
+        (tmp_path / "policy.go").write_text(POLICY_GO + "\n// Reset clears nothing.\nfunc Reset() {}\n")
+        engine.ensure_index(deep=False)
+        assert _decls(engine, "policy.go") == {"Policy": True, "Next": False}  # chunked again (Reset packed with Next)
+    finally:
+        engine.close()
+    # A fresh engine reads it back from the segments on disk.
+    again = Engine(tmp_path)
+    try:
+        again.ensure_index(deep=False)
+        assert _decls(again, "policy.go")["Policy"] is True
+    finally:
+        again.close()
+
+
+def _policy_repo(root):
+    """A retry policy in Go, Python and TypeScript: a declaration of its settings (a struct, a
+    dataclass, an interface) and the function that computes the wait, in one file each."""
+    names = ["base", "cap", "factor", "jitter", "attempts", "deadline", "budget", "window", "floor", "ceiling", "spread", "grace"]
+    go_fields = "\n".join(f"\t// {n.title()} is the policy's {n}.\n\t{n.title()} time.Duration" for n in names)
+    (root / "policy.go").write_text(f'''package retry
+
+    import "time"
+
+    // RetryPolicy is the retry policy: the backoff settings.
+    type RetryPolicy struct {{
+    {go_fields}
+    }}
+
+    // NextWait computes the backoff delay before a retry.
+    func (p *RetryPolicy) NextWait(attempt int) time.Duration {{
+    \twait := p.Base
+    \tfor i := 0; i < attempt; i++ {{
+    \t\twait = wait * 2
+    \t\tif wait > p.Cap {{
+    \t\t\treturn p.Cap
+    \t\t}}
+    \t}}
+    \tlog.Printf("retry %d in %s", attempt, wait)
+    \tschedule(attempt, wait)
+    \treturn wait
+    }}
+    ''')
+    py_fields = "\n".join(f"    #: The policy's {n}.\n    {n}: float = 1.0" for n in names)
+    (root / "policy.py").write_text(f'''import random
+    from dataclasses import dataclass
+
+
+    @dataclass
+    class RetryPolicy:
+        """The retry policy: the backoff settings."""
+
+    {py_fields}
+
+
+    def next_wait(policy, attempt):
+        """Compute the backoff delay before a retry."""
+        wait = policy.base
+        for _ in range(attempt):
+            wait = wait * 2
+            if wait > policy.cap:
+                return policy.cap
+        log.info("retry %d in %s", attempt, wait)
+        schedule(attempt, wait)
+        return wait
+    ''')
+    ts_fields = "\n".join(f"  /** The policy's {n}. */\n  {n}: number;" for n in names)
+    (root / "policy.ts").write_text(f'''/** The retry policy: the backoff settings. */
+    export interface RetryPolicy {{
+    {ts_fields}
+    }}
+
+    /** Compute the backoff delay before a retry. */
+    export function nextWait(policy: RetryPolicy, attempt: number): number {{
+      let wait = policy.base;
+      for (let i = 0; i < attempt; i++) {{
+        wait = wait * 2;
+        if (wait > policy.cap) {{
+          return policy.cap;
+        }}
+      }}
+      log.info(`retry ${{attempt}} in ${{wait}}`);
+      schedule(attempt, wait);
+      return wait;
+    }}
+    ''')
+
+
+def test_a_declaration_ranks_below_the_behaviour_for_a_how_does_question(tmp_path):
+    _policy_repo(tmp_path)
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    query = "how does the retry policy compute the backoff delay"
+    try:
+        settings = engine.fusion()
+        assert settings.stage.chunk_declaration > 0  # shipped on
+
+        def places(settings) -> dict[str, list[str]]:
+            hits = engine.search(query, settings, top_k=10).hits
+            out: dict[str, list[str]] = {}
+            for h in hits:
+                out.setdefault(h.path, []).append(h.context.split(" > ")[-1])
+            return out, hits
+
+        shown, hits = places(settings)
+        for path in ("policy.go", "policy.py", "policy.ts"):
+            assert shown[path][0] != "RetryPolicy", (path, shown[path])
+            assert "RetryPolicy" in shown[path]
+        demoted = [h for h in hits if h.context.endswith("RetryPolicy")]
+        assert all("demoted as a declaration" in next(s.reason for s in h.signals if s.name == "chunk") for h in demoted)
+        # Without the penalty a declaration came first in its file.
+        off, _ = places(dataclasses.replace(settings, stage=dataclasses.replace(settings.stage, chunk_declaration=0.0)))
+        assert any(off[path][0] == "RetryPolicy" for path in off)
+    finally:
+        engine.close()

@@ -189,18 +189,34 @@ def test_an_update_killed_at_a_checkpoint_serves_the_old_or_the_new_index(fault,
     finish_and_compare(repo, cache, tmp_path)
 
 
+def _committed_generation(directory: Path) -> int:
+    """The newest generation folder the build has published (0 before the first): read from
+    the folder's names, so the watching test takes no lock the build could wait on."""
+    numbers = [int(p.name[4:]) for p in directory.glob("gen-*") if p.name[4:].isdigit()]
+    return max(numbers, default=0)
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_kills_of_a_cold_build_leave_a_consistent_index_that_resumes(seed, repo, tmp_path, small_segments):
+    """Killed twice at random moments of the build's first half. A moment is a point of the
+    build's own progress (a random one of the first half of its generations published, then a
+    random few more milliseconds), never a time taken from another run: a timed run the load
+    slowed, then a build it did not, put both kills after the end (seed 2, under load)."""
     cache = tmp_path / "cache"
-    timed = child(repo, cache / "timing", pooled=seed == 3)
-    t0 = time.monotonic()
+    timed = child(repo, cache / "counted", pooled=seed == 3)
     assert timed.communicate(timeout=300)[0].startswith("done")
-    took = time.monotonic() - t0
+    generations = _committed_generation(Engine(repo, cache_dir=cache / "counted").directory)
+    assert generations >= 4, generations  # a dozen with segments of ~50 chunks
+    directory = Engine(repo, cache_dir=cache).directory
     rng = random.Random(seed)
     interrupted = 0
-    for _ in range(2):  # killed twice, at random moments of the build's first half
+    for _ in range(2):
+        start = _committed_generation(directory)  # the second build resumes from the first's
+        target = start + rng.randint(1, max(1, (generations - start) // 2))
         proc = child(repo, cache, pooled=seed == 3, start_new_session=True)
-        time.sleep(rng.uniform(0.3, took / 2))
+        while proc.poll() is None and _committed_generation(directory) < target:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0, 0.05))
         os.killpg(proc.pid, signal.SIGKILL)
         interrupted += not proc.communicate(timeout=60)[0].startswith("done")
         check_consistent(repo, cache)

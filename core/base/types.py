@@ -37,6 +37,7 @@ class Chunk:
     ``"piece"`` for part of a definition longer than the size budget; ``piece_of`` is then
     the whole definition's ``(start_line, end_line)``. ``context`` is the breadcrumb shown to
     the user (``path > Class > method``); for windows it is the path (or enclosing class).
+    ``declaration``: the chunk step demotes it for a question about behaviour.
     """
 
     path: str
@@ -50,10 +51,13 @@ class Chunk:
     signature: str = ""
     docstring: str = ""
     piece_of: tuple[int, int] | None = None
-    #: The names its code uses, space-separated, in order of first use, then those it defines
-    #: (nested ones too) marked ``=``: what navigation resolves (:mod:`core.chunking.refs`,
-    #: :mod:`core.graph`).
+    #: The names its code spells, space-separated, in order of first use, then those it defines
+    #: (nested ones too) marked ``=``, its imports ``^`` and the attributes it sets ``.``: what
+    #: navigation resolves (:mod:`core.chunking.refs`, :mod:`core.graph`).
     refs: str = ""
+    #: Whether the chunk only declares (fields, signatures, constants: fewer than a quarter of
+    #: its code lines show behaviour; :func:`core.chunking.declarations.is_declaration`).
+    declaration: bool = False
 
     @property
     def docid(self) -> str:

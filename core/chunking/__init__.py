@@ -31,6 +31,7 @@ from ..base.types import Chunk
 from ..text.languages import language_for
 from .budget import PIECE, Budget
 from .comments import MAX_DOCSTRING
+from .declarations import is_declaration
 from .reading import MAX_SIGNATURE, safe_definitions
 from .refs import IMPORT_LINE, blank_definitions, chunk_refs, qualified_uses
 from .specs import DEFINITION, SECTION, SPECS
@@ -62,7 +63,9 @@ def chunk_file(
     (a class) is cut the same way inside; a longer leaf definition (a long function) is split
     into ``window``-line *pieces* sharing ``overlap`` lines, each recording the whole
     definition's span in ``piece_of`` so consolidation shows them as one hit. Every
-    non-blank line lies in some chunk, and no chunk is longer than ``window`` lines.
+    non-blank line lies in some chunk, and no chunk is longer than ``window`` lines but for
+    lines with no name or code of their own (a lone ``}``, ``package main``), folded into the
+    unit beside them rather than left a unit of their own (:func:`~core.chunking.budget.fold_trivial`).
     Without a grammar (or with no definition in the file) the file gets overlapping line
     windows (see :func:`line_windows`).
 
@@ -79,6 +82,9 @@ def chunk_file(
         Lines shared by consecutive windows and pieces, ``0 <= overlap < window``.
     language : str or None
         Language name; ``language_for(path)`` when None.
+
+    A chunk of code that only declares (:func:`~core.chunking.declarations.is_declaration`)
+    has ``declaration`` set.
 
     Returns
     -------
@@ -109,6 +115,8 @@ def chunk_file(
         sites = blank_definitions(code, defs)
         chunks = [replace(c, refs=chunk_refs(code, modules, sites, c.start_line, c.end_line)) for c in chunks]
     chunks.sort(key=lambda c: (c.start_line, c.end_line, c.kind))
+    if language in SPECS and SPECS[language].kind != SECTION:  # code, not prose
+        chunks = [replace(c, declaration=True) if is_declaration(c.text) else c for c in chunks]
     return chunks
 
 

@@ -8,6 +8,7 @@ overlapping *pieces* that all name it and record its whole span (``Chunk.piece_o
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from ..base.types import Chunk
@@ -49,7 +50,7 @@ class Budget:
 
     def chunks(self, defs: list[Chunk]) -> list[Chunk]:
         self._pack(1, len(self.lines), self._tree(defs), self.path, None)
-        return self.out
+        return fold_trivial(self.out, self.lines)
 
     def _tree(self, defs: list[Chunk]) -> list[_Unit]:
         """Definitions nested by span; each starts at the comment block right above it."""
@@ -182,6 +183,73 @@ class Budget:
             language=self.language,
             **fields,
         )
+
+
+#: A line with no name or code of its own: closing brackets (``}``, ``});``, ``)``, ``end``),
+#: a default export of a name, a bare re-export, ``module.exports = X;``, a package or
+#: namespace line (``package main``, ``namespace App\Http;``, ``<?php``).
+_TRIVIAL_LINE = re.compile(
+    r"""\s*(?:
+        [\])};,]*
+      | end\b[\s;]*
+      | export\s+default\s+[\w$.]+\s*;?
+      | export\s+(?:type\s+)?(?:\{[^}]*\}|\*(?:\s+as\s+[\w$]+)?)(?:\s+from\s+\S+)?\s*;?
+      | module\.exports\s*=\s*[\w$.]+\s*;?
+      | (?:package|namespace)\s+[\w.\\]+\s*;?
+      | <\?php
+    )\s*""",
+    re.VERBOSE,
+)
+
+
+def trivial(text: str) -> bool:
+    """Whether a stretch of code has no name or code of its own (every line blank or
+    :data:`_TRIVIAL_LINE`): a lone ``}``, ``}`` then ``export default X;``, a bare re-export."""
+    return all(_TRIVIAL_LINE.fullmatch(line) for line in text.splitlines())
+
+
+def fold_trivial(chunks: list[Chunk], lines: list[str]) -> list[Chunk]:
+    """Fold each nameless chunk with no code of its own into its neighbour: the chunk before
+    it (extended over it), or the one after it for a file's first. The neighbour goes over
+    the budget by those lines only; a piece's whole definition (``piece_of``) grows with it,
+    in every piece, so they still show as one hit.
+
+    Issue #42: the budget leaves such a stretch alone when the unit beside it is long (the
+    ``}`` closing a class after a method cut into pieces, with ``export default X;``;
+    ``package main`` above a long first type), and it then came up as a hit or a runner-up
+    of its own. A file that is nothing else (a barrel of re-exports) keeps it: it is the file.
+    """
+    if len(chunks) < 2:
+        return chunks
+    ordered = sorted(chunks, key=lambda c: (c.start_line, c.end_line))
+    out: list[Chunk] = []
+    grown: dict[tuple[int, int], tuple[int, int]] = {}
+    pending: Chunk | None = None  # trivial chunks before the first kept one
+    for c in ordered:
+        if not c.symbol and trivial(c.text):
+            if not out:
+                pending = pending or c
+            elif c.end_line > out[-1].end_line:
+                out[-1] = _spanning(out[-1], out[-1].start_line, c.end_line, lines, grown)
+            continue
+        if pending is not None:
+            c = _spanning(c, min(pending.start_line, c.start_line), c.end_line, lines, grown)
+            pending = None
+        out.append(c)
+    if not out:
+        return chunks
+    if grown:
+        out = [replace(c, piece_of=grown[c.piece_of]) if c.piece_of in grown else c for c in out]
+    return out
+
+
+def _spanning(chunk: Chunk, start: int, end: int, lines: list[str], grown: dict) -> Chunk:
+    """``chunk`` over lines ``start..end``; a piece's definition span grows to hold them
+    (``grown``: each piece's ``piece_of`` as made -> the span it grew to)."""
+    if chunk.piece_of is not None:
+        whole = grown.get(chunk.piece_of, chunk.piece_of)
+        grown[chunk.piece_of] = (min(whole[0], start), max(whole[1], end))
+    return replace(chunk, start_line=start, end_line=end, text="\n".join(lines[start - 1 : end]))
 
 
 def _join_names(scope: str, defs: list[Chunk]) -> str:

@@ -704,7 +704,7 @@ class Indexer:
         )
         conn.executemany(
             "INSERT INTO chunks(id, path, start_line, end_line, kind, language, context, symbol, text,"
-            " piece_start, piece_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " piece_start, piece_end, declaration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     cid,
@@ -717,6 +717,7 @@ class Indexer:
                     c.symbol,
                     blob,
                     *(c.piece_of or (0, 0)),
+                    int(c.declaration),
                 )
                 for cid, c, blob in zip(ids, chunks, map(pack_text, (c.text for c in chunks)))
             ],

@@ -21,8 +21,10 @@ an unrelated chunk over one that answers):
   and defined names.
 
 The pieces of one long definition are one *unit* and compete as one. A unit is shown whole
-when it fits :data:`MAX_UNIT_LINES`, else as its best piece. Every hit the step places
-carries a ``chunk`` signal that says why this chunk of the file.
+when it fits :data:`MAX_UNIT_LINES`, else as a window around the lines the arms matched
+(:func:`shown_span`). For a question in words, a unit that only declares (``Chunk.declaration``)
+is demoted. Every hit the step places carries a ``chunk`` signal that says why this chunk of
+the file.
 
 :func:`choose` is the step in the query pipeline (:mod:`core.query.pipeline`): the fused groups, the
 file step's top files, their units and the :class:`Question` in, a :class:`Pick` per file out.
@@ -50,6 +52,10 @@ MAX_UNIT_LINES = 80
 
 #: The arms asked again to rank every chunk of a top file (:meth:`core.engine.Engine.file_units`).
 WITHIN_FILE_ARMS = ("bm25", "dense")
+
+#: The arms whose best chunk of a long unit holds the question's own words: the window a long
+#: unit shows starts from theirs (:func:`shown_span`).
+LEXICAL_WITHIN = ("bm25",)
 
 #: A unit no arm ranked, in :func:`units_ranked`'s arrays (np.iinfo costs a few µs a call).
 _UNRANKED = int(np.iinfo(np.int64).max)
@@ -79,6 +85,12 @@ class Unit:
     #: (the names it defines that the query names, the query's keywords its names hold):
     #: units are cached per query, so these are worked out once, not at every slider move.
     memo: tuple[set[str], list[str]] | None = None
+    #: Each arm's best chunk of the unit (start, end) when it has several: the lexical arms'
+    #: first (where the question's words are), then by rank. A unit too long to show whole
+    #: shows a window over as many of them as fit (:func:`shown_span`, issue #42).
+    matched: tuple[tuple[int, int], ...] = ()
+    #: Every chunk of it only declares (``Chunk.declaration``): demoted for a question in words.
+    declaration: bool = False
 
 
 @dataclass
@@ -97,32 +109,36 @@ class FileUnits:
 @dataclass(frozen=True)
 class Skeleton:
     """A file's units as its chunks make them, whatever the query (kept per index view):
-    per unit ``(start, end, context, symbols, chunk spans)``, and each chunk's unit."""
+    per unit ``(start, end, context, symbols, chunk spans, declaration)``, and each chunk's unit."""
 
-    units: tuple[tuple[int, int, str, tuple[str, ...], tuple[tuple[int, int], ...]], ...]
+    units: tuple[tuple[int, int, str, tuple[str, ...], tuple[tuple[int, int], ...], bool], ...]
     of_chunk: Mapping[tuple[int, int], int]
     #: What is worked out of the units once per view, whatever the query (the ranking
     #: stage's index of their names: :func:`core.query.ranking.unit_labels`).
     memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-def skeleton(chunks: Iterable[tuple[int, int, tuple[int, int] | None, str, str]]) -> Skeleton:
-    """The :class:`Skeleton` of a file's chunks ``(start, end, piece_of, context, symbol)``:
-    the pieces of one definition make one unit, every other chunk one of its own."""
-    built: list[list] = []  # [start, end, context, symbols, chunks]
+def skeleton(chunks: Iterable[tuple]) -> Skeleton:
+    """The :class:`Skeleton` of a file's chunks ``(start, end, piece_of, context, symbol)``,
+    each perhaps with a sixth, whether it only declares (``Chunk.declaration``): the pieces of
+    one definition make one unit, every other chunk one of its own; a unit declares when
+    every chunk of it does."""
+    built: list[list] = []  # [start, end, context, symbols, chunks, declaration]
     by_piece: dict[tuple[int, int], list] = {}
-    for start, end, piece_of, context, symbol in sorted(chunks):
+    for start, end, piece_of, context, symbol, *flag in sorted(chunks):
+        declares = bool(flag and flag[0])
         unit = by_piece.get(piece_of) if piece_of else None
         if unit is None:
-            unit = [start, end, context, [], []]
+            unit = [start, end, context, [], [], declares]
             built.append(unit)
             if piece_of:
                 by_piece[piece_of] = unit
         unit[1] = max(unit[1], end)
         unit[4].append((start, end))
+        unit[5] = unit[5] and declares
         if symbol and symbol not in unit[3]:
             unit[3].append(symbol)
-    units = tuple((u[0], u[1], u[2], tuple(u[3]), tuple(u[4])) for u in built)
+    units = tuple((u[0], u[1], u[2], tuple(u[3]), tuple(u[4]), u[5]) for u in built)
     return Skeleton(units, {span: i for i, u in enumerate(units) for span in u[4]})
 
 
@@ -130,7 +146,7 @@ def shape_of(fu: FileUnits) -> Skeleton:
     """A file's :class:`Skeleton`: the one its units were made from, else one made of them."""
     if fu.shape is not None:
         return fu.shape
-    units = tuple((u.start, u.end, u.context, u.symbols, u.chunks) for u in fu.units)
+    units = tuple((u.start, u.end, u.context, u.symbols, u.chunks, u.declaration) for u in fu.units)
     return Skeleton(units, {span: i for i, u in enumerate(units) for span in u[4]})
 
 
@@ -144,10 +160,11 @@ def units_of(
     score}}``; a chunk an arm does not score is unranked by it). A unit shown in part shows
     the chunk of its best rank."""
     shape = chunks if isinstance(chunks, Skeleton) else skeleton(chunks)
-    units = [Unit(s, e, c, syms, {}, spans) for s, e, c, syms, spans in shape.units]
+    units = [Unit(s, e, c, syms, {}, spans, declaration=d) for s, e, c, syms, spans, d in shape.units]
     of_chunk = shape.of_chunk
     best_rank: dict[int, int] = {}
-    for arm, scored in scores.items():
+    matched: dict[int, list[tuple[bool, int, int, tuple[int, int]]]] = {}  # unit -> (not lexical, rank, place, span)
+    for place, (arm, scored) in enumerate(scores.items()):
         best: dict[int, tuple[float, tuple[int, int]]] = {}
         for span, score in scored.items():
             i = of_chunk.get(span)
@@ -159,9 +176,13 @@ def units_of(
         ranked = sorted([(-score, units[i].start, n, i) for n, (i, (score, _span)) in enumerate(best.items())])
         for rank, (_s, _start, _n, i) in enumerate(ranked, start=1):
             units[i].ranks[arm] = rank
+            matched.setdefault(i, []).append((arm not in LEXICAL_WITHIN, rank, place, best[i][1]))
             if rank < best_rank.get(i, 1 << 30):
                 best_rank[i] = rank
                 units[i].best_chunk = best[i][1]
+    for i, found in matched.items():
+        if len(units[i].chunks) > 1:
+            units[i].matched = tuple(m[-1] for m in sorted(found))
     return FileUnits(path, units, shape=shape)
 
 
@@ -227,6 +248,7 @@ def units_ranked(
     else:
         shown = [-1] * total
     listed = [r.tolist() for r in ranks]
+    best_listed = [b.tolist() for b in best_rows]
     plain = [np.where(r == unranked, 0, r) for r in ranks]
     out: dict[str, FileUnits] = {}
     at = 0
@@ -234,9 +256,17 @@ def units_ranked(
         arrays = (starts[at : at + n], ends[at : at + n], {arm: r[at : at + n] for arm, r in zip(arms, plain)})
 
         def make(i: int, shape=shape, at=at) -> Unit:
-            s, e, c, syms, pieces = shape.units[i]
+            s, e, c, syms, pieces, declares = shape.units[i]
             held = {arm: r[at + i] for arm, r in zip(arms, listed) if r[at + i] != unranked}
-            return Unit(s, e, c, syms, held, pieces, spans[shown[at + i]] if held else None)
+            unit = Unit(s, e, c, syms, held, pieces, spans[shown[at + i]] if held else None, declaration=declares)
+            if len(pieces) > 1 and held:
+                found = sorted(
+                    (arms[n] not in LEXICAL_WITHIN, r[at + i], n, spans[b[at + i]])
+                    for n, (r, b) in enumerate(zip(listed, best_listed))
+                    if r[at + i] != unranked
+                )
+                unit.matched = tuple(m[-1] for m in found)
+            return unit
 
         out[path] = FileUnits(path, _Units(n, make), arrays, shape)  # type: ignore[arg-type]
         at += n
@@ -266,10 +296,21 @@ class _Units(Sequence[Unit]):
 
 
 def shown_span(unit: Unit) -> tuple[int, int]:
-    """The lines a unit shows: all of it when it fits, else its best chunk (or first)."""
+    """The lines a unit shows: all of it when it fits :data:`MAX_UNIT_LINES`, else a window
+    around the lines the arms matched: the lexical arm's best chunk of it (where the
+    question's words are; else its best chunk, or its first), widened over each other arm's
+    best chunk in turn while the window still fits :data:`MAX_UNIT_LINES`.
+
+    Issue #42: the chunk of the unit's best rank alone showed lines 874-909 of the method
+    that answered, its answering comparison and call at 926-941."""
     if unit.end - unit.start + 1 <= MAX_UNIT_LINES:
         return unit.start, unit.end
-    return unit.best_chunk or unit.chunks[0]
+    lo, hi = unit.matched[0] if unit.matched else unit.best_chunk or unit.chunks[0]
+    for s, e in unit.matched[1:]:
+        wider = min(lo, s), max(hi, e)
+        if wider[1] - wider[0] + 1 <= MAX_UNIT_LINES:
+            lo, hi = wider
+    return lo, hi
 
 
 #: Per unit of a file (its position) whose names or breadcrumb hold something the question
@@ -288,6 +329,9 @@ class Question:
     keywords: int
     labelled: Mapping[str, Labelled]
     quoted: Mapping[str, Sequence[tuple[int, int, str]]]
+    #: A question in words (not a symbol lookup): a unit that only declares is demoted
+    #: (``Params.chunk_declaration``).
+    in_words: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,10 +345,12 @@ class Pick:
     chosen: list[tuple[Unit, float]]
     n_units: int
     more: list[tuple[Unit, float]] = field(default_factory=list)
+    #: Whether a unit that only declares was demoted (a question in words, the penalty on).
+    demoted: bool = False
 
     def explain(self, unit: Unit) -> AppliedSignal:
         """The ``chunk`` signal of one of its units: why this chunk of the file."""
-        return explain(unit, self.n_units)
+        return explain(unit, self.n_units, self.demoted)
 
     def runners_up(self) -> list[tuple[Unit, float]]:
         """The units ranked next after the file's first, best first, at most
@@ -351,8 +397,10 @@ def choose(fused: Fused, files: Sequence[str], found: Mapping[str, FileUnits], q
             question.keywords,
             params,
             places=len(mine) + ALTERNATIVES,
+            in_words=question.in_words,
         )
-        picks[path] = Pick(mine, distinct[: len(mine)], len(fu.units), distinct[len(mine) :])
+        demoted = question.in_words and getattr(params, "chunk_declaration", 0.0) > 0
+        picks[path] = Pick(mine, distinct[: len(mine)], len(fu.units), distinct[len(mine) :], demoted)
     return Chunks(picks)
 
 
@@ -366,6 +414,7 @@ def rank_units(
     n_keywords: int,
     params,
     places: int | None = None,
+    in_words: bool = False,
 ) -> list[tuple[Unit, float]]:
     """The file's units, best first (ties: the earlier unit, then the unit's position), each
     with its chunk score; its first ``places`` only, when given.
@@ -375,7 +424,8 @@ def rank_units(
     ``(start, end, fused score)`` overlapping it (0: no arm had it over the whole index),
     plus, in units of an arm's first place, what its names add (``labelled``: the names it
     defines that the question names, the question's keywords its names and breadcrumb hold,
-    of ``n_keywords``) and a passage of ``quoted`` it holds. The units placed keep what their
+    of ``n_keywords``) and a passage of ``quoted`` it holds; for a question ``in_words``, less
+    ``params.chunk_declaration`` when it only declares (:attr:`Unit.declaration`). The units placed keep what their
     names hold (``Unit.memo``, for :func:`explain`). A file's :attr:`FileUnits.arrays` (two
     arms at most) score every unit at once; the same float operations as the loop over its
     units, in the same order, so the same scores.
@@ -403,6 +453,13 @@ def rank_units(
         for n, (start, end) in enumerate(bounds):
             if quote_in(quoted, start, end):
                 scores[n] += params.chunk_quote * first
+    penalty = getattr(params, "chunk_declaration", 0.0)
+    if in_words and penalty:
+        shape = fu.shape
+        flags = [u[5] for u in shape.units] if shape is not None else [u.declaration for u in units]
+        for n, declares in enumerate(flags):
+            if declares:
+                scores[n] -= penalty * first
     if bounds is not None or len(scores) < ARRAYS_FROM:  # below it, numpy's cost per call is more than the sort's
         begins = [b[0] for b in bounds] if bounds is not None else starts.tolist()
         order = sorted(range(len(scores)), key=lambda n: (-scores[n], begins[n]))
@@ -436,7 +493,7 @@ def _with_names(score: float, defined, held, n_keywords: int, params, first: flo
     return score
 
 
-def distinct_units(fu: FileUnits, *args, places: int) -> list[tuple[Unit, float]]:
+def distinct_units(fu: FileUnits, *args, places: int, in_words: bool = False) -> list[tuple[Unit, float]]:
     """:func:`rank_units`'s first ``places`` units whose shown lines overlap no better one's.
 
     A file's chunks can overlap (the windows of a long stretch outside any definition), and
@@ -448,7 +505,7 @@ def distinct_units(fu: FileUnits, *args, places: int) -> list[tuple[Unit, float]
         return []
     want = places
     while True:
-        ranked = rank_units(fu, *args, places=want)
+        ranked = rank_units(fu, *args, places=want, in_words=in_words)
         shown: list[tuple[int, int]] = []
         out = []
         for unit, score in ranked:
@@ -484,7 +541,7 @@ def _base_scores(arrays, weights, k: float, groups, params) -> np.ndarray:
     return score + params.chunk_fused * best
 
 
-def explain(unit: Unit, n_units: int) -> AppliedSignal:
+def explain(unit: Unit, n_units: int, demoted: bool = False) -> AppliedSignal:
     """The ``chunk`` signal of a unit the step placed: why this chunk of the file."""
     why = []
     if unit.ranks:
@@ -495,4 +552,6 @@ def explain(unit: Unit, n_units: int) -> AppliedSignal:
         why.append(f"defines {max(sorted(defined), key=len)}")  # as Stage.span_signals names it
     if held:
         why.append(f"its names hold {', '.join(held)}")
+    if unit.declaration and demoted:
+        why.append("demoted as a declaration (it only declares)")
     return AppliedSignal("chunk", "; ".join(why) if why else f"the first of the file's {n_units} chunks", 0.0)

@@ -122,7 +122,7 @@ class QueryWork:
             if held is None or held[0] is not shape:
                 held = self._labelled[id(shape)] = (shape, stage.labelled(shape))
             labelled[path] = held[1]
-        return Question(len(stage.shape.keywords), labelled, stage.quoted)
+        return Question(len(stage.shape.keywords), labelled, stage.quoted, not stage.shape.lookup)
 
 
 def rank(

@@ -102,7 +102,7 @@ def unit_labels(shape) -> UnitLabels:
         prefixes: dict[str, dict[str, list[int]]] = {}
         names: dict[str, list[int]] = {}
         lowered: dict[str, list[int]] = {}
-        for i, (_start, _end, context, symbols, _chunks) in enumerate(shape.units):
+        for i, (_start, _end, context, symbols, *_rest) in enumerate(shape.units):
             for word in chunk_words(tuple(symbols), context):
                 prefixes.setdefault(word[:4], {}).setdefault(word, []).append(i)
             for name in defined_names(symbols):
@@ -159,6 +159,9 @@ class Params:
     chunk_label: float = 1.0
     #: ... and this when it holds a passage the question quotes.
     chunk_quote: float = 2.0
+    #: ... less this, for a question in words, when it only declares (fields, signatures,
+    #: constants: ``Chunk.declaration``); the ``chunk`` signal says so (issue #42).
+    chunk_declaration: float = 1.0
 
 
 DEFAULT_PARAMS = Params()

@@ -29,7 +29,7 @@ __all__ = ["ChunkRows", "ChunkTable"]
 #: The chunk table's string columns of each kind.
 _CODED = ("paths", "languages", "kinds")
 _PACKED = ("contexts", "symbols")
-_ARRAYS = ("ids", "starts", "ends", "pieces")
+_ARRAYS = ("ids", "starts", "ends", "pieces", "decls")
 
 
 def file_identity(path: Path) -> tuple | None:
@@ -86,6 +86,7 @@ class ChunkTable:
         kinds: Coded | list[str],
         pieces: np.ndarray | None = None,
         symbols: Packed | list[str] | None = None,
+        decls: np.ndarray | None = None,
     ) -> None:
         self.ids = np.asarray(ids, dtype=np.int64)
         # (start, end) of the definition each chunk is a piece of; (0, 0) for whole chunks.
@@ -105,12 +106,16 @@ class ChunkTable:
         if symbols is None:
             symbols = [""] * len(self.ids)
         self.symbols = symbols if isinstance(symbols, Packed) else Packed.of(symbols)
+        # 1 where the chunk only declares (``Chunk.declaration``): the chunk step demotes it.
+        self.decls = (
+            np.zeros(len(self.ids), dtype=np.uint8) if decls is None else np.asarray(decls, dtype=np.uint8)
+        )
 
     @classmethod
     def from_rows(cls, rows: list[tuple]) -> ChunkTable:
-        """From ``(id, path, start, end, context, language, kind, piece_start, piece_end, symbol)``
-        rows sorted by id."""
-        cols = list(zip(*rows)) if rows else [[]] * 10
+        """From ``(id, path, start, end, context, language, kind, piece_start, piece_end, symbol,
+        declaration)`` rows sorted by id."""
+        cols = list(zip(*rows)) if rows else [[]] * 11
         return cls(
             np.array(cols[0], dtype=np.int64),
             list(cols[1]),
@@ -121,6 +126,7 @@ class ChunkTable:
             list(cols[6]),
             np.array([cols[7], cols[8]], dtype=np.int64).T,
             list(cols[9]),
+            np.array(cols[10], dtype=np.uint8),
         )
 
     @classmethod
@@ -128,8 +134,8 @@ class ChunkTable:
         """Every chunk of the index database, as a table (what the segments' tables must join to)."""
         return cls.from_rows(
             conn.execute(
-                "SELECT id, path, start_line, end_line, context, language, kind, piece_start, piece_end, symbol"
-                " FROM chunks ORDER BY id"
+                "SELECT id, path, start_line, end_line, context, language, kind, piece_start, piece_end, symbol,"
+                " declaration FROM chunks ORDER BY id"
             ).fetchall()
         )
 
@@ -146,6 +152,7 @@ class ChunkTable:
             [c.kind for c in chunks],
             np.array([c.piece_of or (0, 0) for c in chunks], dtype=np.int64).reshape(-1, 2),
             [c.symbol for c in chunks],
+            np.array([c.declaration for c in chunks], dtype=np.uint8),
         )
 
     @classmethod
@@ -167,6 +174,7 @@ class ChunkTable:
             Coded.concat([t.kinds for t in tables]),
             np.concatenate([t.pieces for t in tables]) if tables else None,
             Packed.concat([t.symbols for t in tables]),
+            stacked("decls"),
         )
 
     def kept(self, keep: np.ndarray) -> ChunkTable:
@@ -181,6 +189,7 @@ class ChunkTable:
             self.kinds.kept(keep),
             self.pieces[keep],
             self.symbols.kept(keep),
+            self.decls[keep],
         )
 
     def save(self, directory: Path) -> None:
@@ -224,6 +233,7 @@ class ChunkTable:
             Coded(column("kinds"), values["kinds"]),
             column("pieces"),
             Packed.saved(column("symbols"), column("symbols.offsets")),
+            column("decls"),
         )
         _recent_tables.put(identity, table)
         return table

@@ -69,9 +69,14 @@ if TYPE_CHECKING:  # numpy and the chunk table load with the first view's chunks
 #: 14: a segment's chunk table is a memory-mapped file a column (``core.storage.chunktable``);
 #:    contentless FTS5, chunk text zlib-compressed (``pack_text``), a folder's identical files linked,
 #:    no signature or docstring columns in the chunks table (only the matrices read them).
-#: 15: chunks carry the names their code uses, and each segment an inverted index of them
-#:    (``refs.*.npy``: core.graph.uses), the navigation edges.
-FORMAT_VERSION = 15
+#: 15: a unit with no name or code of its own (a lone ``}``, ``package main``) is folded into
+#:    its neighbour (``core.chunking.budget.fold_trivial``).
+#: 16: each chunk says whether it only declares (``Chunk.declaration``): a ``declaration``
+#:    column of the chunks table, ``chunks.decls.npy`` in each segment's chunk table.
+#: 17: chunks carry the names their code spells, defines (``=``), imports (``^``) and sets
+#:    (``.``), and each segment an inverted index of them (``refs.*.npy``: core.graph.uses),
+#:    the navigation edges.
+FORMAT_VERSION = 17
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -83,7 +88,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, kind TEXT NOT NULL, language TEXT NOT NULL,
     context TEXT NOT NULL, symbol TEXT NOT NULL, text BLOB NOT NULL,
-    piece_start INTEGER NOT NULL DEFAULT 0, piece_end INTEGER NOT NULL DEFAULT 0
+    piece_start INTEGER NOT NULL DEFAULT 0, piece_end INTEGER NOT NULL DEFAULT 0,
+    declaration INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 -- Listed files that could not be indexed when last read (binary, a private key, credentials
