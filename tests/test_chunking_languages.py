@@ -8,11 +8,11 @@ default one without losing a line (see :func:`check_budget`).
 import textwrap
 
 import pytest
+from test_chunking import budgeted_length
 
 from ranklens.core.arms import symbols as symbols_arm
 from ranklens.core.chunking import DEFAULT_OVERLAP, DEFAULT_WINDOW, chunk_file, definitions
 from ranklens.core.text.languages import TREE_SITTER_LANGUAGES, language_for
-from test_chunking import budgeted_length
 
 
 def src(text: str) -> str:

@@ -107,9 +107,7 @@ class ChunkTable:
             symbols = [""] * len(self.ids)
         self.symbols = symbols if isinstance(symbols, Packed) else Packed.of(symbols)
         # 1 where the chunk only declares (``Chunk.declaration``): the chunk step demotes it.
-        self.decls = (
-            np.zeros(len(self.ids), dtype=np.uint8) if decls is None else np.asarray(decls, dtype=np.uint8)
-        )
+        self.decls = np.zeros(len(self.ids), dtype=np.uint8) if decls is None else np.asarray(decls, dtype=np.uint8)
 
     @classmethod
     def from_rows(cls, rows: list[tuple]) -> ChunkTable:
