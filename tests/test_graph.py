@@ -464,3 +464,32 @@ def test_a_decorator_is_a_use_of_its_function(engine_of):
     )
     found = neighbourhood(eng, "lib/marks.py", "traced")
     assert [(p.path, p.name, p.line) for p in found.callers] == [("lib/jobs.py", "run", 4)]
+
+
+COPIES = {
+    "pkg/fields.py": "class Field:\n    def merge(self):\n        return 1\n",
+    "pkg/v1/fields.py": (
+        "class Field:\n    def merge(self):\n        return 2\n\n    def both(self):\n        return self.merge()\n"
+    ),
+    "pkg/v1/models.py": "from pkg.v1.fields import Field\n\n\ndef make():\n    return Field().merge()\n",
+    "pkg/app.py": "from pkg.fields import Field\n\n\ndef build():\n    return Field().merge()\n",
+    "pkg/typing_extra.py": "def get_hints(x):\n    return x\n",
+    "pkg/v1/typing.py": "from typing import get_hints\n\n\ndef hints(obj):\n    return get_hints(obj)\n",
+    "pkg/mocks.py": (
+        "def set_a():\n    def rebuild():\n        return 1\n\n    return rebuild()\n\n\n"
+        "def set_b():\n    def rebuild():\n        return 2\n\n    return rebuild()\n"
+    ),
+}
+
+
+def test_a_copied_class_a_name_imported_from_elsewhere_and_nested_functions(engine_of):
+    eng = engine_of("copies", COPIES)
+    # pkg/fields.py's Field and its copy in pkg/v1: each file's imports say which it means.
+    assert spans(neighbourhood(eng, "pkg/fields.py", "merge").callers) == [("pkg/app.py", "build")]
+    copy = neighbourhood(eng, "pkg/v1/fields.py", 2)
+    assert spans(copy.callers) == [("pkg/v1/fields.py", "both"), ("pkg/v1/models.py", "make")]
+    # pkg/v1/typing.py imports get_hints from the standard library, not from pkg/typing_extra.py.
+    assert spans(neighbourhood(eng, "pkg/typing_extra.py", "get_hints").callers) == []
+    # A nested function is called only inside the function defining it.
+    assert spans(neighbourhood(eng, "pkg/mocks.py", 2).callers) == [("pkg/mocks.py", "set_a")]
+    assert spans(neighbourhood(eng, "pkg/mocks.py", 9).callers) == [("pkg/mocks.py", "set_b")]

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..base.types import Chunk
 from ..chunking import Reading, references
+from ..chunking.refs import IMPORTS
 from ..query.priors import is_test
 from ..text.languages import language_for
 from .edges import Graph
@@ -227,11 +228,17 @@ def related(graph: Graph, root: Path, path: str, where: int | str, *, limit: int
     closeness = Closeness(graph)
     supers = supertypes(_parent(defs, d)) if method else set()
     callers, tests, counted = _callers(graph, root, unit, called, method, closeness, limit, supers)
-    if d is not None and not method:
-        outer = _outer_user(root, defs, d, called)
-        if outer is not None and all((p.start_line, p.end_line) != (outer.start_line, outer.end_line) for p in callers):
-            callers.insert(0, outer)
-            counted = (counted[0] + 1, *counted[1:])
+    outer = _parent(defs, d) if d is not None and not method else None
+    if outer is not None and not _CLASSLIKE.search(outer.signature):
+        # A nested function is seen only inside the function it is defined in: uses elsewhere
+        # are of other functions' of the same name.
+        callers = [p for p in callers if p.path == unit.path and outer.start_line <= p.start_line <= outer.end_line]
+        tests = []
+        counted = (len(callers), 0, 0)
+        user = _outer_user(root, defs, d, called)
+        if user is not None and all((p.start_line, p.end_line) != (user.start_line, user.end_line) for p in callers):
+            callers.insert(0, user)
+            counted = (counted[0] + 1, 0, 0)
     callees, n_callees = _callees(graph, root, unit, uses, closeness, limit)
     counts = {"callers": counted[0], "callees": n_callees, "tests": counted[1]}
     if counted[2]:
@@ -352,9 +359,13 @@ def _resolves_here(
     if not definers:
         return closeness.tier(user, unit.path)
     top, best = closeness.best(user, [d.path for d in definers])
-    # The closest definition is the unit's, or a declaration in a class the unit's extends.
-    if not any(definers[i].path == unit.path or class_of(definers[i].context, name) in own_classes for i in best):
+    # The closest definition is the unit's, or a declaration in a class the unit's extends (not
+    # a same-named class elsewhere: a copy of the class in another package).
+    supers = own_classes - {class_of(unit.context, unit.name)}
+    if not any(definers[i].path == unit.path or class_of(definers[i].context, name) in supers for i in best):
         return None
+    if top > IMPORTED and user in closeness.graph.paths_using(IMPORTS + name):
+        return None  # the file imports the name itself, from a module not the unit's
     if own_classes:
         classes = {class_of(definers[i].context, name) for i in best} - {""}
         if len(classes) > 1:
@@ -433,7 +444,7 @@ def _callees(
         found = {d.span: d for d in graph.definers(name) if not _inside(d, unit)}
         if not found:
             continue  # a library's or the language's name, or the unit's own
-        spans = list(found)
+        spans = sorted(found)  # by path and line: the same order from any index or store
         if receivers:
             spans = _as_used(spans, found, qualifiers[name], own_class, name)
         top, best = closeness.best(unit.path, [s[0] for s in spans])

@@ -77,4 +77,18 @@ class Closeness:
         by_imports = len(files) <= MAX_IMPORT_CHECKS
         tiers = {f: self.tier(user, f, by_imports=by_imports) for f in files}
         top = min(tiers.values(), default=ELSEWHERE)
+        if top == IMPORTED:
+            # Of modules imported alike (pydantic/fields.py, pydantic/v1/fields.py), the one more
+            # of whose names the file's imports spell (``from pydantic.v1.fields import``).
+            imported = [f for f in files if tiers[f] == IMPORTED]
+            named = {f: self.named_parts(user, f) for f in imported}
+            most = max(named.values())
+            tiers.update({f: ELSEWHERE for f in imported if named[f] < most})
         return top, [i for i, d in enumerate(definers) if tiers[d] == top]
+
+    def named_parts(self, user: str, definer: str) -> tuple[float, int]:
+        """The share and the number of ``definer``'s path parts (folders and stem) that file
+        ``user``'s imports spell."""
+        parts = [p for p in definer.split("/")[:-1] if p] + list(module_names(definer)[:1])
+        spelled = sum(user in self.graph.paths_using(IMPORTS + part) for part in dict.fromkeys(parts))
+        return spelled / max(len(set(parts)), 1), spelled
