@@ -80,7 +80,7 @@ class StoreGraph:
     file is :meth:`indexed`; that also fetches the definitions of every name the file uses
     (read from ``root``) in one request when they are at most :data:`PREFETCH`, so the
     callees of a unit of it cost no request each (in Milvus Lite a request costs ~5 ms and a
-    row ~0.5 ms: one request of 100 names answers a unit's 20 callees in about the time of 10
+    row ~0.2 ms: one request of 100 names answers a unit's 20 callees in about the time of 6
     requests). A failing store is a :class:`RelatedError`: one line where the walk was asked."""
 
     #: Names whose answers are kept (past it, the kept ones are dropped).
