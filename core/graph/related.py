@@ -47,6 +47,8 @@ CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor", "initialize", "n
 #: ``$this->m()``): a bare ``m()`` there never means a method. Java, C#, C++, Kotlin, Swift,
 #: Scala and Ruby call their own class's methods bare too.
 RECEIVER_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "php", "lua"})
+#: The names a method's own receiver goes by.
+SELVES = frozenset({"self", "this", "cls"})
 #: A definition holding these words in its header holds methods.
 _CLASSLIKE = re.compile(r"\b(?:class|struct|impl|interface|trait|object|enum|record|protocol|extension)\b")
 
@@ -292,6 +294,7 @@ def _callers(
     definers = graph.definers(name, attributes=True)
     n_defs = len({d.span for d in graph.definers(name)}) or 1
     own_class = class_of(unit.context, unit.name) if method else ""
+    rival_files = {d.path for d in definers if class_of(d.context, name) not in ("", own_class)}
     # A call through a class the unit's class extends or implements may land on the unit.
     own_classes = {own_class} | supers if own_class else set()
     # Each using chunk, with the tier its file resolves the name at, kept when it means this unit.
@@ -305,7 +308,8 @@ def _callers(
         tier = tiers[c.path]
         if tier is None:
             continue  # resolves to another definition of the name, closer to it
-        found.append((tier, is_test(c.path, c.language), c.path, c.start, c.end, _accepts(unit, method, c)))
+        accept = _accepts(unit, method, c, c.path in rival_files)
+        found.append((tier, is_test(c.path, c.language), c.path, c.start, c.end, accept))
     found.sort(key=lambda f: (f[0], f[2], f[3]))
     callers: list[Place] = []
     tests: list[Place] = []
@@ -359,6 +363,14 @@ def _resolves_here(
     if not definers:
         return closeness.tier(user, unit.path)
     top, best = closeness.best(user, [d.path for d in definers])
+    if own_classes and top == SAME_FILE and all(class_of(definers[i].context, name) for i in best):
+        # Methods of the using file's own classes hide the unit only on their own receiver
+        # (``self.release()``); ``self._connection.release()`` may be any imported class's.
+        rest = [i for i in range(len(definers)) if i not in best]
+        if rest:
+            top2, best2 = closeness.best(user, [definers[i].path for i in rest])
+            if top2 <= IMPORTED:
+                top, best = IMPORTED, [rest[j] for j in best2] + best
     # The closest definition is the unit's, or a declaration in a class the unit's extends (not
     # a same-named class elsewhere: a copy of the class in another package).
     supers = own_classes - {class_of(unit.context, unit.name)}
@@ -379,15 +391,18 @@ def _resolves_here(
     return top
 
 
-def _accepts(unit: Place, method: bool, c) -> Callable[[str | None], bool]:
+def _accepts(unit: Place, method: bool, c, rival_here: bool = False) -> Callable[[str | None], bool]:
     """Which uses in chunk ``c`` can mean ``unit``, by what qualifies them (None: bare; see
     :func:`core.chunking.refs.qualified_uses`). In :data:`RECEIVER_LANGUAGES` a method is
     called on a receiver, never bare, and a function bare or through its module's name
     (``retry.Do``), never on an object (``s.close()``); elsewhere a method is also called
-    bare from its own file (its class), and anything goes."""
+    bare from its own file (its class), and anything goes. Where the file defines a method of
+    that name in another class (``rival_here``), ``self.name`` is that one's."""
     if c.language not in RECEIVER_LANGUAGES:
         return (lambda q: True) if not method or c.path == unit.path else (lambda q: q is not None)
     if method:
+        if rival_here and c.path != unit.path:
+            return lambda q: q is not None and q not in SELVES
         return lambda q: q is not None
     modules = set(module_names(unit.path))
     return lambda q: q is None or q in modules
@@ -468,7 +483,7 @@ def _as_used(spans: list, found: dict, qualifiers: set, own_class: str, name: st
     kept = spans
     if qualifiers == {None}:
         kept = [s for s in spans if not class_of(found[s].context, name)]
-    elif qualifiers <= {"self", "this", "cls"} and own_class:
+    elif qualifiers <= SELVES and own_class:
         kept = [s for s in spans if class_of(found[s].context, name) == own_class]
     elif None not in qualifiers:
         kept = [s for s in spans if qualifiers & set(module_names(s[0]))]
