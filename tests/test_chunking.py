@@ -1034,7 +1034,11 @@ def test_a_barrel_of_re_exports_keeps_its_one_chunk():
         ("s.go", "type Handler interface {\n\tServeHTTP(w ResponseWriter, r *Request)\n}\n", True),
         ("s.go", "func (s *Server) Run(addr string) error {\n\tln, err := net.Listen(\"tcp\", addr)\n"
          "\tif err != nil {\n\t\treturn err\n\t}\n\treturn s.Serve(ln)\n}\n", False),
-        ("o.ts", "export interface Options {\n  url: string;\n  retries?: number;\n  onError(err: Error): void;\n}\n", True),
+        (
+            "o.ts",
+            "export interface Options {\n  url: string;\n  retries?: number;\n  onError(err: Error): void;\n}\n",
+            True,
+        ),
         ("o.ts", "export async function send(opts: Options) {\n  const res = await fetch(opts.url);\n"
          "  return res.json();\n}\n", False),
         ("c.py", 'class Config:\n    """Settings: every one named, none acted on."""\n\n    # The name.\n'
