@@ -106,9 +106,8 @@ def main() -> None:
                 continue
             cache = work / f"cache-{label}"
             shutil.rmtree(cache, ignore_errors=True)
-            builds[label].append(
-                timed([python, "-m", "ranklens", "index", str(root)], {**env, "RANKLENS_CACHE_DIR": str(cache)}, work)
-            )
+            index_env = {**env, "RANKLENS_CACHE_DIR": str(cache)}
+            builds[label].append(timed([python, "-m", "ranklens", "index", str(root)], index_env, work, cpus[label]))
             sizes[label] = du(cache)
     for label, walls in builds.items():
         if walls:

@@ -86,9 +86,9 @@ class Closeness:
             tiers.update({f: ELSEWHERE for f in imported if named[f] < most})
         return top, [i for i, d in enumerate(definers) if tiers[d] == top]
 
-    def named_parts(self, user: str, definer: str) -> tuple[float, int]:
-        """The share and the number of ``definer``'s path parts (folders and stem) that file
-        ``user``'s imports spell."""
+    def named_parts(self, user: str, definer: str) -> int:
+        """How many of ``definer``'s path parts (folders and stem) file ``user``'s imports spell
+        (a count, not a share: ``from ._websocket.reader import`` spells one part of
+        ``_websocket/reader_c.py`` and one of ``streams.py``, which stay tied)."""
         parts = [p for p in definer.split("/")[:-1] if p] + list(module_names(definer)[:1])
-        spelled = sum(user in self.graph.paths_using(IMPORTS + part) for part in dict.fromkeys(parts))
-        return spelled / max(len(set(parts)), 1), spelled
+        return sum(user in self.graph.paths_using(IMPORTS + part) for part in dict.fromkeys(parts))
