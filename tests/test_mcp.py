@@ -98,7 +98,9 @@ async def test_tools_are_listed_with_schemas_and_the_first_search_builds_the_ind
         # One count, files indexed of files found, and the stage in words, as the UI says it.
         counted = [re.fullmatch(r"indexing: (\d+) of \d+ files · ([a-z ]+)", m) for _, _, m in progress[:-1]]
         counted = [c for c in counted if c]
-        assert counted and {c[2] for c in counted} <= set(STAGE_WORDS.values()), progress
+        # (None when the build outran the 0.2 s between notifications: a small repository on a
+        # quick machine goes from comparing straight to done.)
+        assert {c[2] for c in counted} <= set(STAGE_WORDS.values()), progress
         assert [int(c[1]) for c in counted] == sorted(int(c[1]) for c in counted)
         # The last notification says the build is done: progress reaches the total there only.
         done, total, message = progress[-1]
