@@ -112,7 +112,8 @@ def main() -> None:
     for label, walls in builds.items():
         if walls:
             lines.append(
-                f"cold index ({label}): median {statistics.median(walls):.1f} s of {[round(w, 1) for w in walls]}; size {sizes[label] / 1e6:.1f} MB"
+                f"cold index ({label}): median {statistics.median(walls):.1f} s of {[round(w, 1) for w in walls]}, "
+                f"CPU {statistics.median(cpus[label]):.1f} s; size {sizes[label] / 1e6:.1f} MB"
             )
     if builds["baseline"]:
         lines.append(
