@@ -445,23 +445,33 @@ def _use_places(
 def _callees(
     graph: Graph, root: Path, unit: Place, uses: list[tuple[int, str, str | None]], closeness: Closeness, limit: int
 ) -> tuple[list[Place], int]:
-    first: dict[str, int] = {}
-    qualifiers: dict[str, set] = {}
+    used: dict[str, list[tuple[int, str | None]]] = {}
     for line, name, qualifier in uses:
         if unit.start_line <= line <= unit.end_line and name != unit.name:
-            first.setdefault(name, line)
-            qualifiers.setdefault(name, set()).add(qualifier)
+            used.setdefault(name, []).append((line, qualifier))
     receivers = language_for(unit.path) in RECEIVER_LANGUAGES
     own_class = class_of(unit.context, unit.name)
     out: list[Place] = []
     count = 0
-    for name, line in sorted(first.items(), key=lambda item: item[1]):
+    for name, lines in sorted(used.items(), key=lambda item: item[1][0][0]):
         found = {d.span: d for d in graph.definers(name) if not _inside(d, unit)}
         if not found:
             continue  # a library's or the language's name, or the unit's own
         spans = sorted(found)  # by path and line: the same order from any index or store
         if receivers:
-            spans = _as_used(spans, found, qualifiers[name], own_class, name)
+            # ``time.sleep``: through a module the file imports that defines nothing here.
+            local = {s[0] for s in spans}
+            lines = [
+                (ln, q)
+                for ln, q in lines
+                if not (
+                    q and unit.path in graph.paths_using(IMPORTS + q) and not any(q in module_names(p) for p in local)
+                )
+            ]
+            if not lines:
+                continue
+            spans = _as_used(spans, found, {q for _ln, q in lines}, own_class, name)
+        line = lines[0][0]
         top, best = closeness.best(unit.path, [s[0] for s in spans])
         count += 1
         if len(out) >= limit:
