@@ -497,9 +497,14 @@ def test_a_copied_class_a_name_imported_from_elsewhere_and_nested_functions(engi
 
 
 def test_a_name_through_an_imported_module_is_not_a_same_named_definition(engine_of):
-    eng = engine_of("modq", {"net/retry.py": (
-        "import time\n\n\nclass Retry:\n    def sleep(self):\n        return 1\n\n"
-        "    def backoff(self):\n        time.sleep(1)\n        return self.sleep()\n"
-    )})
+    eng = engine_of(
+        "modq",
+        {
+            "net/retry.py": (
+                "import time\n\n\nclass Retry:\n    def sleep(self):\n        return 1\n\n"
+                "    def backoff(self):\n        time.sleep(1)\n        return self.sleep()\n"
+            )
+        },
+    )
     found = neighbourhood(eng, "net/retry.py", "backoff")
     assert [(p.name, p.line) for p in found.callees] == [("sleep", 10)]  # self.sleep(), not time.sleep()
