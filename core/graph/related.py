@@ -228,16 +228,16 @@ def related(graph: Graph, root: Path, path: str, where: int | str, *, limit: int
     called = _called_as(d) if d is not None else unit.name
     method = d is not None and called == unit.name and is_method(defs, d)
     closeness = Closeness(graph)
-    supers = supertypes(_parent(defs, d)) if method else set()
+    parent = _parent(defs, d) if d is not None else None
+    supers = supertypes(parent) if method else set()
     callers, tests, counted = _callers(graph, root, unit, called, method, closeness, limit, supers)
-    outer = _parent(defs, d) if d is not None and not method else None
-    if outer is not None and not _CLASSLIKE.search(outer.signature):
+    if parent is not None and not method and not _CLASSLIKE.search(parent.signature):
         # A nested function is seen only inside the function it is defined in: uses elsewhere
         # are of other functions' of the same name.
-        callers = [p for p in callers if p.path == unit.path and outer.start_line <= p.start_line <= outer.end_line]
+        callers = [p for p in callers if p.path == unit.path and parent.start_line <= p.start_line <= parent.end_line]
         tests = []
         counted = (len(callers), 0, 0)
-        user = _outer_user(root, defs, d, called)
+        user = _outer_user(read, parent, d, called)
         if user is not None and all((p.start_line, p.end_line) != (user.start_line, user.end_line) for p in callers):
             callers.insert(0, user)
             counted = (counted[0] + 1, 0, 0)
@@ -248,21 +248,14 @@ def related(graph: Graph, root: Path, path: str, where: int | str, *, limit: int
     return Neighbourhood(unit, callers, callees, tests, counts)
 
 
-def _outer_user(root: Path, defs: list[Chunk], d: Chunk, name: str) -> Place | None:
-    """The function a nested function ``d`` is defined in, when its own code names it: a
-    nested function is used there, often not called but returned or passed (``return
-    decorator``, ``add_route(path, openapi)``), which the index's uses (calls, members, types)
-    do not hold."""
-    outer = _parent(defs, d)
-    if outer is None or _CLASSLIKE.search(outer.signature):
-        return None
-    lines = (root / d.path).read_text(encoding="utf-8", errors="replace").split("\n")
+def _outer_user(read: Reading, outer: Chunk, d: Chunk, name: str) -> Place | None:
+    """Function ``outer``, when its own code (``read``: its file, comments and strings blanked)
+    names the function ``d`` nested in it: a nested function is used there, often not called
+    but returned or passed (``return decorator``, ``add_route(path, openapi)``), which the
+    index's uses (calls, members, types) do not hold."""
     word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
-    for ln in range(outer.start_line + 1, min(outer.end_line, len(lines)) + 1):
-        if d.start_line <= ln <= d.end_line:
-            continue
-        code = lines[ln - 1].split("#", 1)[0] if d.language == "python" else lines[ln - 1]
-        if word.search(code):
+    for ln in range(outer.start_line + 1, min(outer.end_line, len(read.code)) + 1):
+        if not d.start_line <= ln <= d.end_line and word.search(read.code[ln - 1]):
             return Place(
                 d.path, outer.start_line, outer.end_line, _name_of(outer), outer.context, ln, name, LABELS[SAME_FILE], 1
             )
