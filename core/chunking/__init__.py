@@ -33,7 +33,7 @@ from .budget import PIECE, Budget
 from .comments import MAX_DOCSTRING
 from .declarations import is_declaration
 from .reading import MAX_SIGNATURE, safe_definitions
-from .refs import IMPORT_LINE, blank_definitions, chunk_refs, qualified_uses
+from .refs import IMPORT_LINE, FileRefs, blank_definitions, qualified_uses
 from .specs import DEFINITION, SECTION, SPECS
 from .windows import (
     DEFAULT_OVERLAP,
@@ -112,8 +112,8 @@ def chunk_file(
         chunks = window_chunks(path, lines, language, path, 1, len(lines), window, overlap)
     if refs:
         code, modules = refs
-        sites = blank_definitions(code, defs)
-        chunks = [replace(c, refs=chunk_refs(code, modules, sites, c.start_line, c.end_line)) for c in chunks]
+        names = FileRefs(code, modules, blank_definitions(code, defs))
+        chunks = [replace(c, refs=names.of(c.start_line, c.end_line)) for c in chunks]
     chunks.sort(key=lambda c: (c.start_line, c.end_line, c.kind))
     if language in SPECS and SPECS[language].kind != SECTION:  # code, not prose
         chunks = [replace(c, declaration=True) if is_declaration(c.text) else c for c in chunks]

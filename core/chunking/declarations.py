@@ -85,7 +85,7 @@ def code_lines(text: str) -> list[str]:
             if fence in line:
                 fence = None
             continue
-        m = _FENCE.match(line)
+        m = _FENCE.match(line) if ('"""' in line or "'''" in line) else None
         if m:
             quote = m.group(1)
             rest = line[m.end() :]
@@ -116,5 +116,17 @@ def is_declaration(text: str) -> bool:
     lines = code_lines(text)
     if not lines:
         return False
-    acting = sum(1 for line in lines if acts(line))
-    return acting < BEHAVIOUR_SHARE * len(lines)
+    # Decided as soon as the count can no longer change the answer: most chunks are
+    # behaviour and reach the share in their first lines (a quarter of a cold build's
+    # chunking when every line was read).
+    needed = BEHAVIOUR_SHARE * len(lines)
+    acting, left = 0, len(lines)
+    for line in lines:
+        left -= 1
+        if acts(line):
+            acting += 1
+            if acting >= needed:
+                return False
+        elif acting + left < needed:
+            return True
+    return True

@@ -37,7 +37,9 @@ class Grammar:
                 continue
             valid.append(p)
         self.query = Query(self.language, "\n".join(valid)) if valid else None
+        self._patterns = valid
         self._refs: Query | bool | None = False  # compiled on first use
+        self._both: Query | bool | None = False
 
     @property
     def refs_query(self):
@@ -47,6 +49,21 @@ class Grammar:
 
             self._refs = reference_query(self.language)
         return self._refs
+
+    @property
+    def both_query(self):
+        """The definitions' patterns and :attr:`refs_query`'s in one query: one walk of the
+        tree captures both (two walks cost 1.6-2 times one)."""
+        if self._both is False:
+            from .refs import reference_patterns
+
+            refs = reference_patterns(self.language)
+            self._both = None
+            if self._patterns and refs:
+                from tree_sitter import Query
+
+                self._both = Query(self.language, "\n".join(self._patterns + refs))
+        return self._both
 
 
 _grammars: dict[str, Grammar | None] = {}

@@ -21,7 +21,7 @@ from .refs import code_lines
 from .specs import SECTION, Spec
 
 if TYPE_CHECKING:  # tree_sitter is imported lazily: a broken install still gets windows
-    from tree_sitter import Node, QueryCursor
+    from tree_sitter import Node, Query, QueryCursor
 
 #: Longest signature (and name) a chunk keeps (characters).
 MAX_SIGNATURE = 200
@@ -109,9 +109,11 @@ def read_definitions(
     source = text.encode("utf-8", errors="surrogatepass")
     tree = parser_for(grammar).parse(source)
     spec = grammar.spec
-    if refs is not None and spec.kind != SECTION and grammar.refs_query is not None:  # prose uses no names
-        refs.extend(code_lines(tree.root_node, source, grammar.refs_query))
-    captured = _captures(tree.root_node, grammar, QueryCursor)
+    both = grammar.both_query if refs is not None and spec.kind != SECTION else None  # prose uses no names
+    found = _captures(tree.root_node, grammar, QueryCursor, both)
+    captured = found["def"]
+    if both is not None:
+        refs.extend(code_lines(source, found["blank"], found["module"]))
 
     defs: list[_Def] = []
     for node in captured:
@@ -198,23 +200,29 @@ def _next_clause(last: Chunk, name: str, start_line: int, lines: list[str], spec
     return True
 
 
-def _captures(root: Node, grammar: Grammar, cursor_type: type[QueryCursor]) -> list[Node]:
-    """The ``@def`` captures under ``root``, querying wide nodes child by child.
+def _captures(
+    root: Node, grammar: Grammar, cursor_type: type[QueryCursor], query: Query | None = None
+) -> dict[str, list[Node]]:
+    """The ``@def`` captures under ``root`` (with ``query``, :attr:`Grammar.both_query`, its
+    ``@blank`` and ``@module`` ones too), querying wide nodes child by child.
 
     tree-sitter's query cursor is quadratic in the width of some nodes: 20 000 ``(`` in a
     row (one ERROR node with 20 000 children) take ~1 s to query, 50 000 ``{`` in Rust
     ~5 s, versus ~30 ms and ~75 ms when each child is queried on its own.
     """
     defs = grammar.spec.defs
-    found: list[Node] = []
+    query = query or grammar.query
+    found: dict[str, list[Node]] = {"def": [], "blank": [], "module": []}
     stack = [root]
     while stack:
         node = stack.pop()
         if node.child_count <= _WIDE:
-            found.extend(cursor_type(grammar.query).captures(node).get("def", ()))
+            captures = cursor_type(query).captures(node)
+            for name in found:  # not the patterns' helper captures (``@_name``)
+                found[name].extend(captures.get(name, ()))
         else:
             if node.type in defs:  # patterns with conditions never match wide nodes
-                found.append(node)
+                found["def"].append(node)
             stack.extend(node.children)
     return found
 

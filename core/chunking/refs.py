@@ -27,6 +27,7 @@ chunks): the index takes every identifier and the question the positions of the 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -73,8 +74,9 @@ def blank_kinds(language) -> list[str]:
     return sorted(set(comments + contents))
 
 
-def reference_query(language) -> Query | None:
-    """The query capturing a grammar's prose (``@blank``) and import paths (``@module``)."""
+def reference_patterns(language) -> list[str]:
+    """The patterns capturing a grammar's prose (``@blank``) and import paths (``@module``)
+    that this grammar knows."""
     from tree_sitter import Query
 
     valid = []
@@ -84,37 +86,34 @@ def reference_query(language) -> Query | None:
         except Exception:
             continue
         valid.append(pattern)
+    return valid
+
+
+def reference_query(language) -> Query | None:
+    """The query of :func:`reference_patterns`."""
+    from tree_sitter import Query
+
+    valid = reference_patterns(language)
     return Query(language, "\n".join(valid)) if valid else None
 
 
-def code_lines(root: Node, source: bytes, query: Query) -> tuple[list[str], list[tuple[int, str]]]:
-    """The file's lines with comments and string contents blanked (newlines kept, so rows
-    stay), and ``(row, module part)`` for each import path's parts (0-based rows)."""
-    from tree_sitter import QueryCursor
-
+def code_lines(source: bytes, blanks: list[Node], modules: list[Node]) -> tuple[list[str], list[tuple[int, str]]]:
+    """The file's lines with the ``blanks`` (its comments and string contents, captured by
+    :func:`reference_query`'s patterns) blanked, newlines kept so rows stay, and ``(row,
+    module part)`` for the parts of each import path in ``modules`` (0-based rows)."""
     code = bytearray(source)
-    modules: list[tuple[int, str]] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.child_count > _WIDE:
-            stack.extend(node.children)
-            continue
-        captures = QueryCursor(query).captures(node)
-        for blank in captures.get("blank", ()):
-            s, e = blank.start_byte, blank.end_byte
-            code[s:e] = source[s:e].translate(_TO_SPACE)
-        for module in captures.get("module", ()):
-            text = source[module.start_byte : module.end_byte].decode("utf-8", "replace")
-            row = module.start_point[0]
-            modules.extend((row, part) for part in NAME.findall(text) if len(part) > 1)
-    return code.decode("utf-8", "replace").split("\n"), modules
+    for blank in blanks:
+        s, e = blank.start_byte, blank.end_byte
+        code[s:e] = source[s:e].translate(_TO_SPACE)
+    parts: list[tuple[int, str]] = []
+    for module in modules:
+        text = source[module.start_byte : module.end_byte].decode("utf-8", "replace")
+        row = module.start_point[0]
+        parts.extend((row, part) for part in NAME.findall(text) if len(part) > 1)
+    return code.decode("utf-8", "replace").split("\n"), parts
 
 
 _TO_SPACE = bytes(10 if b == 10 else 32 for b in range(256))
-#: Nodes with more children than this are queried child by child (tree-sitter's cursor is
-#: quadratic in a node's width: see core.chunking.reading._captures).
-_WIDE = 256
 
 
 #: Marks a name a chunk defines, among the names it uses (``=sleep_for``): one index of
@@ -130,6 +129,7 @@ SETS = "."
 IMPORTS = "^"
 #: The words an import line starts with; a chunk holding none has no import line to read.
 _IMPORT_WORDS = ("import", "from", "use", "using", "require", "include", "extern", "open")
+_IMPORT_FIRST = frozenset(w[0] for w in _IMPORT_WORDS) | {"#"}
 _SETTERS = tuple(
     (literal, re.compile(re.escape(literal) + r"[ \t]*+([A-Za-z_][A-Za-z0-9_]*+)[ \t]*+(?::[^=\n]*)?=(?!=)"))
     for literal in ("self.", "this.", "$this->")
@@ -167,10 +167,17 @@ def _word_at(line: str, name: str) -> int:
     return -1
 
 
+#: A name of two characters or more (one letter is a loop variable, never worth an edge).
+_LONG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
+
+
 def uses(text: str) -> list[str]:
     """The distinct names ``text`` (code, prose already blanked) spells, in order: every
     identifier but one letter long or a keyword."""
-    return [n for n in dict.fromkeys(NAME.findall(text)) if len(n) > 1 and n not in KEYWORDS]
+    found = dict.fromkeys(_LONG_NAME.findall(text))
+    for word in KEYWORDS.intersection(found):
+        del found[word]
+    return list(found)
 
 
 def attributes(text: str) -> list[str]:
@@ -206,19 +213,35 @@ def qualified_uses(text: str) -> list[tuple[str, str | None]]:
 _QUALIFIER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*$")
 
 
-def chunk_refs(
-    code: list[str], modules: list[tuple[int, str]], sites: list[tuple[int, str]], start_line: int, end_line: int
-) -> str:
-    """The distinct names used on lines ``start_line..end_line`` (1-based) of ``code`` (see
-    :func:`code_lines`), in order of first use, then those defined there (``sites``, from
-    :func:`blank_definitions`), each marked :data:`DEFINES`, the instance attributes set
-    there, marked :data:`SETS`, and the names its imports name, marked :data:`IMPORTS`;
-    space-separated."""
-    text = "\n".join(code[start_line - 1 : end_line])
-    names = uses(text)
-    names.extend(IMPORTS + part for row, part in modules if start_line - 1 <= row < end_line)
-    if any(word in text for word in _IMPORT_WORDS):
-        names.extend(IMPORTS + n for line in IMPORT_LINE.findall(text) for n in NAME.findall(line) if len(n) > 1)
-    names.extend(DEFINES + name for row, name in sites if start_line - 1 <= row < end_line)
-    names.extend(SETS + name for name in attributes(text))
-    return " ".join(dict.fromkeys(names))
+class FileRefs:
+    """A file's names by chunk (:meth:`of`), from its code (:func:`code_lines`), its import
+    paths' parts and its definitions' sites (:func:`blank_definitions`). The file's import
+    lines are read once, not once per chunk."""
+
+    def __init__(self, code: list[str], modules: list[tuple[int, str]], sites: list[tuple[int, str]]) -> None:
+        self.code = code
+        self.modules = sorted(modules)
+        self.sites = sorted(sites)
+        imports: list[tuple[int, str]] = []
+        for row, line in enumerate(code):
+            if line.lstrip()[:1] in _IMPORT_FIRST and IMPORT_LINE.match(line):
+                imports.extend((row, n) for n in NAME.findall(line) if len(n) > 1)
+        self.imports = imports
+
+    def of(self, start_line: int, end_line: int) -> str:
+        """The distinct names used on lines ``start_line..end_line`` (1-based), in order of
+        first use, then the names its imports name, marked :data:`IMPORTS`, those defined
+        there, marked :data:`DEFINES`, and the instance attributes set there, marked
+        :data:`SETS`; space-separated."""
+        text = "\n".join(self.code[start_line - 1 : end_line])
+        names = uses(text)
+        names.extend(IMPORTS + part for _, part in _rows(self.modules, start_line, end_line))
+        names.extend(IMPORTS + name for _, name in _rows(self.imports, start_line, end_line))
+        names.extend(DEFINES + name for _, name in _rows(self.sites, start_line, end_line))
+        names.extend(SETS + name for name in attributes(text))
+        return " ".join(dict.fromkeys(names))
+
+
+def _rows(found: list[tuple[int, str]], start_line: int, end_line: int) -> list[tuple[int, str]]:
+    """The entries of ``found`` (sorted by 0-based row) on lines ``start_line..end_line``."""
+    return found[bisect_left(found, (start_line - 1,)) : bisect_left(found, (end_line,))]
