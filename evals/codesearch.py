@@ -46,6 +46,9 @@ class Task:
     #: How many of ``targets`` (the first ones) are the annotation's ``relevant`` ones; the
     #: rest are its ``secondary`` targets.
     n_relevant: int = 0
+    #: The held-out set's question style: ``user`` (8-15 words, as typed into a search box)
+    #: or ``long`` (its first 30 questions, 20-35 words); empty for the other sets.
+    style: str = ""
 
 
 @dataclass

@@ -4,7 +4,9 @@ related units (callers, callees, tests) of the answering file's first hit.
 A user reads a hit; if it is the right file but not the right function, the next step is a
 runner-up (``ConsolidatedHit.alternatives``) or a walk to a caller, callee or test
 (``ranklens related``, the UI's neighbourhood). Per question of the span set (and of the
-held-out set, where its trees are given), counted cumulatively:
+held-out set, where its trees are given; its rows also by style, ``user`` for the questions
+marked ``"style": "user"`` (8-15 words, as typed into a search box) and ``long`` for the
+rest), counted cumulatively:
 
 * ``hit``: a top-10 hit overlaps a gold span (clipped to 80 lines, as the span set scores);
 * ``+runners-up``: or a runner-up of a top-10 hit does;
@@ -15,6 +17,7 @@ held-out set, where its trees are given), counted cumulatively:
 
     python -m evals.one_step                       # the span set
     python -m evals.one_step --heldout /tmp/heldout  # also the held-out trees (<name>/)
+    python -m evals.one_step --heldout /tmp/heldout --heldout-only
 """
 
 from __future__ import annotations
@@ -78,7 +81,8 @@ def reach(run) -> list[dict]:
             for h in hits[:3]
             for p in related_units(run.engine, h, True)
         )
-        row = {"repo": task.repo, "kind": task.category, "query": task.query, "hit": hit, "alt": alt, "rel": rel}
+        row = {"repo": task.repo, "kind": task.category, "style": task.style, "query": task.query}
+        row.update(hit=hit, alt=alt, rel=rel)
         row.update(wide=wide, three=three, in_file=first is not None, gold=[f"{p}:{a}-{b}" for p, a, b in gold])
         row["top"] = [f"{h.path}:{h.start_line}-{h.end_line} {h.context}" for h in hits[:5]]
         rows.append(row)
@@ -97,20 +101,25 @@ def heldout(trees: Path) -> list[Repo]:
             if line.strip():
                 item = json.loads(line)
                 targets = [(g["path"], int(g["start_line"]), int(g["end_line"])) for g in item["gold"]]
-                r.tasks.append(Task(r.name, r.language, item["kind"], item["query"], targets))
+                style = "user" if item.get("style") == "user" else "long"
+                r.tasks.append(Task(r.name, r.language, item["kind"], item["query"], targets, style=style))
         out.append(r)
     return out
 
 
 def table(label: str, rows: list[dict]) -> None:
     by = defaultdict(list)
+    styles = {r.get("style") for r in rows} - {"", None}
     for r in rows:
         by[r["kind"]].append(r)
         by["all"].append(r)
+        if len(styles) > 1:  # the held-out set: its short and long questions apart
+            by[f"{r['style']}/{r['kind']}"].append(r)
+            by[f"{r['style']}/all"].append(r)
     for kind, rs in sorted(by.items()):
         n = len(rs)
         print(
-            f"{label:8s} {kind:17s} of {n:3d}: hit {sum(r['hit'] for r in rs):3d}  "
+            f"{label:8s} {kind:22s} of {n:3d}: hit {sum(r['hit'] for r in rs):3d}  "
             f"+runners-up {sum(r['alt'] for r in rs):3d}  +related {sum(r['rel'] for r in rs):3d}  "
             f"(+related of every unit of that hit {sum(r['wide'] for r in rs):3d}; of the first 3 hits "
             f"{sum(r['three'] for r in rs):3d}; gold file in the hits "
@@ -123,9 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench", default=None)
     ap.add_argument("--repo", action="append", default=[])
     ap.add_argument("--heldout", type=Path, help="folder holding the held-out trees as <name>/")
+    ap.add_argument("--heldout-only", action="store_true", help="skip the span set")
     ap.add_argument("--json", default=None, help="write every question's row here")
     args = ap.parse_args(argv)
-    sets = {"spans": spans.load(bench_dir(args.bench), args.repo)}
+    sets = {} if args.heldout_only else {"spans": spans.load(bench_dir(args.bench), args.repo)}
     if args.heldout:
         sets["heldout"] = heldout(args.heldout)
     out = {}
