@@ -508,3 +508,54 @@ def test_a_name_through_an_imported_module_is_not_a_same_named_definition(engine
     )
     found = neighbourhood(eng, "net/retry.py", "backoff")
     assert [(p.name, p.line) for p in found.callees] == [("sleep", 10)]  # self.sleep(), not time.sleep()
+
+
+def _long_class(methods: int) -> str:
+    body = "".join(
+        f"    def step_{i}(self, n):\n"
+        + "".join(f"        n = n + {j}  # step {i}.{j}\n" for j in range(8))
+        + "        return n\n\n"
+        for i in range(methods)
+    )
+    return (
+        "from .defaults import make_default\n\n\n"
+        "class Registry:\n"
+        "    DEFAULT = make_default()\n\n" + body + "    def rebuild(self):\n        return make_default()\n"
+    )
+
+
+def test_callers_read_from_their_chunk_keep_the_file_s_units(engine_of):
+    # A caller's place is read from its chunk alone, not its file; where the unit runs on past
+    # the chunk (a class whose methods are chunked apart) the file says where it ends.
+    text = _long_class(14)
+    eng = engine_of("chunkread", {"pkg/defaults.py": "def make_default():\n    return 1\n", "pkg/registry.py": text})
+    lines = text.splitlines()
+    found = neighbourhood(eng, "pkg/defaults.py", "make_default")
+    places = {(p.name, p.start_line, p.end_line, p.context) for p in found.callers}
+    rebuild = lines.index("    def rebuild(self):") + 1
+    assert places == {
+        ("Registry", 4, len(lines), "pkg/registry.py > Registry"),
+        ("rebuild", rebuild, rebuild + 1, "pkg/registry.py > Registry > rebuild"),
+    }
+
+
+def test_a_c_prototype_in_a_header_is_not_a_caller(engine_of):
+    header = "#ifndef NET_H\n#define NET_H\nstruct sock;\n" + "".join(
+        f"int sock_op_{i}(struct sock *s, int n);\n" for i in range(70)
+    )
+    header += "int sock_send(struct sock *s, int n);\n#define SEND_ALL(s) sock_send(s, -1)\n#endif\n"
+    eng = engine_of(
+        "cproto",
+        {
+            "include/net.h": header,
+            "net/sock.c": '#include "net.h"\n\nint sock_send(struct sock *s, int n)\n{\n\treturn n;\n}\n',
+            "drivers/nbd.c": '#include "net.h"\n\nstatic int nbd_xmit(struct sock *s)\n{\n\treturn sock_send(s, 1);\n}\n',
+        },
+    )
+    found = neighbourhood(eng, "net/sock.c", "sock_send")
+    macro = header.splitlines().index("#define SEND_ALL(s) sock_send(s, -1)") + 1
+    # The macro's use once, though two overlapping windows of the header hold it; no prototype.
+    assert sorted((p.path, p.name, p.line) for p in found.callers) == [
+        ("drivers/nbd.c", "nbd_xmit", 5),
+        ("include/net.h", "", macro),
+    ]

@@ -9,7 +9,7 @@ kept in the chunk table).
 
 A chunk is a *declaration* when fewer than :data:`BEHAVIOUR_SHARE` of its code lines show
 behaviour. Comment lines, docstrings and blank lines are not code lines. A line shows
-behaviour when it holds a control-flow word (:data:`_CONTROL`) or a call that is not a
+behaviour when it holds a control-flow word (:data:`CONTROL`) or a call that is not a
 definition, import or signature line. Any language: the words and shapes are those most
 languages share; issue #42 measured it in the chunk step's own form first
 (``evals/infile_probe.py``: won 8, lost 1 on the span set).
@@ -22,8 +22,9 @@ import re
 #: Below this share of behaviour lines among a chunk's code lines, it is a declaration.
 BEHAVIOUR_SHARE = 0.25
 
-#: Control-flow words (whole words): a line holding one does something.
-_CONTROL = re.compile(
+#: Control-flow words (whole words): a line holding one does something (also how navigation
+#: tells a call from a C prototype).
+CONTROL = re.compile(
     r"\b(?:if|else|elif|elsif|for|foreach|while|do|switch|case|return|yield|await|throw|raise|"
     r"try|catch|except|finally|rescue|ensure|break|continue|goto|defer|unless|until)\b"
     r"|\bwhen\s*[({]|\bmatch\s+[^:=]*\{\s*$"
@@ -51,7 +52,7 @@ _NOT_ACTING = re.compile(
 
 #: A C-family signature: a return type then a name then its parameters, nothing assigned or
 #: returned (``static int uv_run(uv_loop_t* loop, uv_run_mode mode) {``, ``void close();``).
-_SIGNATURE = re.compile(
+SIGNATURE = re.compile(
     r"\s*(?:[\w:<>\[\],*&]+\s+)+[*&]*[\w:~]+\s*\([^=()]*(?:\([^()]*\)[^=()]*)*\)\s*"
     r"(?:const|noexcept|override|throws\s+[\w.,\s]+|->\s*[\w:<>\[\],*&\s]+|:\s*[\w<>\[\],?\s.]+)*\s*[{;]?\s*$"
 )
@@ -101,11 +102,11 @@ def code_lines(text: str) -> list[str]:
 def acts(line: str) -> bool:
     """Whether a code line shows behaviour: a control-flow word, or a call on a line that is
     not a definition, signature, import or decorator."""
-    if _CONTROL.search(line):
+    if CONTROL.search(line):
         return True
     if not _CALL.search(line) or _NOT_ACTING.match(line):
         return False
-    if _SIGNATURE.match(line):
+    if SIGNATURE.match(line):
         return False
     return _BARE_CALL.match(line) is not None or not _METHOD_SIGNATURE.match(line)
 
