@@ -240,6 +240,10 @@ def test_go_edges_resolve_through_the_imported_package(engine_of):
     assert spans(do.callees) == [("retry/retry.go", "Backoff")]
     backoff = neighbourhood(eng, "retry/retry.go", 4)
     assert spans(backoff.callers) == [("retry/retry.go", "Do")]
+    # A hit's first line is often its doc comment: the line means the function below it.
+    assert neighbourhood(eng, "retry/retry.go", 3).unit == backoff.unit
+    with pytest.raises(RequestError, match="no definition holds"):
+        neighbourhood(eng, "retry/retry.go", 1)
     assert spans(backoff.tests) == [("retry/retry_test.go", "TestBackoff")]
 
 

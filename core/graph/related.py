@@ -204,9 +204,10 @@ def unit_at(graph: Graph, root: Path, path: str, where: int | str) -> Place:
         if not (root / path).is_file():
             raise RelatedError(f"{path}: no such file under {root}")
         raise RelatedError(f"{path}: not in the index (run `ranklens index`, or check the ignore rules)")
-    defs = reading(root, path).defs
+    read = reading(root, path)
+    defs = read.defs
     if isinstance(where, int):
-        d = enclosing(defs, where)
+        d = enclosing(defs, where) or _documented(read, where)
         if d is None:
             raise RelatedError(f"{path}:{where}: no definition holds this line (related follows functions, classes …)")
     else:
@@ -215,6 +216,19 @@ def unit_at(graph: Graph, root: Path, path: str, where: int | str) -> Place:
             raise RelatedError(f"{path}: defines no {where!r}")
         d = named[0]
     return Place(path, d.start_line, d.end_line, _name_of(d), d.context)
+
+
+def _documented(read: Reading, line: int) -> Chunk | None:
+    """The definition whose leading comment holds ``line`` (a hit's first line is often its
+    doc comment, above a Go ``func`` or a Java method): the first one below it with only
+    comment and blank lines between."""
+    below = [d for d in read.defs if d.start_line > line]
+    if not below:
+        return None
+    d = min(below, key=lambda d: (d.start_line, -d.end_line))
+    if all(not text.strip() for text in read.code[line - 1 : d.start_line - 1]):
+        return d
+    return None
 
 
 # -- the neighbourhood -----------------------------------------------------------------------
