@@ -383,6 +383,120 @@ def test_a_nested_function_returned_or_passed_has_its_outer_function_as_caller(e
     assert [(p.name, p.line, p.resolution) for p in found.callers] == [("route", 5, "same file")]
 
 
+def test_a_member_of_a_nested_functions_name_is_not_its_outer_use(engine_of):
+    # yup's `length()` passes an object whose `test()` method is nested in it to `this.test()`:
+    # that call is the class's own method, not a use of the nested one (read in evals'
+    # TypeScript reference run: each such `test` listed its outer method as its caller)
+    eng = engine_of(
+        "nested-member",
+        {
+            "src/schema.ts": """
+        export class ArraySchema {
+          length(n: number) {
+            return this.test({
+              name: 'length',
+              test(value: number[]) {
+                return value.length === n;
+              },
+            });
+          }
+
+          max(n: number) {
+            const check = (value: number[]) => value.length <= n;
+            return this.add([...check.name], check);
+          }
+        }
+        """
+        },
+    )
+    nested = neighbourhood(eng, "src/schema.ts", 5)  # the object's test()
+    assert nested.unit.name == "test"
+    assert nested.callers == []
+    check = neighbourhood(eng, "src/schema.ts", 12)  # check: passed bare (a spread too)
+    assert [(p.name, p.line) for p in check.callers] == [("max", 13)]
+
+
+def test_a_function_named_like_a_class_keyword_holds_no_methods(engine_of):
+    # superstruct's `function object(schema)` and `function record(…)` return `new Struct({
+    # validator(value) {…} })`: the word in the name made them class-like, their objects'
+    # methods methods, and every `s.validator()` in the file their caller (read in evals'
+    # TypeScript reference run)
+    eng = engine_of(
+        "keyword-names",
+        {
+            "src/types.ts": """
+        import { Struct } from './struct';
+
+        export function object(schema: object) {
+          return new Struct({
+            validator(value: unknown) {
+              return typeof value === 'object';
+            },
+          });
+        }
+
+        export function check(s: Struct, value: unknown) {
+          return s.validator(value);
+        }
+        """,
+            "src/struct.ts": """
+        export class Struct {
+          constructor(public props: any) {}
+
+          validator(value: unknown) {
+            return this.props.validator(value);
+          }
+        }
+        """,
+        },
+    )
+    literal = neighbourhood(eng, "src/types.ts", 6)  # the object literal's validator()
+    assert literal.unit.name == "validator"
+    assert literal.callers == []
+    method = neighbourhood(eng, "src/struct.ts", "validator")  # the class's is still a method
+    assert [(p.path, p.name) for p in method.callers] == [("src/types.ts", "check")]
+
+
+def test_a_method_called_on_its_own_receiver_where_the_file_names_another_class(engine_of):
+    # vitest's core.ts: `Vitest.close()` is called as `this.close()` in the class, and the
+    # file imports `TestProject`, whose `close()` it calls too; the class's own name is not
+    # spelled in the file outside its header (read in evals' TypeScript reference run)
+    eng = engine_of(
+        "own-receiver",
+        {
+            "node/core.ts": """
+        import { TestProject } from './project';
+
+        export class Vitest {
+          projects: TestProject[] = [];
+
+          async restart() {
+            await this.close();
+          }
+
+          async closeProjects() {
+            await Promise.all(this.projects.map((p) => p.close()));
+          }
+
+          async close() {
+            await this.closeProjects();
+          }
+        }
+        """,
+            "node/project.ts": """
+        export class TestProject {
+          async close() {
+            return undefined;
+          }
+        }
+        """,
+        },
+    )
+    found = neighbourhood(eng, "node/core.ts", "close")  # Vitest.close
+    assert found.unit.context.endswith("Vitest > close")
+    assert [(p.name, p.line) for p in found.callers] == [("restart", 7)]
+
+
 def test_during_a_first_build_related_answers_from_the_committed_files(stepped_repo, tmp_path, small_steps):
     from ranklens.core.graph.edges import LocalGraph
 

@@ -160,7 +160,23 @@ def is_method(defs: list[Chunk], d: Chunk) -> bool:
     if d.signature.startswith("func ("):
         return True
     parent = _parent(defs, d)
-    return parent is not None and _CLASSLIKE.search(parent.signature) is not None
+    return parent is not None and holds_methods(parent)
+
+
+def holds_methods(d: Chunk) -> bool:
+    """Whether definition ``d`` is class-like (its definitions are methods): a word of
+    :data:`_CLASSLIKE` before its name (``export default class Reference``, ``impl Trait for``)
+    or right after it (Go's ``type Retry struct``); not one in its name or parameters
+    (superstruct's ``function object(schema)``, ``def load(record)``)."""
+    header = d.signature.split("{", 1)[0]
+    name = _name_of(d)
+    at = re.search(rf"(?<![A-Za-z0-9_$]){re.escape(name)}(?![A-Za-z0-9_$])", header) if name else None
+    if at is None:
+        return _CLASSLIKE.search(header) is not None
+    return (
+        _CLASSLIKE.search(header, 0, at.start()) is not None
+        or _CLASSLIKE.match(header[at.end() :].lstrip()) is not None
+    )
 
 
 def _parent(defs: list[Chunk], d: Chunk) -> Chunk | None:
@@ -231,7 +247,7 @@ def related(graph: Graph, root: Path, path: str, where: int | str, *, limit: int
     parent = _parent(defs, d) if d is not None else None
     supers = supertypes(parent) if method else set()
     callers, tests, counted = _callers(graph, root, unit, called, method, closeness, limit, supers)
-    if parent is not None and not method and not _CLASSLIKE.search(parent.signature):
+    if parent is not None and not method and not holds_methods(parent):
         # A nested function is seen only inside the function it is defined in: uses elsewhere
         # are of other functions' of the same name.
         callers = [p for p in callers if p.path == unit.path and parent.start_line <= p.start_line <= parent.end_line]
@@ -252,14 +268,23 @@ def _outer_user(read: Reading, outer: Chunk, d: Chunk, name: str) -> Place | Non
     """Function ``outer``, when its own code (``read``: its file, comments and strings blanked)
     names the function ``d`` nested in it: a nested function is used there, often not called
     but returned or passed (``return decorator``, ``add_route(path, openapi)``), which the
-    index's uses (calls, members, types) do not hold."""
-    word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+    index's uses (calls, members, types) do not hold. A nested function is a local name: only
+    its bare spelling is it; a member of that name (``this.test({...})`` around an object's
+    ``test() {}``, ``obj.close``) is another's."""
+    word = re.compile(rf"(?<![A-Za-z0-9_$]){re.escape(name)}(?![A-Za-z0-9_$])")
     for ln in range(outer.start_line + 1, min(outer.end_line, len(read.code)) + 1):
-        if not d.start_line <= ln <= d.end_line and word.search(read.code[ln - 1]):
+        if d.start_line <= ln <= d.end_line:
+            continue
+        code = read.code[ln - 1]
+        if any(not _MEMBER_BEFORE.search(code, 0, m.start()) for m in word.finditer(code)):
             return Place(
                 d.path, outer.start_line, outer.end_line, _name_of(outer), outer.context, ln, name, LABELS[SAME_FILE], 1
             )
     return None
+
+
+#: What makes the name after it a member (``.``, ``?.``, ``->``, ``::``), not a spread's ``...``.
+_MEMBER_BEFORE = re.compile(r"(?:(?<!\.)\.|->|::)[ \t]*$")
 
 
 def _inside(place, unit: Place) -> bool:
@@ -299,6 +324,12 @@ def _callers(
         if c.path not in tiers:
             tiers[c.path] = _resolves_here(closeness, c.path, unit, definers, own_classes, name)
         tier = tiers[c.path]
+        if tier is None and method and c.path == unit.path:
+            # The unit's own file, which names another class defining the name (it imports
+            # ``TestProject``) and need not spell the unit's class outside its header: its own
+            # receiver's calls (``this.close()`` in ``Vitest``) are still the unit's.
+            found.append((SAME_FILE, is_test(c.path, c.language), c.path, c.start, c.end, _on_self))
+            continue
         if tier is None:
             continue  # resolves to another definition of the name, closer to it
         accept = _accepts(unit, method, c, c.path in rival_files)
@@ -382,6 +413,10 @@ def _resolves_here(
             # (nor one it extends): the receiver is of some other type (``parts.clear()``).
             return None
     return top
+
+
+def _on_self(qualifier: str | None) -> bool:
+    return qualifier in SELVES
 
 
 def _accepts(unit: Place, method: bool, c, rival_here: bool = False) -> Callable[[str | None], bool]:
