@@ -497,6 +497,38 @@ def test_a_method_called_on_its_own_receiver_where_the_file_names_another_class(
     assert [(p.name, p.line) for p in found.callers] == [("restart", 7)]
 
 
+def test_a_call_with_type_arguments_is_a_call(engine_of):
+    # redux's applyMiddleware: `compose<typeof dispatch>(...chain)` (read in evals' TypeScript
+    # reference run: the only caller of compose the name-based edges missed in redux)
+    eng = engine_of(
+        "type-arguments",
+        {
+            "src/compose.ts": """
+        export function compose<R>(...funcs: Function[]): R {
+          return funcs.reduce((a, b) => (...args: any) => a(b(...args))) as R;
+        }
+        """,
+            "src/apply.ts": """
+        import { compose } from './compose';
+
+        export function apply(chain: Function[], dispatch: Function) {
+          return compose<typeof dispatch>(...chain)(dispatch);
+        }
+
+        export function compare(count: number, max: number, y: number, z: number) {
+          return count < max && y > (z);
+        }
+        """,
+        },
+    )
+    found = neighbourhood(eng, "src/compose.ts", "compose")
+    assert [(p.name, p.line) for p in found.callers] == [("apply", 4)]
+    from ranklens.core.chunking.refs import qualified_uses
+
+    assert qualified_uses("const d = createDefer<Map<string, T>>()")[0] == ("createDefer", None)
+    assert qualified_uses("return count < max && y > (z);") == []
+
+
 def test_during_a_first_build_related_answers_from_the_committed_files(stepped_repo, tmp_path, small_steps):
     from ranklens.core.graph.edges import LocalGraph
 

@@ -12,7 +12,8 @@ Which of those occurrences refer to something defined elsewhere is decided when 
 reads the few chunks it lists (:func:`qualified_uses`, from the characters around each one,
 the same way in every grammar):
 
-* a call: the name is followed by ``(`` (or a Rust macro's ``!``);
+* a call: the name is followed by ``(`` (or a Rust macro's ``!``), type arguments between
+  (``compose<typeof f>(``) or not;
 * a member or a qualified name: preceded by ``.``, ``->``, ``::``, ``\\`` (PHP) or ``@`` (a
   decorator), with what qualifies it (a method is called on a receiver, a function bare or
   through its module's name);
@@ -39,13 +40,18 @@ IMPORT_STRINGS = (
     "(export_statement source: (string) @module)",
     "(preproc_include path: (_) @module)",
 )
-#: A use: a call (``name(``, a Rust macro's ``name!``), a member or qualified name (``.name``,
-#: ``->name``, ``::name``, ``\\name``, ``@decorator``), a capitalised name. Neither side looks past
-#: the line: a Python header's ``:`` ends the line above a body's first name.
+#: Type arguments written right after a name, up to two levels deep (``compose<typeof f>``,
+#: ``createDefer<Map<string, T>>``): a call with them is a call (not ``a < b && c > (d)``,
+#: whose ``<`` stands apart from the name).
+_TYPE_ARGUMENTS = r"<[^<>()\n]*+(?:<[^<>()\n]*+>[^<>()\n]*+)*+>"
+#: A use: a call (``name(``, ``name<T>(``, a Rust macro's ``name!``), a member or qualified
+#: name (``.name``, ``->name``, ``::name``, ``\\name``, ``@decorator``), a capitalised name.
+#: Neither side looks past the line: a Python header's ``:`` ends the line above a body's first
+#: name.
 USE = re.compile(
     r"(?:\.|->|::|@|\\)[ \t]*+([A-Za-z_][A-Za-z0-9_]*+)"
     r"|\b([A-Z][A-Za-z0-9_]*+)"
-    r"|\b([a-z_][A-Za-z0-9_]*+)(?=[ \t]*+[(!])"
+    r"|\b([a-z_][A-Za-z0-9_]*+)(?=[ \t]*+[(!]|" + _TYPE_ARGUMENTS + r"[ \t]*+\()"
 )
 #: A line importing something: every name on it is a use (``from .retry import Retry``).
 IMPORT_LINE = re.compile(
