@@ -5,7 +5,7 @@
 // ROOT: the project folder; FILES.json: the files (relative to ROOT, POSIX) the program holds,
 // the ones ranklens indexed (TypeScript and JavaScript; allowJs). Compiler options come from the
 // nearest tsconfig.json at or above ROOT (its file list is not used; an `extends` that does not
-// resolve leaves the options it could read). The typescript package is found by the usual
+// resolve leaves the options it could read), or are ES modules resolved as a bundler does. The typescript package is found by the usual
 // module resolution, or in TYPESCRIPT_DIR (a folder holding node_modules/typescript).
 //
 // One JSON request a line, one JSON answer a line, in order:
@@ -47,7 +47,15 @@ const files = JSON.parse(fs.readFileSync(listFile, "utf8")).map((f) => path.join
 
 function compilerOptions() {
   const found = ts.findConfigFile(absRoot, ts.sys.fileExists, "tsconfig.json");
-  let options = {};
+  // Without a tsconfig.json (the benchmark keeps `src` alone): ES modules as a bundler resolves
+  // them (`./retry.js` is `./retry.ts`, a folder is its index).
+  let options = {
+    target: ts.ScriptTarget.ESNext,
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    jsx: ts.JsxEmit.Preserve,
+    esModuleInterop: true,
+  };
   if (found) {
     const read = ts.readConfigFile(found, ts.sys.readFile);
     if (read.config) {
