@@ -1,7 +1,8 @@
 """How ranklens's callers and tests compare with a type-aware tool's references.
 
 The reference tool is jedi for Python, the TypeScript compiler's language service
-(``evals/ts_references.mjs``, run with Node) for TypeScript and JavaScript. A sample of
+(``evals/ts_references.mjs``, run with Node) for TypeScript and JavaScript, Go's type checker
+(``evals/go_references``, go/types, built with the ``go`` on PATH) for Go. A sample of
 definitions (functions, methods, classes) is taken from each repository, every ``k``-th in path
 order; for each, the tool's references (it follows imports and infers receivers' types) and
 ranklens's ``related`` (callers + tests, name-based, best first) are both mapped to the
@@ -30,6 +31,8 @@ Usage::
     npm install --prefix /some/folder typescript@5
     TYPESCRIPT_DIR=/some/folder python -m evals.graph_reference --language typescript \
         [--repo vitest --repo redux] [--root yup=DIR ...]
+    apt-get install golang-go
+    python -m evals.graph_reference --language go [--repo gin] [--root pflag=DIR ...]
 
 The benchmark's repositories are unpacked from ``../shared/bench`` (as evals.codesearch does);
 ``--root NAME=DIR`` adds any other folder. Prints a table and writes ``--json``.
@@ -51,14 +54,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BENCH = HERE.parent.parent / "shared" / "bench"
 #: The files each language's definitions are sampled from.
-SUFFIXES = {"python": (".py",), "typescript": (".ts", ".tsx", ".mts", ".cts")}
+SUFFIXES = {"python": (".py",), "typescript": (".ts", ".tsx", ".mts", ".cts"), "go": (".go",)}
 #: The files a TypeScript program holds besides (allowJs).
 SCRIPT_SUFFIXES = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
 #: The kind the language service gives an object literal's method or property: a value the
 #: literal's reader calls through its type (``props.validator``), seldom by its own name.
 OBJECT_MEMBER = "object member"
 #: The benchmark's repositories measured by default, per language.
-DEFAULT_REPOS = {"python": ["aiohttp", "fastapi", "pydantic"], "typescript": ["vitest", "redux"]}
+DEFAULT_REPOS = {"python": ["aiohttp", "fastapi", "pydantic"], "typescript": ["vitest", "redux"], "go": ["gin"]}
 
 
 def _units(root: Path, path: str):
@@ -78,11 +81,14 @@ def unit_of(root: Path, path: str, line: int) -> tuple[str, int, int] | None:
 
 def _sampled(language: str, path: str, d) -> bool:
     """Whether definition ``d`` of ``path`` is one to sample: named, 3 lines or more, not a
-    dunder (Python) nor a constructor (its callers call the class), not in a declaration file."""
+    dunder (Python), a constructor (its callers call the class) nor Go's init or main, not in a
+    declaration file."""
     if not d.symbol or d.end_line - d.start_line < 2:
         return False
     if language == "python":
         return not d.symbol.startswith("__")
+    if language == "go":
+        return d.symbol not in ("init", "main")  # called by the runtime only
     return d.symbol != "constructor" and not path.endswith((".d.ts", ".d.mts", ".d.cts"))
 
 
@@ -198,26 +204,20 @@ class Jedi:
         pass
 
 
-class TypeScriptService:
-    """The TypeScript compiler's language service (``evals/ts_references.mjs``, one Node
-    process a repository) as the reference tool of a TypeScript or JavaScript repository; its
-    program holds the files ranklens indexed."""
+class LineTool:
+    """A reference tool in another process, asked one JSON line at a time (the protocol of
+    ``evals/ts_references.mjs`` and ``evals/go_references``): the files it holds are the ones
+    ranklens indexed that end in ``suffixes``."""
 
-    language = "typescript"
-    label = "tsserver"
-    SCRIPT = HERE / "ts_references.mjs"
+    suffixes: tuple[str, ...] = ()
 
-    def __init__(self, root: Path, paths: list[str]) -> None:
-        node = shutil.which("node")
-        if node is None:
-            raise RuntimeError("node is not on PATH")
+    def __init__(self, root: Path, paths: list[str], command: list[str]) -> None:
         self.root = root
-        files = [p for p in paths if p.endswith(SCRIPT_SUFFIXES)]
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(files, f)
+            json.dump([p for p in paths if p.endswith(self.suffixes)], f)
             self._list = f.name
         self.proc = subprocess.Popen(
-            [node, str(self.SCRIPT), str(root), self._list],
+            [*command, str(root), self._list],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -229,11 +229,15 @@ class TypeScriptService:
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"ts_references.mjs ended (exit {self.proc.poll()}): is typescript installed?")
+            raise RuntimeError(f"{self.label} ended (exit {self.proc.poll()})")
         return json.loads(line)
 
+    def column(self, path: str, line: int, col: int) -> int:
+        """The column as the tool counts it (characters here)."""
+        return col
+
     def references(self, path: str, line: int, col: int) -> list[tuple[str, int, bool]] | None:
-        answer = self.ask({"op": "refs", "file": path, "line": line, "column": col})
+        answer = self.ask({"op": "refs", "file": path, "line": line, "column": self.column(path, line, col)})
         found = answer.get("refs")
         self.last_kind = answer.get("kind", "")
         if found is None:
@@ -241,8 +245,9 @@ class TypeScriptService:
         return [(r["file"], r["line"], r["definition"]) for r in found]
 
     def goto(self, path: str, line: int, col: int) -> list[tuple[str | None, int | None]] | None:
-        found = self.ask({"op": "goto", "file": path, "line": line, "column": col}).get("definitions")
-        return [(g["file"] if not os.path.isabs(g["file"]) else None, g["line"]) for g in found or []]
+        request = {"op": "goto", "file": path, "line": line, "column": self.column(path, line, col)}
+        found = self.ask(request).get("definitions")
+        return [(None if g.get("outside") or os.path.isabs(g["file"]) else g["file"], g["line"]) for g in found or []]
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -250,7 +255,55 @@ class TypeScriptService:
         os.unlink(self._list)
 
 
-TOOLS = {"python": Jedi, "typescript": TypeScriptService}
+class TypeScriptService(LineTool):
+    """The TypeScript compiler's language service (``evals/ts_references.mjs``, one Node
+    process a repository; the typescript package from ``TYPESCRIPT_DIR``) as the reference tool
+    of a TypeScript or JavaScript repository."""
+
+    language = "typescript"
+    label = "tsserver"
+    suffixes = SCRIPT_SUFFIXES
+    SCRIPT = HERE / "ts_references.mjs"
+
+    def __init__(self, root: Path, paths: list[str]) -> None:
+        node = shutil.which("node")
+        if node is None:
+            raise RuntimeError("node is not on PATH")
+        super().__init__(root, paths, [node, str(self.SCRIPT)])
+
+
+class GoTypes(LineTool):
+    """Go's type checker (``evals/go_references``, go/types of the standard library, built once
+    a run with the ``go`` on PATH) as the reference tool of a Go module."""
+
+    language = "go"
+    label = "go/types"
+    suffixes = (".go",)
+    SOURCE = HERE / "go_references"
+    _built: Path | None = None
+
+    def __init__(self, root: Path, paths: list[str]) -> None:
+        super().__init__(root, paths, [str(self.build())])
+
+    @classmethod
+    def build(cls) -> Path:
+        if cls._built is None or not cls._built.exists():
+            go = shutil.which("go")
+            if go is None:
+                raise RuntimeError("go is not on PATH")
+            exe = Path(tempfile.mkdtemp(prefix="go-references-")) / "go_references"
+            env = {**os.environ, "GO111MODULE": "off"}
+            subprocess.run([go, "build", "-o", str(exe), "."], cwd=cls.SOURCE, env=env, check=True)
+            cls._built = exe
+        return cls._built
+
+    def column(self, path: str, line: int, col: int) -> int:
+        """go/token counts bytes."""
+        text = (self.root / path).read_text(encoding="utf-8", errors="replace").split("\n")
+        return len(text[line - 1][:col].encode("utf-8")) if 0 < line <= len(text) else col
+
+
+TOOLS = {"python": Jedi, "typescript": TypeScriptService, "go": GoTypes}
 
 
 def tool_units(root: Path, tool, d) -> tuple[dict[tuple[str, int, int], int], int] | None:

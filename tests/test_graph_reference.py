@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from evals.graph_reference import (
+    GoTypes,
     TypeScriptService,
     _units,
     reference_units,
@@ -173,5 +174,63 @@ def test_the_language_service_lists_uses_through_the_interface_not_a_siblings(tm
         assert tool.last_kind == "MethodDeclaration"
         assert tool.goto("src/use.ts", 13, 11) == [("src/square.ts", 14)]  # c.area -> Circle's
         assert tool.references("src/use.ts", 3, 0) is None  # a blank line: no symbol
+    finally:
+        tool.close()
+
+
+GO_MODULE = {
+    "go.mod": "module example.com/shapes\n\ngo 1.19\n",
+    "shapes.go": """
+        package shapes
+
+        import "fmt"
+
+        type square struct{ side int }
+
+        func (s square) Area() int {
+            return s.side * s.side
+        }
+
+        type circle struct{ r int }
+
+        func (c circle) Area() int {
+            return 3 * c.r * c.r
+        }
+
+        func Describe(sq square, c circle) string {
+            return "é" + fmt.Sprint(sq.Area(), c.Area())
+        }
+        """,
+    "shapes_test.go": """
+        package shapes_test
+
+        import (
+            "testing"
+
+            "example.com/shapes"
+        )
+
+        func TestDescribe(t *testing.T) {
+            _ = shapes.Describe
+        }
+        """,
+}
+
+
+def test_go_types_lists_the_uses_of_one_method_not_a_same_named_ones(tmp_path):
+    if shutil.which("go") is None:
+        pytest.skip("go is not installed (apt-get install golang-go)")
+    root = write(tmp_path, GO_MODULE)
+    tool = GoTypes(root, sorted(GO_MODULE))
+    try:
+        refs = tool.references("shapes.go", 7, 16)  # square.Area
+        assert sorted(refs) == [("shapes.go", 7, True), ("shapes.go", 18, False)]
+        assert tool.last_kind == "method"
+        line = (root / "shapes.go").read_text().split("\n")[17]
+        assert tool.goto("shapes.go", 18, line.index("c.Area") + 2) == [("shapes.go", 13)]  # circle's
+        describe = tool.references("shapes.go", 17, 5)
+        assert ("shapes_test.go", 10, False) in describe  # from the external test package
+        ((where, _line),) = tool.goto("shapes.go", 18, line.index("Sprint"))
+        assert where is None  # the standard library's: outside the root
     finally:
         tool.close()
