@@ -529,6 +529,101 @@ def test_a_call_with_type_arguments_is_a_call(engine_of):
     assert qualified_uses("return count < max && y > (z);") == []
 
 
+GO_ROOT_PACKAGE = {
+    "go.mod": "module github.com/example/toml\n",
+    "decode.go": """
+        package toml
+
+        import "time"
+
+        type Decoder struct{ timeout time.Duration }
+
+        func Decode(data string, v any) error {
+        \treturn NewDecoder().Decode(v)
+        }
+
+        func NewDecoder() *Decoder {
+        \treturn &Decoder{}
+        }
+
+        func (d *Decoder) Decode(v any) error {
+        \treturn nil
+        }
+
+        func (d *Decoder) Duration() time.Duration {
+        \treturn time.Duration(d.timeout)
+        }
+        """,
+    "decode_test.go": """
+        package toml_test
+
+        import (
+        \t"testing"
+
+        \t"github.com/example/toml"
+        )
+
+        func TestDecode(t *testing.T) {
+        \tif err := toml.Decode("a = 1", nil); err != nil {
+        \t\tt.Fatal(err)
+        \t}
+        }
+        """,
+}
+
+
+def test_a_go_package_at_the_module_root_is_called_by_its_package_clause(engine_of):
+    # BurntSushi/toml's decode.go is `package toml` at the module's root: no folder names it,
+    # and `toml.Decode()` from its external tests is the function's, not the method's; in
+    # pflag, `time.Duration` is no call of `FlagSet.Duration` (read in evals' Go reference run)
+    eng = engine_of("go-root", GO_ROOT_PACKAGE)
+    function = neighbourhood(eng, "decode.go", 7)  # func Decode
+    assert [(p.path, p.name) for p in function.tests] == [("decode_test.go", "TestDecode")]
+    method = neighbourhood(eng, "decode.go", 15)  # (*Decoder).Decode
+    assert [(p.path, p.name) for p in method.callers + method.tests] == [("decode.go", "Decode")]
+    duration = neighbourhood(eng, "decode.go", 19)  # (*Decoder).Duration: time.Duration is none
+    assert duration.unit.name == "Duration" and duration.callers == []
+
+
+def test_a_go_unexported_type_is_used_where_only_a_type_stands(engine_of):
+    # gin's authPair, pflag's *unknownFlagError, toml's menu: lowercase, so neither a call nor
+    # a capitalised name; a literal, an element type and an assertion are uses of the type
+    eng = engine_of(
+        "go-types",
+        {
+            "go.mod": "module example.com/auth\n",
+            "auth.go": """
+        package auth
+
+        type authPair struct {
+        \tvalue string
+        \tuser  string
+        }
+
+        type authPairs []authPair
+
+        func processAccounts(users map[string]string) authPairs {
+        \tpairs := make(authPairs, 0, len(users))
+        \tfor user, value := range users {
+        \t\tpairs = append(pairs, authPair{value: value, user: user})
+        \t}
+        \treturn pairs
+        }
+
+        func first(v any) string {
+        \tif p, ok := v.(*authPair); ok {
+        \t\treturn p.user
+        \t}
+        \treturn ""
+        }
+        """,
+        },
+    )
+    found = neighbourhood(eng, "auth.go", 3)
+    assert found.unit.name == "authPair"
+    assert [(p.name, p.line) for p in found.callers] == [("authPairs", 8), ("processAccounts", 13), ("first", 19)]
+
+
 def test_during_a_first_build_related_answers_from_the_committed_files(stepped_repo, tmp_path, small_steps):
     from ranklens.core.graph.edges import LocalGraph
 

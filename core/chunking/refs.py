@@ -17,7 +17,8 @@ the same way in every grammar):
 * a member or a qualified name: preceded by ``.``, ``->``, ``::``, ``\\`` (PHP) or ``@`` (a
   decorator), with what qualifies it (a method is called on a receiver, a function bare or
   through its module's name);
-* a type, class or constant: it starts with a capital letter.
+* a type, class or constant: it starts with a capital letter, or stands where only a type
+  does (``pair{``, ``[]pair``, ``.(*pair)``: Go's unexported types).
 
 A bare lowercase identifier elsewhere (a local variable, a parameter) is no use: as one it would
 make every function with a variable ``path`` a caller of ``def path()``. Positions cost three
@@ -45,13 +46,16 @@ IMPORT_STRINGS = (
 #: whose ``<`` stands apart from the name).
 _TYPE_ARGUMENTS = r"<[^<>()\n]*+(?:<[^<>()\n]*+>[^<>()\n]*+)*+>"
 #: A use: a call (``name(``, ``name<T>(``, a Rust macro's ``name!``), a member or qualified
-#: name (``.name``, ``->name``, ``::name``, ``\\name``, ``@decorator``), a capitalised name.
-#: Neither side looks past the line: a Python header's ``:`` ends the line above a body's first
-#: name.
+#: name (``.name``, ``->name``, ``::name``, ``\\name``, ``@decorator``), a capitalised name, a
+#: lowercase type where only a type stands (Go's unexported ones: a literal ``pair{``, written
+#: apart from a block's ``if ok {``; an element ``[]pair``, ``map[string]*pair``; an assertion
+#: ``.(*pair)``). Neither side looks past the line: a Python header's ``:`` ends the line above a
+#: body's first name.
 USE = re.compile(
     r"(?:\.|->|::|@|\\)[ \t]*+([A-Za-z_][A-Za-z0-9_]*+)"
     r"|\b([A-Z][A-Za-z0-9_]*+)"
-    r"|\b([a-z_][A-Za-z0-9_]*+)(?=[ \t]*+[(!]|" + _TYPE_ARGUMENTS + r"[ \t]*+\()"
+    r"|\b([a-z_][A-Za-z0-9_]*+)(?=[ \t]*+[(!]|\{|" + _TYPE_ARGUMENTS + r"[ \t]*+\()"
+    r"|(?:\]|\.\()\*?([a-z_][A-Za-z0-9_]*+)"
 )
 #: A line importing something: every name on it is a use (``from .retry import Retry``).
 IMPORT_LINE = re.compile(
@@ -197,8 +201,8 @@ def qualified_uses(text: str) -> list[tuple[str, str | None]]:
     receiver; a function bare, or through its module's name."""
     found = []
     for m in USE.finditer(text):
-        member, cap, call = m.groups()
-        name = member or cap or call
+        member, cap, call, typed = m.groups()
+        name = member or cap or call or typed
         if len(name) < 2 or name in KEYWORDS:
             continue
         qualifier = None

@@ -246,7 +246,8 @@ def related(graph: Graph, root: Path, path: str, where: int | str, *, limit: int
     closeness = Closeness(graph)
     parent = _parent(defs, d) if d is not None else None
     supers = supertypes(parent) if method else set()
-    callers, tests, counted = _callers(graph, root, unit, called, method, closeness, limit, supers)
+    package = go_package(read) if language_for(unit.path) == "go" else ""
+    callers, tests, counted = _callers(graph, root, unit, called, method, closeness, limit, supers, package)
     if parent is not None and not method and not holds_methods(parent):
         # A nested function is seen only inside the function it is defined in: uses elsewhere
         # are of other functions' of the same name.
@@ -301,6 +302,7 @@ def _callers(
     closeness: Closeness,
     limit: int,
     supers: set[str] = frozenset(),
+    package: str = "",
 ) -> tuple[list[Place], list[Place], tuple[int, int, int]]:
     if not name:
         return [], [], (0, 0, 0)
@@ -332,7 +334,7 @@ def _callers(
             continue
         if tier is None:
             continue  # resolves to another definition of the name, closer to it
-        accept = _accepts(unit, method, c, c.path in rival_files)
+        accept = _accepts(unit, method, c, c.path in rival_files, package, graph)
         found.append((tier, is_test(c.path, c.language), c.path, c.start, c.end, accept))
     found.sort(key=lambda f: (f[0], f[2], f[3]))
     callers: list[Place] = []
@@ -419,21 +421,42 @@ def _on_self(qualifier: str | None) -> bool:
     return qualifier in SELVES
 
 
-def _accepts(unit: Place, method: bool, c, rival_here: bool = False) -> Callable[[str | None], bool]:
+def _accepts(
+    unit: Place, method: bool, c, rival_here: bool = False, package: str = "", graph: Graph | None = None
+) -> Callable[[str | None], bool]:
     """Which uses in chunk ``c`` can mean ``unit``, by what qualifies them (None: bare; see
     :func:`core.chunking.refs.qualified_uses`). In :data:`RECEIVER_LANGUAGES` a method is
     called on a receiver, never bare, and a function bare or through its module's name
-    (``retry.Do``), never on an object (``s.close()``); elsewhere a method is also called
+    (``retry.Do``; in Go its ``package`` clause's too, for a package at the module's root:
+    ``toml.Decode``), never on an object (``s.close()``); elsewhere a method is also called
     bare from its own file (its class), and anything goes. Where the file defines a method of
-    that name in another class (``rival_here``), ``self.name`` is that one's."""
+    that name in another class (``rival_here``), ``self.name`` is that one's. In Go only a
+    package is imported: a name the using file's imports spell qualifies no method
+    (``time.Duration`` is not ``FlagSet.Duration``)."""
     if c.language not in RECEIVER_LANGUAGES:
         return (lambda q: True) if not method or c.path == unit.path else (lambda q: q is not None)
     if method:
+        if c.language == "go" and graph is not None:
+            path = c.path
+            return lambda q: q is not None and not (q and path in graph.paths_using(IMPORTS + q))
         if rival_here and c.path != unit.path:
             return lambda q: q is not None and q not in SELVES
         return lambda q: q is not None
-    modules = set(module_names(unit.path))
+    modules = set(module_names(unit.path)) | ({package} if package else set())
     return lambda q: q is None or q in modules
+
+
+#: A Go file's package clause.
+_GO_PACKAGE = re.compile(r"[ \t]*package[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def go_package(read: Reading) -> str:
+    """The package a Go file's clause names (its code: comments blanked), "" when none."""
+    for line in read.code[:400]:
+        m = _GO_PACKAGE.match(line)
+        if m is not None:
+            return m.group(1)
+    return ""
 
 
 def _use_places(
