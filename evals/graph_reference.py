@@ -109,12 +109,15 @@ def _column(line: str, name: str) -> int | None:
 
 
 def name_site(root: Path, d) -> tuple[int, int] | None:
-    """Where definition ``d``'s header spells its name, ``(line, column)``."""
+    """Where definition ``d``'s header spells its name, ``(line, column)``; past a Go method's
+    receiver (``func (msg *Error) Error()`` is the method, not its type)."""
     text = (root / d.path).read_text(encoding="utf-8", errors="replace").split("\n")
     for ln in range(d.start_line, min(d.end_line, d.start_line + 8) + 1):
-        col = _column(text[ln - 1], d.symbol)
+        line = text[ln - 1]
+        skip = line.index(")") + 1 if d.path.endswith(".go") and line.startswith("func (") and ")" in line else 0
+        col = _column(line[skip:], d.symbol)
         if col is not None:
-            return ln, col
+            return ln, col + skip
     return None
 
 
