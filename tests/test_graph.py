@@ -624,6 +624,42 @@ def test_a_go_unexported_type_is_used_where_only_a_type_stands(engine_of):
     assert [(p.name, p.line) for p in found.callers] == [("authPairs", 8), ("processAccounts", 13), ("first", 19)]
 
 
+def test_a_line_calling_a_package_named_like_an_import_keyword_is_code(engine_of):
+    # gin's tests: `require.NoError(t, c.BindXML(&obj))` (testify) was read as an import line,
+    # so the call on it was no use (read in evals' Go reference run)
+    eng = engine_of(
+        "go-require",
+        {
+            "go.mod": "module example.com/web\n",
+            "context.go": """
+        package web
+
+        type Context struct{ body string }
+
+        func (c *Context) BindXML(obj any) error {
+        \treturn nil
+        }
+        """,
+            "context_test.go": """
+        package web
+
+        import (
+        \t"testing"
+
+        \t"github.com/stretchr/testify/require"
+        )
+
+        func TestBindXML(t *testing.T) {
+        \tc := &Context{}
+        \trequire.NoError(t, c.BindXML(nil))
+        }
+        """,
+        },
+    )
+    found = neighbourhood(eng, "context.go", "BindXML")
+    assert [(p.name, p.line) for p in found.tests] == [("TestBindXML", 11)]
+
+
 def test_during_a_first_build_related_answers_from_the_committed_files(stepped_repo, tmp_path, small_steps):
     from ranklens.core.graph.edges import LocalGraph
 

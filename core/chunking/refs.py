@@ -57,9 +57,10 @@ USE = re.compile(
     r"|\b([a-z_][A-Za-z0-9_]*+)(?=[ \t]*+[(!]|\{|" + _TYPE_ARGUMENTS + r"[ \t]*+\()"
     r"|(?:\]|\.\()\*?([a-z_][A-Za-z0-9_]*+)"
 )
-#: A line importing something: every name on it is a use (``from .retry import Retry``).
+#: A line importing something: every name on it is a use (``from .retry import Retry``); not
+#: one where the word is a package's name (Go's testify: ``require.NoError(t, c.BindXML(&obj))``).
 IMPORT_LINE = re.compile(
-    r"^[ \t]*(?:import|from|use|using|require|include|#[ \t]*include|extern crate|open)\b.*$", re.M
+    r"^[ \t]*(?:import|from|use|using|require|include|#[ \t]*include|extern crate|open)\b(?!\.).*$", re.M
 )
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Words that look like calls (``if (``) in the C family, never a definition's name.
