@@ -436,12 +436,15 @@ def _accepts(
     if c.language not in RECEIVER_LANGUAGES:
         return (lambda q: True) if not method or c.path == unit.path else (lambda q: q is not None)
     if method:
-        if c.language == "go" and graph is not None:
-            path = c.path
-            return lambda q: q is not None and not (q and path in graph.paths_using(IMPORTS + q))
+        path = c.path
+        go = c.language == "go" and graph is not None
+
+        def receiver(q: str | None) -> bool:
+            return q is not None and not (go and q and path in graph.paths_using(IMPORTS + q))
+
         if rival_here and c.path != unit.path:
-            return lambda q: q is not None and q not in SELVES
-        return lambda q: q is not None
+            return lambda q: receiver(q) and q not in SELVES
+        return receiver
     modules = set(module_names(unit.path)) | ({package} if package else set())
     return lambda q: q is None or q in modules
 
