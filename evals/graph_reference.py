@@ -22,7 +22,10 @@ both sides, since neither is a unit that calls anything). Then:
   tool's line of use); **precision@10, adjudicated** counts the ``tool missed`` ones as right.
 
 Also counted, not scored: ``outside``, the tool's references that no definition holds (module
-level, a test's anonymous ``it(() => ...)`` callback), left out on both sides.
+level, a test's anonymous ``it(() => ...)`` callback), left out on both sides; ``missed
+inside``, the units missed that lie in the definition itself (a class's methods naming it);
+and per definition its ``kind`` as the tool gives it (the run also prints TypeScript's figures
+without object literals' members).
 
 Usage::
 
