@@ -387,6 +387,283 @@ def test_a_nested_function_returned_or_passed_has_its_outer_function_as_caller(e
     assert [(p.name, p.line, p.resolution) for p in found.callers] == [("route", 5, "same file")]
 
 
+def test_a_member_of_a_nested_functions_name_is_not_its_outer_use(engine_of):
+    # yup's `length()` passes an object whose `test()` method is nested in it to `this.test()`:
+    # that call is the class's own method, not a use of the nested one (read in evals'
+    # TypeScript reference run: each such `test` listed its outer method as its caller)
+    eng = engine_of(
+        "nested-member",
+        {
+            "src/schema.ts": """
+        export class ArraySchema {
+          length(n: number) {
+            return this.test({
+              name: 'length',
+              test(value: number[]) {
+                return value.length === n;
+              },
+            });
+          }
+
+          max(n: number) {
+            const check = (value: number[]) => value.length <= n;
+            return this.add([...check.name], check);
+          }
+        }
+        """
+        },
+    )
+    nested = neighbourhood(eng, "src/schema.ts", 5)  # the object's test()
+    assert nested.unit.name == "test"
+    assert nested.callers == []
+    check = neighbourhood(eng, "src/schema.ts", 12)  # check: passed bare (a spread too)
+    assert [(p.name, p.line) for p in check.callers] == [("max", 13)]
+
+
+def test_a_function_named_like_a_class_keyword_holds_no_methods(engine_of):
+    # superstruct's `function object(schema)` and `function record(…)` return `new Struct({
+    # validator(value) {…} })`: the word in the name made them class-like, their objects'
+    # methods methods, and every `s.validator()` in the file their caller (read in evals'
+    # TypeScript reference run)
+    eng = engine_of(
+        "keyword-names",
+        {
+            "src/types.ts": """
+        import { Struct } from './struct';
+
+        export function object(schema: object) {
+          return new Struct({
+            validator(value: unknown) {
+              return typeof value === 'object';
+            },
+          });
+        }
+
+        export function check(s: Struct, value: unknown) {
+          return s.validator(value);
+        }
+        """,
+            "src/struct.ts": """
+        export class Struct {
+          constructor(public props: any) {}
+
+          validator(value: unknown) {
+            return this.props.validator(value);
+          }
+        }
+        """,
+        },
+    )
+    literal = neighbourhood(eng, "src/types.ts", 6)  # the object literal's validator()
+    assert literal.unit.name == "validator"
+    assert literal.callers == []
+    method = neighbourhood(eng, "src/struct.ts", "validator")  # the class's is still a method
+    assert [(p.path, p.name) for p in method.callers] == [("src/types.ts", "check")]
+
+
+def test_a_method_called_on_its_own_receiver_where_the_file_names_another_class(engine_of):
+    # vitest's core.ts: `Vitest.close()` is called as `this.close()` in the class, and the
+    # file imports `TestProject`, whose `close()` it calls too; the class's own name is not
+    # spelled in the file outside its header (read in evals' TypeScript reference run)
+    eng = engine_of(
+        "own-receiver",
+        {
+            "node/core.ts": """
+        import { TestProject } from './project';
+
+        export class Vitest {
+          projects: TestProject[] = [];
+
+          async restart() {
+            await this.close();
+          }
+
+          async closeProjects() {
+            await Promise.all(this.projects.map((p) => p.close()));
+          }
+
+          async close() {
+            await this.closeProjects();
+          }
+        }
+        """,
+            "node/project.ts": """
+        export class TestProject {
+          async close() {
+            return undefined;
+          }
+        }
+        """,
+        },
+    )
+    found = neighbourhood(eng, "node/core.ts", "close")  # Vitest.close
+    assert found.unit.context.endswith("Vitest > close")
+    assert [(p.name, p.line) for p in found.callers] == [("restart", 7)]
+
+
+def test_a_call_with_type_arguments_is_a_call(engine_of):
+    # redux's applyMiddleware: `compose<typeof dispatch>(...chain)` (read in evals' TypeScript
+    # reference run: the only caller of compose the name-based edges missed in redux)
+    eng = engine_of(
+        "type-arguments",
+        {
+            "src/compose.ts": """
+        export function compose<R>(...funcs: Function[]): R {
+          return funcs.reduce((a, b) => (...args: any) => a(b(...args))) as R;
+        }
+        """,
+            "src/apply.ts": """
+        import { compose } from './compose';
+
+        export function apply(chain: Function[], dispatch: Function) {
+          return compose<typeof dispatch>(...chain)(dispatch);
+        }
+
+        export function compare(count: number, max: number, y: number, z: number) {
+          return count < max && y > (z);
+        }
+        """,
+        },
+    )
+    found = neighbourhood(eng, "src/compose.ts", "compose")
+    assert [(p.name, p.line) for p in found.callers] == [("apply", 4)]
+    from ranklens.core.chunking.refs import qualified_uses
+
+    assert qualified_uses("const d = createDefer<Map<string, T>>()")[0] == ("createDefer", None)
+    assert qualified_uses("return count < max && y > (z);") == []
+
+
+GO_ROOT_PACKAGE = {
+    "go.mod": "module github.com/example/toml\n",
+    "decode.go": """
+        package toml
+
+        import "time"
+
+        type Decoder struct{ timeout time.Duration }
+
+        func Decode(data string, v any) error {
+        \treturn NewDecoder().Decode(v)
+        }
+
+        func NewDecoder() *Decoder {
+        \treturn &Decoder{}
+        }
+
+        func (d *Decoder) Decode(v any) error {
+        \treturn nil
+        }
+
+        func (d *Decoder) Duration() time.Duration {
+        \treturn time.Duration(d.timeout)
+        }
+        """,
+    "decode_test.go": """
+        package toml_test
+
+        import (
+        \t"testing"
+
+        \t"github.com/example/toml"
+        )
+
+        func TestDecode(t *testing.T) {
+        \tif err := toml.Decode("a = 1", nil); err != nil {
+        \t\tt.Fatal(err)
+        \t}
+        }
+        """,
+}
+
+
+def test_a_go_package_at_the_module_root_is_called_by_its_package_clause(engine_of):
+    # BurntSushi/toml's decode.go is `package toml` at the module's root: no folder names it,
+    # and `toml.Decode()` from its external tests is the function's, not the method's; in
+    # pflag, `time.Duration` is no call of `FlagSet.Duration` (read in evals' Go reference run)
+    eng = engine_of("go-root", GO_ROOT_PACKAGE)
+    function = neighbourhood(eng, "decode.go", 7)  # func Decode
+    assert [(p.path, p.name) for p in function.tests] == [("decode_test.go", "TestDecode")]
+    method = neighbourhood(eng, "decode.go", 15)  # (*Decoder).Decode
+    assert [(p.path, p.name) for p in method.callers + method.tests] == [("decode.go", "Decode")]
+    duration = neighbourhood(eng, "decode.go", 19)  # (*Decoder).Duration: time.Duration is none
+    assert duration.unit.name == "Duration" and duration.callers == []
+
+
+def test_a_go_unexported_type_is_used_where_only_a_type_stands(engine_of):
+    # gin's authPair, pflag's *unknownFlagError, toml's menu: lowercase, so neither a call nor
+    # a capitalised name; a literal, an element type and an assertion are uses of the type
+    eng = engine_of(
+        "go-types",
+        {
+            "go.mod": "module example.com/auth\n",
+            "auth.go": """
+        package auth
+
+        type authPair struct {
+        \tvalue string
+        \tuser  string
+        }
+
+        type authPairs []authPair
+
+        func processAccounts(users map[string]string) authPairs {
+        \tpairs := make(authPairs, 0, len(users))
+        \tfor user, value := range users {
+        \t\tpairs = append(pairs, authPair{value: value, user: user})
+        \t}
+        \treturn pairs
+        }
+
+        func first(v any) string {
+        \tif p, ok := v.(*authPair); ok {
+        \t\treturn p.user
+        \t}
+        \treturn ""
+        }
+        """,
+        },
+    )
+    found = neighbourhood(eng, "auth.go", 3)
+    assert found.unit.name == "authPair"
+    assert [(p.name, p.line) for p in found.callers] == [("authPairs", 8), ("processAccounts", 13), ("first", 19)]
+
+
+def test_a_line_calling_a_package_named_like_an_import_keyword_is_code(engine_of):
+    # gin's tests: `require.NoError(t, c.BindXML(&obj))` (testify) was read as an import line,
+    # so the call on it was no use (read in evals' Go reference run)
+    eng = engine_of(
+        "go-require",
+        {
+            "go.mod": "module example.com/web\n",
+            "context.go": """
+        package web
+
+        type Context struct{ body string }
+
+        func (c *Context) BindXML(obj any) error {
+        \treturn nil
+        }
+        """,
+            "context_test.go": """
+        package web
+
+        import (
+        \t"testing"
+
+        \t"github.com/stretchr/testify/require"
+        )
+
+        func TestBindXML(t *testing.T) {
+        \tc := &Context{}
+        \trequire.NoError(t, c.BindXML(nil))
+        }
+        """,
+        },
+    )
+    found = neighbourhood(eng, "context.go", "BindXML")
+    assert [(p.name, p.line) for p in found.tests] == [("TestBindXML", 11)]
+
+
 def test_during_a_first_build_related_answers_from_the_committed_files(stepped_repo, tmp_path, small_steps):
     from ranklens.core.graph.edges import LocalGraph
 

@@ -12,11 +12,13 @@ Which of those occurrences refer to something defined elsewhere is decided when 
 reads the few chunks it lists (:func:`qualified_uses`, from the characters around each one,
 the same way in every grammar):
 
-* a call: the name is followed by ``(`` (or a Rust macro's ``!``);
+* a call: the name is followed by ``(`` (or a Rust macro's ``!``), type arguments between
+  (``compose<typeof f>(``) or not;
 * a member or a qualified name: preceded by ``.``, ``->``, ``::``, ``\\`` (PHP) or ``@`` (a
   decorator), with what qualifies it (a method is called on a receiver, a function bare or
   through its module's name);
-* a type, class or constant: it starts with a capital letter.
+* a type, class or constant: it starts with a capital letter, or stands where only a type
+  does (``pair{``, ``[]pair``, ``.(*pair)``: Go's unexported types).
 
 A bare lowercase identifier elsewhere (a local variable, a parameter) is no use: as one it would
 make every function with a variable ``path`` a caller of ``def path()``. Positions cost three
@@ -40,17 +42,26 @@ IMPORT_STRINGS = (
     "(export_statement source: (string) @module)",
     "(preproc_include path: (_) @module)",
 )
-#: A use: a call (``name(``, a Rust macro's ``name!``), a member or qualified name (``.name``,
-#: ``->name``, ``::name``, ``\\name``, ``@decorator``), a capitalised name. Neither side looks past
-#: the line: a Python header's ``:`` ends the line above a body's first name.
+#: Type arguments written right after a name, up to two levels deep (``compose<typeof f>``,
+#: ``createDefer<Map<string, T>>``): a call with them is a call (not ``a < b && c > (d)``,
+#: whose ``<`` stands apart from the name).
+_TYPE_ARGUMENTS = r"<[^<>()\n]*+(?:<[^<>()\n]*+>[^<>()\n]*+)*+>"
+#: A use: a call (``name(``, ``name<T>(``, a Rust macro's ``name!``), a member or qualified
+#: name (``.name``, ``->name``, ``::name``, ``\\name``, ``@decorator``), a capitalised name, a
+#: lowercase type where only a type stands (Go's unexported ones: a literal ``pair{``, written
+#: apart from a block's ``if ok {``; an element ``[]pair``, ``map[string]*pair``; an assertion
+#: ``.(*pair)``). Neither side looks past the line: a Python header's ``:`` ends the line above a
+#: body's first name.
 USE = re.compile(
     r"(?:\.|->|::|@|\\)[ \t]*+([A-Za-z_][A-Za-z0-9_]*+)"
     r"|\b([A-Z][A-Za-z0-9_]*+)"
-    r"|\b([a-z_][A-Za-z0-9_]*+)(?=[ \t]*+[(!])"
+    r"|\b([a-z_][A-Za-z0-9_]*+)(?=[ \t]*+[(!]|\{|" + _TYPE_ARGUMENTS + r"[ \t]*+\()"
+    r"|(?:\]|\.\()\*?([a-z_][A-Za-z0-9_]*+)"
 )
-#: A line importing something: every name on it is a use (``from .retry import Retry``).
+#: A line importing something: every name on it is a use (``from .retry import Retry``); not
+#: one where the word is a package's name (Go's testify: ``require.NoError(t, c.BindXML(&obj))``).
 IMPORT_LINE = re.compile(
-    r"^[ \t]*(?:import|from|use|using|require|include|#[ \t]*include|extern crate|open)\b.*$", re.M
+    r"^[ \t]*(?:import|from|use|using|require|include|#[ \t]*include|extern crate|open)\b(?!\.).*$", re.M
 )
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Words that look like calls (``if (``) in the C family, never a definition's name.
@@ -198,8 +209,8 @@ def qualified_uses(text: str) -> list[tuple[str, str | None]]:
     receiver; a function bare, or through its module's name."""
     found = []
     for m in USE.finditer(text):
-        member, cap, call = m.groups()
-        name = member or cap or call
+        member, cap, call, typed = m.groups()
+        name = member or cap or call or typed
         if len(name) < 2 or name in KEYWORDS:
             continue
         qualifier = None

@@ -161,7 +161,23 @@ def is_method(defs: list[Chunk], d: Chunk) -> bool:
     if d.signature.startswith("func ("):
         return True
     parent = _parent(defs, d)
-    return parent is not None and _CLASSLIKE.search(parent.signature) is not None
+    return parent is not None and holds_methods(parent)
+
+
+def holds_methods(d: Chunk) -> bool:
+    """Whether definition ``d`` is class-like (its definitions are methods): a word of
+    :data:`_CLASSLIKE` before its name (``export default class Reference``, ``impl Trait for``)
+    or right after it (Go's ``type Retry struct``); not one in its name or parameters
+    (superstruct's ``function object(schema)``, ``def load(record)``)."""
+    header = d.signature.split("{", 1)[0]
+    name = _name_of(d)
+    at = re.search(rf"(?<![A-Za-z0-9_$]){re.escape(name)}(?![A-Za-z0-9_$])", header) if name else None
+    if at is None:
+        return _CLASSLIKE.search(header) is not None
+    return (
+        _CLASSLIKE.search(header, 0, at.start()) is not None
+        or _CLASSLIKE.match(header[at.end() :].lstrip()) is not None
+    )
 
 
 def _parent(defs: list[Chunk], d: Chunk) -> Chunk | None:
@@ -245,8 +261,9 @@ def related(graph: Graph, root: Path, path: str, where: int | str, *, limit: int
     closeness = Closeness(graph)
     parent = _parent(defs, d) if d is not None else None
     supers = supertypes(parent) if method else set()
-    callers, tests, counted = _callers(graph, root, unit, called, method, closeness, limit, supers)
-    if parent is not None and not method and not _CLASSLIKE.search(parent.signature):
+    package = go_package(read) if language_for(unit.path) == "go" else ""
+    callers, tests, counted = _callers(graph, root, unit, called, method, closeness, limit, supers, package)
+    if parent is not None and not method and not holds_methods(parent):
         # A nested function is seen only inside the function it is defined in: uses elsewhere
         # are of other functions' of the same name.
         callers = [p for p in callers if p.path == unit.path and parent.start_line <= p.start_line <= parent.end_line]
@@ -267,14 +284,23 @@ def _outer_user(read: Reading, outer: Chunk, d: Chunk, name: str) -> Place | Non
     """Function ``outer``, when its own code (``read``: its file, comments and strings blanked)
     names the function ``d`` nested in it: a nested function is used there, often not called
     but returned or passed (``return decorator``, ``add_route(path, openapi)``), which the
-    index's uses (calls, members, types) do not hold."""
-    word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+    index's uses (calls, members, types) do not hold. A nested function is a local name: only
+    its bare spelling is it; a member of that name (``this.test({...})`` around an object's
+    ``test() {}``, ``obj.close``) is another's."""
+    word = re.compile(rf"(?<![A-Za-z0-9_$]){re.escape(name)}(?![A-Za-z0-9_$])")
     for ln in range(outer.start_line + 1, min(outer.end_line, len(read.code)) + 1):
-        if not d.start_line <= ln <= d.end_line and word.search(read.code[ln - 1]):
+        if d.start_line <= ln <= d.end_line:
+            continue
+        code = read.code[ln - 1]
+        if any(not _MEMBER_BEFORE.search(code, 0, m.start()) for m in word.finditer(code)):
             return Place(
                 d.path, outer.start_line, outer.end_line, _name_of(outer), outer.context, ln, name, LABELS[SAME_FILE], 1
             )
     return None
+
+
+#: What makes the name after it a member (``.``, ``?.``, ``->``, ``::``), not a spread's ``...``.
+_MEMBER_BEFORE = re.compile(r"(?:(?<!\.)\.|->|::)[ \t]*$")
 
 
 def _inside(place, unit: Place) -> bool:
@@ -291,6 +317,7 @@ def _callers(
     closeness: Closeness,
     limit: int,
     supers: set[str] = frozenset(),
+    package: str = "",
 ) -> tuple[list[Place], list[Place], tuple[int, int, int]]:
     if not name:
         return [], [], (0, 0, 0)
@@ -314,9 +341,15 @@ def _callers(
         if c.path not in tiers:
             tiers[c.path] = _resolves_here(closeness, c.path, unit, definers, own_classes, name)
         tier = tiers[c.path]
+        if tier is None and method and c.path == unit.path:
+            # The unit's own file, which names another class defining the name (it imports
+            # ``TestProject``) and need not spell the unit's class outside its header: its own
+            # receiver's calls (``this.close()`` in ``Vitest``) are still the unit's.
+            found.append((SAME_FILE, is_test(c.path, c.language), c.path, c.start, _on_self, c))
+            continue
         if tier is None:
             continue  # resolves to another definition of the name, closer to it
-        accept = _accepts(unit, method, c, c.path in rival_files)
+        accept = _accepts(unit, method, c, c.path in rival_files, package, graph)
         found.append((tier, is_test(c.path, c.language), c.path, c.start, accept, c))
     found.sort(key=lambda f: (f[0], f[2], f[3]))
     callers: list[Place] = []
@@ -399,21 +432,49 @@ def _resolves_here(
     return top
 
 
-def _accepts(unit: Place, method: bool, c, rival_here: bool = False) -> Callable[[str | None], bool]:
+def _on_self(qualifier: str | None) -> bool:
+    return qualifier in SELVES
+
+
+def _accepts(
+    unit: Place, method: bool, c, rival_here: bool = False, package: str = "", graph: Graph | None = None
+) -> Callable[[str | None], bool]:
     """Which uses in chunk ``c`` can mean ``unit``, by what qualifies them (None: bare; see
     :func:`core.chunking.refs.qualified_uses`). In :data:`RECEIVER_LANGUAGES` a method is
     called on a receiver, never bare, and a function bare or through its module's name
-    (``retry.Do``), never on an object (``s.close()``); elsewhere a method is also called
+    (``retry.Do``; in Go its ``package`` clause's too, for a package at the module's root:
+    ``toml.Decode``), never on an object (``s.close()``); elsewhere a method is also called
     bare from its own file (its class), and anything goes. Where the file defines a method of
-    that name in another class (``rival_here``), ``self.name`` is that one's."""
+    that name in another class (``rival_here``), ``self.name`` is that one's. In Go only a
+    package is imported: a name the using file's imports spell qualifies no method
+    (``time.Duration`` is not ``FlagSet.Duration``)."""
     if c.language not in RECEIVER_LANGUAGES:
         return (lambda q: True) if not method or c.path == unit.path else (lambda q: q is not None)
     if method:
+        path = c.path
+        go = c.language == "go" and graph is not None
+
+        def receiver(q: str | None) -> bool:
+            return q is not None and not (go and q and path in graph.paths_using(IMPORTS + q))
+
         if rival_here and c.path != unit.path:
-            return lambda q: q is not None and q not in SELVES
-        return lambda q: q is not None
-    modules = set(module_names(unit.path))
+            return lambda q: receiver(q) and q not in SELVES
+        return receiver
+    modules = set(module_names(unit.path)) | ({package} if package else set())
     return lambda q: q is None or q in modules
+
+
+#: A Go file's package clause.
+_GO_PACKAGE = re.compile(r"[ \t]*package[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def go_package(read: Reading) -> str:
+    """The package a Go file's clause names (its code: comments blanked), "" when none."""
+    for line in read.code[:400]:
+        m = _GO_PACKAGE.match(line)
+        if m is not None:
+            return m.group(1)
+    return ""
 
 
 def _use_places(
