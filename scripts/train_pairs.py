@@ -312,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--anchor", type=float, default=ANCHOR)
     parser.add_argument("--per-file", type=int, default=PER_FILE)
     parser.add_argument("--batch", type=int, default=BATCH)
+    parser.add_argument("--seed", type=int, default=SEED, help="batch order and torch's seed (another one: the noise)")
     parser.add_argument("--no-masked", action="store_true")
     parser.add_argument("--no-holdout", action="store_true", help="train on every repository (the shipped build)")
     args = parser.parse_args(argv)
@@ -325,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         anchor=args.anchor,
         per_file=args.per_file,
         batch=args.batch,
+        seed=args.seed,
         masked=not args.no_masked,
         holdout=not args.no_holdout,
     )
