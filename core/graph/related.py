@@ -117,6 +117,12 @@ _READ_SIZE = 256
 def reading(root: Path, path: str) -> Reading:
     """A file's definitions and code (:func:`core.chunking.references`), parsed once per
     version of the file (kept by path, size and modification time)."""
+    return _versioned(_READ, _READ_SIZE, root, path, lambda text: references(path, text))[1]
+
+
+def _versioned(cache: OrderedDict, size: int, root: Path, path: str, make: Callable[[str], object]) -> tuple:
+    """``(version, make(text))`` of a file, kept in ``cache`` (the ``size`` latest) per
+    version: path, size and modification time."""
     full = root / path
     try:
         st = os.stat(full)
@@ -124,20 +130,20 @@ def reading(root: Path, path: str) -> Reading:
         raise RelatedError(f"{path}: no such file under {root}") from None
     key = (str(full), st.st_size, st.st_mtime_ns)
     with _READ_LOCK:
-        found = _READ.get(key)
+        found = cache.get(key)
         if found is not None:
-            _READ.move_to_end(key)
-            return found
+            cache.move_to_end(key)
+            return key, found
     try:
         text = full.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise RelatedError(f"{path}: cannot be read ({exc.strerror})") from None
-    found = references(path, text)
+    found = make(text)
     with _READ_LOCK:
-        _READ[key] = found
-        while len(_READ) > _READ_SIZE:
-            _READ.popitem(last=False)
-    return found
+        cache[key] = found
+        while len(cache) > size:
+            cache.popitem(last=False)
+    return key, found
 
 
 def enclosing(defs: list[Chunk], line: int) -> Chunk | None:
@@ -345,25 +351,25 @@ def _callers(
             # The unit's own file, which names another class defining the name (it imports
             # ``TestProject``) and need not spell the unit's class outside its header: its own
             # receiver's calls (``this.close()`` in ``Vitest``) are still the unit's.
-            found.append((SAME_FILE, is_test(c.path, c.language), c.path, c.start, _on_self, c))
+            found.append((SAME_FILE, is_test(c.path, c.language), _on_self, c))
             continue
         if tier is None:
             continue  # resolves to another definition of the name, closer to it
         accept = _accepts(unit, method, c, c.path in rival_files, package, graph)
-        found.append((tier, is_test(c.path, c.language), c.path, c.start, accept, c))
-    found.sort(key=lambda f: (f[0], f[2], f[3]))
+        found.append((tier, is_test(c.path, c.language), accept, c))
+    found.sort(key=lambda f: (f[0], f[3].path, f[3].start))
     callers: list[Place] = []
     tests: list[Place] = []
     seen: set[tuple] = {(unit.path, unit.start_line, unit.end_line)}
     counts = [0, 0]
     files: set[str] = set()
     unread = 0
-    for tier, test, path, _start, accept, chunk in found:
+    for tier, test, accept, chunk in found:
         out = tests if test else callers
-        if len(out) >= limit and path not in files and len(files) >= MAX_FILES_READ:
+        if len(out) >= limit and chunk.path not in files and len(files) >= MAX_FILES_READ:
             unread += 1  # a chunk spelling the name, not read: maybe a use, maybe a local name
             continue
-        files.add(path)
+        files.add(chunk.path)
         for place in _use_places(root, chunk, name, tier, n_defs, accept):
             key = (place.path, place.start_line, place.end_line)
             if key in seen or (not place.name and (place.path, place.line) in seen):
@@ -639,28 +645,10 @@ class ChunkReading(Reading):
         return False  # Ruby's or Lua's ``end``, Haskell's layout: ask the file
 
 
-def _file_lines(root: Path, path: str) -> tuple[tuple, list[str]]:
-    full = root / path
-    try:
-        st = os.stat(full)
-        key = (str(full), st.st_size, st.st_mtime_ns)
-        with _READ_LOCK:
-            found = _LINES.get(key)
-        if found is None:
-            found = full.read_text(encoding="utf-8", errors="replace").split("\n")
-    except OSError as exc:
-        raise RelatedError(f"{path}: cannot be read ({exc.strerror})") from None
-    with _READ_LOCK:
-        _LINES[key] = found
-        while len(_LINES) > 16:
-            _LINES.popitem(last=False)
-    return key, found
-
-
 def chunk_reading(root: Path, chunk) -> ChunkReading:
     """The :class:`ChunkReading` of an indexed chunk (:class:`~core.graph.edges.ChunkPlace`),
     parsed once per version of its file."""
-    key, lines = _file_lines(root, chunk.path)
+    key, lines = _versioned(_LINES, 16, root, chunk.path, lambda text: text.split("\n"))
     _path, a, b = chunk.span
     with _READ_LOCK:
         found = _PARTS.get((key, a, b))
