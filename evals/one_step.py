@@ -13,7 +13,10 @@ rest), counted cumulatively:
 * ``+related``: or a related unit of the first top-10 hit in a gold file does (the walk
   starts at the unit at the hit's first line inside a definition); in brackets, the same
   from every definition that starts inside that hit (a chunk may pack several), and from
-  every definition of the first three hits.
+  every definition of the first three hits;
+* ``+look-alikes``: or a top-10 hit of more-like-this from that same unit does (``query
+  --like``, the UI's ``m``: the unit's names and code as the question, the unit itself left
+  out), the fourth way on from a hit the walk offers.
 
     python -m evals.one_step                       # the span set
     python -m evals.one_step --heldout /tmp/heldout  # also the held-out trees (<name>/)
@@ -62,6 +65,25 @@ def related_units(engine, hit, wide: bool = False) -> list:
     return out
 
 
+def look_alikes(run, hit, top_k: int = 10) -> list:
+    """The top ``top_k`` hits of more-like-this from the unit at ``hit``'s first line inside a
+    definition (as ``query --like`` answers: the unit itself left out)."""
+    from ranklens.core.graph.like import like_question, overlaps
+    from ranklens.core.graph.related import RelatedError
+    from ranklens.core.navigate import graph_of
+
+    engine = run.engine
+    for line in range(hit.start_line, hit.end_line + 1):
+        try:
+            unit, question = like_question(graph_of(engine), engine.root, hit.path, line)
+        except RelatedError:  # no definition holds this line: the next one
+            continue
+        results = [engine.run_arm(name, question) for name in run.results[0]]
+        found = engine.fuse(results, top_k=top_k + 1, query=question)
+        return [h for h in found if not overlaps(unit, h.path, h.start_line, h.end_line)][:top_k]
+    return []
+
+
 def reach(run) -> list[dict]:
     rows = []
     for i, task in enumerate(run.repo.tasks):
@@ -73,6 +95,9 @@ def reach(run) -> list[dict]:
         first = next((h for h in hits if any(h.path == p for p, _s, _e in gold)), None)
         if not rel and first is not None:
             rel = any(_touches(p.path, p.start_line, p.end_line, gold) for p in related_units(run.engine, first))
+        like = rel
+        if not like and first is not None:
+            like = any(_touches(h.path, h.start_line, h.end_line, gold) for h in look_alikes(run, first))
         wide = rel
         if not wide and first is not None:
             wide = any(_touches(p.path, p.start_line, p.end_line, gold) for p in related_units(run.engine, first, True))
@@ -82,7 +107,7 @@ def reach(run) -> list[dict]:
             for p in related_units(run.engine, h, True)
         )
         row = {"repo": task.repo, "kind": task.category, "style": task.style, "query": task.query}
-        row.update(hit=hit, alt=alt, rel=rel)
+        row.update(hit=hit, alt=alt, rel=rel, like=like)
         row.update(wide=wide, three=three, in_file=first is not None, gold=[f"{p}:{a}-{b}" for p, a, b in gold])
         row["top"] = [f"{h.path}:{h.start_line}-{h.end_line} {h.context}" for h in hits[:5]]
         rows.append(row)
@@ -121,6 +146,7 @@ def table(label: str, rows: list[dict]) -> None:
         print(
             f"{label:8s} {kind:22s} of {n:3d}: hit {sum(r['hit'] for r in rs):3d}  "
             f"+runners-up {sum(r['alt'] for r in rs):3d}  +related {sum(r['rel'] for r in rs):3d}  "
+            f"+look-alikes {sum(r['like'] for r in rs):3d}  "
             f"(+related of every unit of that hit {sum(r['wide'] for r in rs):3d}; of the first 3 hits "
             f"{sum(r['three'] for r in rs):3d}; gold file in the hits "
             f"{sum(r['in_file'] for r in rs):3d})"
