@@ -1,7 +1,8 @@
 """Following the code from a place, the same way for every front end.
 
 ``ranklens related`` and ``query --like``, MCP's ``related`` and ``search(like=…)``, and the
-terminal UI's walk parse a place here (:func:`parse_place`: ``PATH:LINE`` or ``PATH:NAME``),
+terminal UI's walk parse a place here (:func:`parse_place`: ``PATH:LINE``, ``PATH:START-END``
+or ``PATH:NAME``),
 get the index's :class:`core.graph.edges.Graph` (:func:`graph_of`: a local index's committed
 generation, or a Milvus store's rows) and answer with :func:`answer_related` or
 :func:`answer_like`, so one place has one neighbourhood and one JSON envelope wherever it
@@ -19,27 +20,36 @@ from .engine import Engine
 from .graph.edges import Graph, LocalGraph
 from .graph.like import like_question, overlaps
 from .graph.related import DEFAULT_LIMIT, Neighbourhood, RelatedError, related
+from .graph.span import related_span
 
 #: The most places a list of a neighbourhood holds.
 MAX_LIMIT = 200
 
 
-def parse_place(text: object) -> tuple[str, int | str]:
-    """``"src/retry.py:120"`` -> ``("src/retry.py", 120)``; ``"src/retry.py:Retry"`` -> the
-    name. RequestError when it is neither."""
+#: What a place may be, in the one-line errors.
+PLACE_FORMS = "PATH:LINE, PATH:START-END or PATH:NAME"
+
+
+def parse_place(text: object) -> tuple[str, int | str | tuple[int, int]]:
+    """``"src/retry.py:120"`` -> ``("src/retry.py", 120)``; ``"src/retry.py:40-75"`` (a hit's
+    lines) -> ``("src/retry.py", (40, 75))``; ``"src/retry.py:Retry"`` -> the name.
+    RequestError when it is none of them."""
     if not isinstance(text, str) or ":" not in text.strip():
-        raise RequestError(f"expected PATH:LINE or PATH:NAME, got {text!r}")
+        raise RequestError(f"expected {PLACE_FORMS}, got {text!r}")
     path, _, where = text.strip().rpartition(":")
     where = where.strip()
     if not path or not where:
-        raise RequestError(f"expected PATH:LINE or PATH:NAME, got {text!r}")
-    if where.isdigit():
-        line = int(where)
-        if line < 1:
+        raise RequestError(f"expected {PLACE_FORMS}, got {text!r}")
+    first, dash, last = where.partition("-")
+    if first.strip().isdigit() and (not dash or last.strip().isdigit()):
+        start, end = int(first), int(last) if dash else int(first)
+        if start < 1 or end < 1:
             raise RequestError(f"line numbers start at 1, got {text!r}")
-        return path, line
+        if end < start:
+            raise RequestError(f"the span ends before it starts, got {text!r}")
+        return path, (start, end) if dash else start
     if not where.replace(".", "").replace("_", "").replace("$", "").isalnum():
-        raise RequestError(f"expected PATH:LINE or PATH:NAME, got {text!r}")
+        raise RequestError(f"expected {PLACE_FORMS}, got {text!r}")
     return path, where.rpartition(".")[2]
 
 
@@ -57,10 +67,15 @@ def graph_of(engine: Engine) -> Graph:
     return LocalGraph(engine.view)
 
 
-def neighbourhood(engine: Engine, path: str, where: int | str, limit: int = DEFAULT_LIMIT) -> Neighbourhood:
-    """The neighbourhood of ``path:where`` in ``engine``'s index; RequestError when the place
-    cannot be followed."""
+def neighbourhood(
+    engine: Engine, path: str, where: int | str | tuple[int, int], limit: int = DEFAULT_LIMIT
+) -> Neighbourhood:
+    """The neighbourhood of ``path:where`` in ``engine``'s index (a line, a name, or a hit's
+    lines: each definition packed there, :func:`core.graph.span.related_span`); RequestError
+    when the place cannot be followed."""
     try:
+        if isinstance(where, tuple):
+            return related_span(graph_of(engine), engine.root, path, *where, limit=limit)
         return related(graph_of(engine), engine.root, path, where, limit=limit)
     except RelatedError as exc:
         raise RequestError(str(exc)) from None
@@ -85,6 +100,8 @@ def like_request(engine: Engine, place: str, request):
     at ``place``: its text replaced by the unit's names and code, one more hit asked for (the
     unit itself, dropped by :func:`without_unit`). Returns ``(unit, request)``."""
     path, where = parse_place(place)
+    if isinstance(where, tuple):  # a hit's lines: like the unit it starts with
+        where = where[0]
     try:
         unit, question = like_question(graph_of(engine), engine.root, path, where)
     except RelatedError as exc:

@@ -39,10 +39,11 @@ def reached_record(by: str, of: Place | None = None) -> dict:
 
 def qualified_name(place: Place) -> str:
     """``Retry.get_backoff_time`` from the breadcrumb ``shop/retry.py > Retry > get_backoff_time``
-    (the name alone when the breadcrumb has no more; the path:line for a window)."""
+    (the name alone when the breadcrumb has no more; the path:line for a window). A hit's
+    packed definitions stay a list: ``RouterGroup.Group, BasePath``."""
     crumbs = [c for c in place.context.split(" > ")[1:] if c]
     if crumbs:
-        return ".".join(c.split()[-1] for c in crumbs)
+        return ".".join(c if ", " in c else c.split()[-1] for c in crumbs)
     return place.name or f"{place.path}:{place.start_line}"
 
 

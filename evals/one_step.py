@@ -11,9 +11,10 @@ rest), counted cumulatively:
 * ``hit``: a top-10 hit overlaps a gold span (clipped to 80 lines, as the span set scores);
 * ``+runners-up``: or a runner-up of a top-10 hit does;
 * ``+related``: or a related unit of the first top-10 hit in a gold file does (the walk
-  starts at the unit at the hit's first line inside a definition); in brackets, the same
-  from every definition that starts inside that hit (a chunk may pack several), and from
-  every definition of the first three hits;
+  starts where ``r`` on the hit does: every definition packed in its lines, their
+  neighbourhoods merged, ``related PATH:START-END``; else the unit at its first line inside a
+  definition); in brackets, the same from every definition that starts inside that hit,
+  nested ones too, and from every definition of the first three hits;
 * ``+look-alikes``: or a top-10 hit of more-like-this from that same unit does (``query
   --like``, the UI's ``m``: the unit's names and code as the question, the unit itself left
   out), the fourth way on from a hit the walk offers.
@@ -51,8 +52,8 @@ def related_units(engine, hit, wide: bool = False) -> list:
     if wide:
         defs = reading(engine.root, hit.path).defs
         lines = [d.start_line for d in defs if hit.start_line <= d.start_line <= hit.end_line] or [hit.start_line]
-    else:
-        lines = range(hit.start_line, hit.end_line + 1)
+    else:  # as ``r`` on the hit: its lines (every definition it packs), else its first unit
+        lines = [(hit.start_line, hit.end_line), *range(hit.start_line, hit.end_line + 1)]
     out = []
     for line in lines:
         try:

@@ -284,7 +284,7 @@ def build_server(service: AgentService) -> MCPServer:
         place: Annotated[
             str,
             Field(
-                description="`PATH:LINE` (a line inside a function, method, class …) or `PATH:NAME` (a name the file defines), path relative to the repository root, e.g. `src/retry.py:120` or a search hit's `path:start_line`."
+                description="`PATH:LINE` (a line inside a function, method, class …), `PATH:START-END` (a search hit's lines: every definition packed there, their lists merged) or `PATH:NAME` (a name the file defines), path relative to the repository root, e.g. `src/retry.py:120` or a search hit's `path:start_line-end_line`."
             ),
         ],
         limit: Annotated[int, Field(ge=1, le=200, description="Most places listed per kind.")] = 20,

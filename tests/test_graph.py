@@ -247,6 +247,57 @@ def test_go_edges_resolve_through_the_imported_package(engine_of):
     assert spans(backoff.tests) == [("retry/retry_test.go", "TestBackoff")]
 
 
+def test_a_hit_packing_two_functions_follows_both(engine_of):
+    """``related PATH:START-END`` (``r`` on a hit): each definition packed in the lines, their
+    lists merged; a use of one by the other is the hit's own code, listed by neither."""
+    eng = engine_of("go", GO)
+    lines = (eng.root / "retry/retry.go").read_text().splitlines()
+    start = next(n for n, text in enumerate(lines, 1) if text.startswith("// Backoff"))
+    end = max(n for n, text in enumerate(lines, 1) if text == "}")
+    both = neighbourhood(eng, "retry/retry.go", (start, end))
+    assert both.unit.name == "Backoff, Do" and both.unit.end_line == end
+    assert spans(both.callers) == [("main.go", "main")]  # Do's; Backoff's caller Do is inside
+    assert spans(both.tests) == [("retry/retry_test.go", "TestBackoff")]
+    assert both.callees == [] and both.counts["callers"] == 1
+    data = json.loads(run("related", f"retry/retry.go:{start}-{end}", "--root", str(eng.root), "--json").stdout)
+    assert data["unit"]["name"] == "Backoff, Do" and [c["name"] for c in data["callers"]] == ["main"]
+    # One definition in the lines is that definition; a class's lines are the class.
+    assert neighbourhood(eng, "retry/retry.go", (start, start + 3)).unit.name == "Backoff"
+    py = engine_of("py", PYTHON)
+    text = (py.root / "shop/retry.py").read_text().splitlines()
+    cls = next(n for n, t in enumerate(text, 1) if t.startswith("class Retry"))
+    whole = neighbourhood(py, "shop/retry.py", (cls, cls + 10))
+    assert whole.unit == neighbourhood(py, "shop/retry.py", "Retry").unit
+    with pytest.raises(RequestError, match="ends before it starts"):
+        answer_related(eng, f"retry/retry.go:{end}-{start}")
+
+
+BOX = """
+    class Box:
+        size = 3
+
+        # The lid:
+        # Opens the lid and says so.
+        def open(self):
+            return lid(self.size)
+
+
+    def lid(n):
+        return n
+    """
+
+
+def test_a_line_of_a_methods_leading_comment_means_the_method(engine_of):
+    """Inside a class, the comment above a method is the method's, not the class's (a hit
+    often starts there, as in Java and PHP with their doc blocks)."""
+    eng = engine_of("doc", {"box.py": BOX})
+    lines = (eng.root / "box.py").read_text().splitlines()
+    comment = next(n for n, t in enumerate(lines, 1) if "Opens the lid" in t)
+    assert neighbourhood(eng, "box.py", comment).unit.name == "open"
+    assert neighbourhood(eng, "box.py", comment - 1).unit.name == "open"  # the comment's first line
+    assert neighbourhood(eng, "box.py", 2).unit.name == "Box"  # the class's own line
+
+
 def test_typescript_edges(engine_of):
     eng = engine_of("ts", TYPESCRIPT)
     price = neighbourhood(eng, "src/format.ts", "formatPrice")
@@ -271,6 +322,7 @@ def test_bad_places_are_one_line_errors(py_engine):
         with pytest.raises(RequestError, match=said):
             answer_related(py_engine, place)
     assert parse_place("a/b.py:Retry.get_backoff_time") == ("a/b.py", "get_backoff_time")
+    assert parse_place("a/b.py:40-75") == ("a/b.py", (40, 75))
 
 
 def test_more_like_this_finds_the_look_alikes_and_leaves_the_unit_out(py_engine):
@@ -300,7 +352,13 @@ def test_cli_related_json_and_errors(tmp_path):
     assert {"path", "start_line", "end_line", "name", "line", "via", "resolution", "candidates"} <= set(first)
     text = run("related", "shop/retry.py:get_backoff_time", "--root", str(root))
     assert text.returncode == 0 and "shop/client.py:4-7  fetch" in text.stdout
-    for args in (["shop/retry.py:1"], ["missing.py:3"], ["shop/retry.py"], ["shop/retry.py:5", "--limit", "0"]):
+    for args in (
+        ["shop/retry.py:1"],
+        ["missing.py:3"],
+        ["shop/retry.py"],
+        ["shop/retry.py:5", "--limit", "0"],
+        ["shop/retry.py:9-3"],
+    ):
         bad = run("related", *args, "--root", str(root))
         assert bad.returncode == 2, (args, bad.stderr)
         assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
@@ -320,6 +378,10 @@ async def test_mcp_related_and_search_like(tmp_path):
         assert "limit" in said and "place" in said and "\n" not in said
         said = await refused(session, "related", {"place": "shop/retry.py:1"})
         assert "no definition holds this line" in said
+        hit = await call(session, "related", {"place": "shop/client.py:4-11"})  # a hit's lines
+        assert hit["unit"]["name"] == "fetch, describe" and hit["callees"]
+        said = await refused(session, "related", {"place": "shop/client.py:11-4"})
+        assert "ends before it starts" in said and "\n" not in said
         like = await call(session, "search", {"query": "", "like": "shop/other.py:get_backoff_time", "top_k": 3})
         assert like["like"]["path"] == "shop/other.py" and like["results"]
 

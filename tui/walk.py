@@ -1,8 +1,9 @@
 """The walk: from a hit to its callers, callees and tests, and on; and more like this.
 
 ``r`` on a hit (or on the unit the preview shows) opens its neighbourhood in place of the
-results (:class:`~tui.widgets.neighbourhood.NeighbourhoodList`): the unit, then its callers,
-callees and tests with their counts; the preview follows the cursor. Enter on one goes to it:
+results (:class:`~tui.widgets.neighbourhood.NeighbourhoodList`; a hit's: of every definition it
+packs, merged, :func:`core.graph.span.related_span`): the unit, then its callers, callees and
+tests with their counts; the preview follows the cursor. Enter on one goes to it:
 the preview shows it and the list becomes its own neighbourhood. ``backspace`` (or ``b``) goes
 back one step; the trail shows as breadcrumbs above (:class:`~tui.widgets.breadcrumbs.
 Breadcrumbs`). ``m`` asks for more like this: the unit's names and code as the question
@@ -119,7 +120,9 @@ class WalkActions:
         if hit is None:
             self.notify("Nothing to follow yet: run a query first.", severity="warning")
             return
-        self._load(hit.path, places_of(hit), self.trail.top.list_reached(), None)
+        # The hit's lines first: every definition it packs, their neighbourhoods merged.
+        wheres = [(hit.start_line, hit.end_line), *places_of(hit)[1:]]
+        self._load(hit.path, wheres, self.trail.top.list_reached(), None)
 
     def action_more_like(self) -> None:
         """``m``: a result list of the units like the one under the cursor."""
@@ -189,7 +192,7 @@ class WalkActions:
         label = f"{row.group}: {row.place.name or row.place.start_line}"
         self._load(row.place.path, [row.place.start_line], reached_record(ONE[row.group], top.place), label)
 
-    def _load(self, path: str, lines: list[int | str], reached: dict, label: str | None) -> None:
+    def _load(self, path: str, lines: list, reached: dict, label: str | None) -> None:
         self._walk_token += 1
         self.run_worker(
             partial(self._neighbourhood_job, self._walk_token, path, lines, reached, label),
@@ -200,11 +203,9 @@ class WalkActions:
             exit_on_error=False,
         )
 
-    def _neighbourhood_job(
-        self, token: int, path: str, lines: list[int | str], reached: dict, label: str | None
-    ) -> None:
+    def _neighbourhood_job(self, token: int, path: str, lines: list, reached: dict, label: str | None) -> None:
         """Worker body (in a thread): read the neighbourhood of the first of ``lines`` (a line,
-        or a name the file defines) that can be followed, and post it."""
+        a name the file defines, or a hit's (start, end)) that can be followed, and post it."""
         error = None
         for line in lines:
             try:

@@ -12,5 +12,6 @@ directory, then anywhere.
 ``edges``    a committed generation's uses across segments; Graph, what navigation asks
 ``resolve``  which definition a name means from where it is used (Closeness)
 ``related``  a unit's neighbourhood: callers, callees, tests (ranklens related, MCP, the UI)
+``span``     a hit's: each definition it packs, their neighbourhoods merged
 ``like``     more like this: a question made of what a unit reveals
 """

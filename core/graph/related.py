@@ -229,7 +229,11 @@ def unit_at(graph: Graph, root: Path, path: str, where: int | str) -> Place:
     read = reading(root, path)
     defs = read.defs
     if isinstance(where, int):
-        d = enclosing(defs, where) or _documented(read, where)
+        d = enclosing(defs, where)
+        doc = _documented(read, where)
+        # A method's doc comment lies inside its class: the line means the method.
+        if doc is not None and (d is None or (doc is not d and d.start_line <= doc.start_line <= d.end_line)):
+            d = doc
         if d is None:
             raise RelatedError(f"{path}:{where}: no definition holds this line (related follows functions, classes …)")
     else:

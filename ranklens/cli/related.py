@@ -62,9 +62,10 @@ def related(
 ) -> None:
     """Show the unit at PATH:LINE (or PATH:NAME) and its callers, callees and tests.
 
-    The unit is the innermost definition (function, method, class …) holding the line. Each
-    listed place is path:start-end, its name, the line of the use that links it, and how the
-    name was resolved; best first. PATH is relative to --root (or absolute, inside it).
+    The unit is the innermost definition (function, method, class …) holding the line.
+    PATH:START-END (a hit's lines) follows every definition packed there, their lists merged.
+    Each listed place is path:start-end, its name, the line of the use that links it, and how
+    the name was resolved; best first. PATH is relative to --root (or absolute, inside it).
     """
     survey = _survey(root, fresh) if store is None else None
     from ..core.navigate import answer_related, check_limit, parse_place

@@ -275,3 +275,20 @@ async def test_r_on_a_line_outside_any_definition_says_so(tmp_path) -> None:
             assert app.trail.depth == 1 and "Cannot follow it" in shown[0]
     finally:
         engine.close()
+
+
+async def test_r_on_a_hit_packing_two_functions_follows_both(shop_engine) -> None:
+    """client.py is one chunk holding fetch and describe: r lists what both use, and not
+    describe's call of fetch (the hit's own code)."""
+    app = RanklensApp(shop_engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_query(pilot, app, "fetch url describe")
+        await open_hit(pilot, app, "fetch, describe")
+        await pilot.press("r")
+        await walked(pilot, app, 2)
+        assert rows(app)[0].startswith("  ▸ shop/client.py:4-11  fetch, describe")
+        shown = "\n".join(rows(app))
+        assert "Retry" in shown and "get_backoff_time" in shown
+        assert "line 11: fetch" not in shown
+        assert app.breadcrumbs.plain == "question › fetch, describe"
