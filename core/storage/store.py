@@ -76,7 +76,9 @@ if TYPE_CHECKING:  # numpy and the chunk table load with the first view's chunks
 #: 17: chunks carry the names their code spells, defines (``=``), imports (``^``) and sets
 #:    (``.``), and each segment an inverted index of them (``refs.*.npy``: core.graph.uses),
 #:    the navigation edges.
-FORMAT_VERSION = 17
+#: 18: a line whose first word is an import keyword used as a package (testify's
+#:    ``require.NoError(...)``) is code: its names are uses, not imports (``refs.IMPORT_LINE``).
+FORMAT_VERSION = 18
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
