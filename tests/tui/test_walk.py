@@ -85,6 +85,16 @@ async def walked(pilot, app: RanklensApp, depth: int) -> None:
     await pilot.pause()
 
 
+async def from_hit(pilot, app: RanklensApp, question: str, name: str, key: str) -> None:
+    """Ask ``question``, put the cursor on the hit named ``name`` and press ``key`` (``r``,
+    ``m``): one step along the trail."""
+    await ready(pilot, app)
+    await run_query(pilot, app, question)
+    await open_hit(pilot, app, name)
+    await pilot.press(key)
+    await walked(pilot, app, 2)
+
+
 def rows(app: RanklensApp) -> list[str]:
     walk = app.walk_list
     return [walk.row_text(i) for i in range(walk.option_count)]
@@ -186,11 +196,7 @@ async def test_a_walk_to_a_caller_and_back_exports_how_each_span_was_reached(sho
 async def test_more_like_this_lists_other_units_without_the_unit_itself(shop_engine, tmp_path) -> None:
     app = RanklensApp(shop_engine)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await run_query(pilot, app, "get backoff time")
-        await open_hit(pilot, app, "fetch, describe")
-        await pilot.press("m")
-        await walked(pilot, app, 2)
+        await from_hit(pilot, app, "get backoff time", "fetch, describe", "m")
         await wait_for(pilot, lambda: app.query_complete)
         await settled(pilot, app)
         assert app.breadcrumbs.plain.startswith("question › like shop/client.py:")
@@ -282,11 +288,7 @@ async def test_r_on_a_hit_packing_two_functions_follows_both(shop_engine) -> Non
     describe's call of fetch (the hit's own code)."""
     app = RanklensApp(shop_engine)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await run_query(pilot, app, "fetch url describe")
-        await open_hit(pilot, app, "fetch, describe")
-        await pilot.press("r")
-        await walked(pilot, app, 2)
+        await from_hit(pilot, app, "fetch url describe", "fetch, describe", "r")
         assert rows(app)[0].startswith("  ▸ shop/client.py:4-11  fetch, describe")
         shown = "\n".join(rows(app))
         assert "Retry" in shown and "get_backoff_time" in shown
