@@ -272,6 +272,20 @@ def test_a_hit_packing_two_functions_follows_both(engine_of):
         answer_related(eng, f"retry/retry.go:{end}-{start}")
 
 
+def test_a_hit_packing_many_functions_follows_the_first_eight(engine_of):
+    funcs = (
+        "\n".join(f"func F{i}() int {{ return F{i + 1}() }}\n" for i in range(11)) + "\nfunc F11() int { return 0 }\n"
+    )
+    eng = engine_of("many", {"go.mod": "module example.com/m\n", "m.go": "package m\n\n" + funcs})
+    lines = (eng.root / "m.go").read_text().splitlines()
+    found = neighbourhood(eng, "m.go", (3, len(lines)))
+    assert found.unit.name == ", ".join(f"F{i}" for i in range(8)) and found.counts["unfollowed"] == 4
+    # F7 calls F8, packed in the lines but not followed: inside them all the same.
+    assert found.callers == [] and found.callees == []
+    text = run("related", f"m.go:3-{len(lines)}", "--root", str(eng.root))
+    assert text.returncode == 0 and "4 more definitions, not followed" in text.stdout
+
+
 BOX = """
     class Box:
         size = 3

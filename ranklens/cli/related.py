@@ -85,6 +85,8 @@ def related(
     unit = data["unit"]
     click.echo(f"{unit['path']}:{unit['start_line']}-{unit['end_line']}  {unit['context']}")
     counts = data["counts"]
+    if counts.get("unfollowed"):
+        click.echo(f"(the lines pack {counts['unfollowed']} more definitions, not followed: ask for one by its line)")
     for kind in ("callers", "tests", "callees"):
         places = data[kind]
         shown = f"{len(places)} of {counts[kind]}" if counts[kind] > len(places) else f"{counts[kind]}"
