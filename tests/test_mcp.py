@@ -251,12 +251,24 @@ async def test_check_handoff_before_the_index_is_ready_says_not_ready(sample_rep
         assert checked["summary"] == {"unchanged": len(doc["results"])}
 
 
+async def until_indexed(session, seconds: float = 120) -> dict:
+    """``index_status`` once the server's first build has ended (it builds in the background:
+    under load, seconds after the first call)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        status = await call(session, "index_status", {})
+        if status["indexed"] and not status["updating"]:
+            return status
+        assert time.monotonic() < deadline, status
+        await anyio.sleep(0.1)
+
+
 async def test_paths_outside_the_root_ignored_and_secret_files_are_refused(sample_repo, tmp_path):
     outside = tmp_path / "outside.py"
     outside.write_text("def secret_outside(): pass\n")
     (sample_repo / "app" / "link.py").symlink_to(outside)
     async with server(sample_repo) as session:
-        await call(session, "index_status", {})
+        await until_indexed(session)  # before it, every path is "not ready yet"
         for path in ("../outside.py", str(outside), "app/../../outside.py", "app/link.py"):
             text = await refused(session, "read_span", {"path": path, "start_line": 1, "end_line": 1})
             assert "outside" in text or "not a file ranklens serves" in text, text
