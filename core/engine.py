@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from .arms import REGISTRY, Arm, ArmUnavailable, default_arms
 from .arms.protocol import IndexSettings, IndexStats
 from .base.types import ConsolidatedHit, Hit
+from .graph.edges import edges_of
+from .graph.within import Callers, callers_within, unit_names
 from .query.chunkstep import WITHIN_FILE_ARMS, FileUnits, Skeleton, skeleton, units_of, units_ranked
 from .query.consolidate import check_ranking
 from .query.pipeline import MERGE_ADJACENT, QueryError, QueryWork, check_query, rank, rank_single
@@ -691,6 +693,8 @@ class Engine:
             shapes = [(p, f.shape, f.rows, f.unit, f.starts, f.ends, f.spans) for p, f in files.items()]
             ranked = units_ranked(shapes, searched)
             if ranked is not None:
+                for p, fu in ranked.items():
+                    fu.callers = files[p].callers
                 return ranked
         span_of: dict[int, tuple[str, tuple[int, int]]] = {}
         for f in files.values():
@@ -706,7 +710,7 @@ class Engine:
                     if by_arm is None:
                         by_arm = of_file[name] = {}
                     by_arm[where[1]] = score
-        return {p: units_of(p, files[p].shape, scores[p]) for p in paths}
+        return {p: units_of(p, files[p].shape, scores[p], files[p].callers) for p in paths}
 
     def _file_chunks(self, view: IndexView, path: str) -> _FileChunks:
         """A file's :class:`_FileChunks`, kept per view (none of it depends on the query)."""
@@ -732,8 +736,22 @@ class Engine:
             )
             starts = np.array([u[0] for u in shape.units], dtype=np.int64)
             ends = np.array([u[1] for u in shape.units], dtype=np.int64)
+            callers = callers_within(
+                edges_of(view),
+                rows,
+                unit if unit is not None else np.array([shape.of_chunk[span] for span in spans], dtype=np.int64),
+                [unit_names(u[3]) for u in shape.units],
+                [(u[0], u[1]) for u in shape.units],
+            )
             found = _FileChunks(
-                rows, shape, dict(zip(rows.tolist(), ((path, span) for span in spans))), unit, starts, ends, spans
+                rows,
+                shape,
+                dict(zip(rows.tolist(), ((path, span) for span in spans))),
+                unit,
+                starts,
+                ends,
+                spans,
+                callers,
             )
             with self._lock:
                 _remember(self._chunks_of, key, found, 1024)
@@ -755,6 +773,7 @@ class _FileChunks(NamedTuple):
     starts: np.ndarray  # each unit's first line
     ends: np.ndarray  # and last line
     spans: list[tuple[int, int]]  # each row's (start, end)
+    callers: Callers  # per unit, the file's units that use a name it defines
 
 
 def _remember(cache: OrderedDict, key, value, bound: int = 16) -> None:

@@ -40,7 +40,8 @@ from .chunking.refs import DEFINES, SETS
 from .engine import CANDIDATE_DEPTH, PHRASE_CHUNKS, ArmResult, Engine, _ms
 from .graph.edges import ChunkPlace
 from .graph.related import RelatedError, reading
-from .query.chunkstep import units_of
+from .graph.within import callers_from_refs, unit_names
+from .query.chunkstep import skeleton, units_of
 from .query.consolidate import check_ranking
 
 #: The arms a Milvus store serves, and the field each searches.
@@ -566,11 +567,13 @@ class MilvusEngine(Engine):
         each of ``arms`` searched again under the files' filter."""
         where = " or ".join(f"({self._where(p)})" for p in paths)
         listed: dict[str, list] = {p: [] for p in paths}
-        for row in self.store.query(where, min(MAX_FILE_CHUNKS * len(paths), MAX_QUERY_ROWS)):
+        refs: dict[str, list[str]] = {p: [] for p in paths}
+        for row in self.store.query(where, min(MAX_FILE_CHUNKS * len(paths), MAX_QUERY_ROWS), ("refs",)):
             path = self._path_of(row)
             if path in listed:
                 piece = (int(row["pstart"]), int(row["pend"])) if row["pstart"] else None
                 listed[path].append((int(row["start"]), int(row["end"]), piece, row["context"], row["symbol"]))
+                refs[path].append(row.get("refs") or "")
         n = sum(len(v) for v in listed.values())
         scores: dict[str, dict[str, dict[tuple[int, int], float]]] = {p: {} for p in paths}
         for name in arms if n else ():
@@ -586,7 +589,14 @@ class MilvusEngine(Engine):
                 path = self._path_of(e)
                 if path in scores:
                     scores[path].setdefault(name, {})[(int(e["start"]), int(e["end"]))] = float(row["distance"])
-        return {p: units_of(p, listed[p], scores[p]) for p in paths}
+        out = {}
+        for p in paths:
+            shape = skeleton(listed[p])
+            units = [shape.of_chunk[(c[0], c[1])] for c in listed[p]]
+            names = [unit_names(u[3]) for u in shape.units]
+            callers = callers_from_refs(units, refs[p], names, [(u[0], u[1]) for u in shape.units])
+            out[p] = units_of(p, shape, scores[p], callers)
+        return out
 
     def _find_quoted(self, phrases):
         """:meth:`Engine.quoted` from the collection: the chunks whose identifiers (the

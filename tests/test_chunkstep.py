@@ -733,3 +733,157 @@ def test_a_declaration_ranks_below_the_behaviour_for_a_how_does_question(tmp_pat
         assert any(off[path][0] == "RetryPolicy" for path in off)
     finally:
         engine.close()
+
+
+# ----------------------------------------------------------------------------- a call's lift (issue #42)
+
+
+def _callers_by_name(engine: Engine, path: str) -> dict[str, set[str]]:
+    """Each single-name unit of ``path`` -> the first names of the units of the file calling it."""
+    from ranklens.core.graph.within import unit_names
+
+    fu = engine.file_units("anything", [path])[path]
+    names = [unit_names(u[3]) for u in fu.shape.units]
+    return {
+        names[n][0]: {names[c][0] if names[c] else "" for c in of}
+        for n, of in enumerate(fu.callers)
+        if len(names[n]) == 1
+    }
+
+
+def _padded(body: list[str], pad: str, n: int = 24) -> list[str]:
+    """``body`` after ``n`` lines of ``pad`` (each numbered): functions too long to pack together."""
+    return [pad.format(i=i) for i in range(n)] + body
+
+
+def _py(name: str, call: str) -> str:
+    return "\n".join(
+        [f"def {name}(request):", *_padded([f"    return {call}"], "    step_{i} = request.count({i})"), ""]
+    )
+
+
+def _go(name: str, call: str) -> str:
+    body = _padded([f"\treturn {call}"], "\tstep{i} := len(r) + {i}\n\t_ = step{i}")
+    return "\n".join([f"func {name}(r string) string {{", *body, "}", ""])
+
+
+def _ts(name: str, call: str) -> str:
+    body = _padded([f"  return {call};"], "  const step{i} = r.length + {i};")
+    return "\n".join([f"export function {name}(r: string): string {{", *body, "}", ""])
+
+
+#: A file in each of three languages: ``handle`` calls ``sanitize``; ``unrelated`` calls nothing.
+CALLS = {
+    "calls.py": "\n\n".join(
+        [_py("handle", "sanitize(request)"), _py("sanitize", "request.strip()"), _py("unrelated", "request")]
+    ),
+    "calls.go": "package calls\n\n"
+    + "\n".join([_go("Handle", "sanitize(r)"), _go("sanitize", "r"), _go("Unrelated", "r")]),
+    "calls.ts": "\n".join([_ts("handle", "sanitize(r)"), _ts("sanitize", "r.trim()"), _ts("unrelated", "r")]),
+}
+
+
+def test_a_files_units_know_which_of_its_units_call_them_in_three_languages(tmp_path):
+    for rel, text in CALLS.items():
+        (tmp_path / rel).write_text(text)
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    try:
+        for path, caller in (("calls.py", "handle"), ("calls.go", "Handle"), ("calls.ts", "handle")):
+            fu = engine.file_units("anything", [path])[path]
+            assert fu.callers is not None and len(fu.callers) == len(fu.units)
+            names = [u.symbols for u in fu.units]
+            callee = next(n for n, s in enumerate(names) if "sanitize" in " ".join(s).split())
+            assert [" ".join(names[c]).split()[0] for c in fu.callers[callee]] == [caller], (path, names)
+            unrelated = next(n for n, s in enumerate(names) if "unrelated" in " ".join(s).lower().split())
+            assert fu.callers[unrelated] == ()
+    finally:
+        engine.close()
+
+
+def test_a_unit_holding_another_is_not_its_caller_nor_held_by_it():
+    """A class's unit (lines 1-40) spelling its method's name and the method's unit (10-20, inside
+    it) spelling the class's: neither calls the other; a unit after both (50-60) calls the method."""
+    import numpy as np
+
+    from ranklens.core.graph.uses import Uses, name_hash
+    from ranklens.core.graph.within import callers_within
+
+    uses = Uses.of_pairs(
+        np.array([name_hash("load"), name_hash("Cache"), name_hash("load")], dtype=np.uint64),
+        np.array([0, 1, 2]),
+    )
+
+    class Chunks:
+        def by_segment(self, rows):
+            yield 0, np.arange(len(rows)), rows
+
+    class View:
+        chunks = Chunks()
+
+    class Edges:
+        def __init__(self):
+            self.segments, self.view = [uses], View()
+
+    rows = np.array([0, 1, 2], dtype=np.int64)
+    found = callers_within(
+        Edges(), rows, np.array([0, 1, 2]), [["Cache"], ["load"], ["main"]], [(1, 40), (10, 20), (50, 60)]
+    )
+    assert found == ((), (2,), ())
+
+
+def _called_units(chunks, callers, in_words=True, lift=0.25):
+    """The units of a made-up file (``chunks``) ranked with these callers, first names first."""
+    from ranklens.core.query.chunkstep import rank_units
+
+    fu = units_of("f.py", chunks, {"bm25": {(1, 10): 4.0, (11, 20): 3.0, (21, 30): 2.0, (31, 40): 1.0}}, callers)
+    params = dataclasses.replace(DEFAULT_PARAMS, chunk_called=lift)
+    ranked = rank_units(fu, {"bm25": 1.0}, 5.0, [], {}, None, 0, params, in_words=in_words)
+    return [(u.symbols[0].split()[0], u.called_by) for u, _score in ranked]
+
+
+def test_a_unit_the_files_best_unit_calls_is_lifted_for_a_question_in_words():
+    chunks = [
+        (1, 10, None, "f.py > handle", "handle"),
+        (11, 20, None, "f.py > close", "close"),
+        (21, 30, None, "f.py > open", "open"),
+        (31, 40, None, "f.py > sanitize", "sanitize"),
+    ]
+    callers = ((), (), (), (0,))  # handle calls sanitize
+    assert _called_units(chunks, callers, lift=0.0) == [("handle", ""), ("close", ""), ("open", ""), ("sanitize", "")]
+    lifted = _called_units(chunks, callers)
+    assert lifted[0] == ("handle", "") and lifted[1] == ("sanitize", "handle")
+    # Not for a bare identifier (the question names what it wants), and not with no callers known.
+    assert [n for n, _ in _called_units(chunks, callers, in_words=False)] == ["handle", "close", "open", "sanitize"]
+    assert [n for n, _ in _called_units(chunks, None)] == ["handle", "close", "open", "sanitize"]
+
+
+def test_a_unit_packing_several_definitions_is_not_lifted_by_a_call():
+    chunks = [
+        (1, 10, None, "f.py > handle", "handle"),
+        (11, 20, None, "f.py > close", "close"),
+        (21, 30, None, "f.py > open", "open"),
+        (31, 40, None, "f.py > size, empty", "size empty"),
+    ]
+    assert [n for n, _ in _called_units(chunks, ((), (), (), (0,)))] == ["handle", "close", "open", "size"]
+
+
+def test_the_chunk_signal_says_which_unit_called_it():
+    from ranklens.core.query.chunkstep import Unit, explain
+
+    unit = Unit(31, 40, "f.py > sanitize", ("sanitize",), {"bm25": 4}, called_by="handle")
+    assert "called by handle in this file" in explain(unit, 4).reason
+
+
+def test_a_files_callers_follow_an_update(tmp_path):
+    (tmp_path / "calls.py").write_text(CALLS["calls.py"])
+    engine = Engine(tmp_path)
+    engine.ensure_index(deep=False)
+    try:
+        assert _callers_by_name(engine, "calls.py")["sanitize"] == {"handle"}
+        edited = [_py("handle", "request"), _py("sanitize", "request.strip()"), _py("unrelated", "sanitize(request)")]
+        (tmp_path / "calls.py").write_text("\n\n".join(edited))
+        engine.ensure_index(deep=False)
+        assert _callers_by_name(engine, "calls.py")["sanitize"] == {"unrelated"}
+    finally:
+        engine.close()

@@ -783,3 +783,22 @@ def test_cli_related_and_like_from_a_store(tmp_path):
     assert "one repository" in line
     line = one_line_error(shared.cli("related", "shop/retry.py:9", "--root", str(root), "--repo", "elsewhere"))
     assert "'elsewhere' is not in" in line
+
+
+def test_a_files_call_edges_are_the_local_index_s_in_the_store(tmp_path):
+    """The chunk step's lift (``Params.chunk_called``) reads which units of a file call which:
+    from the index's uses locally, from each row's ``refs`` in a store; the same edges."""
+    from tests.test_chunkstep import CALLS
+
+    root = tmp_path / "calls"
+    write_repo(root, CALLS)
+    local, shared, _summary = _engines(root, tmp_path / "s.db")
+    try:
+        for path in CALLS:
+            mine = local.file_units("anything", [path])[path]
+            theirs = shared.file_units("anything", [path])[path]
+            assert [(u.start, u.end) for u in mine.units] == [(u.start, u.end) for u in theirs.units]
+            assert mine.callers == theirs.callers and any(mine.callers), path
+    finally:
+        local.close()
+        shared.close()

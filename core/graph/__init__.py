@@ -14,4 +14,5 @@ directory, then anywhere.
 ``related``  a unit's neighbourhood: callers, callees, tests (ranklens related, MCP, the UI)
 ``span``     a hit's: each definition it packs, their neighbourhoods merged
 ``like``     more like this: a question made of what a unit reveals
+``within``   a file's own call edges, which the chunk step's lift reads
 """

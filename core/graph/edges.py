@@ -9,7 +9,6 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from ..chunking.refs import DEFINES, SETS
 from ..storage.store import IndexView
 from .uses import Uses, name_hash
 
@@ -116,6 +115,10 @@ class LocalGraph:
         return self._places(self.edges.users(name))
 
     def definers(self, name: str, *, attributes: bool = False) -> list[ChunkPlace]:
+        # Here, not at the top: a query reads Edges (the chunk step's call edges) and must not
+        # load the chunking package (tests/test_engine.py).
+        from ..chunking.refs import DEFINES, SETS
+
         rows = self.edges.users(DEFINES + name)
         if attributes:
             rows = np.union1d(rows, self.edges.users(SETS + name))

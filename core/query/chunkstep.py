@@ -23,7 +23,8 @@ an unrelated chunk over one that answers):
 The pieces of one long definition are one *unit* and compete as one. A unit is shown whole
 when it fits :data:`MAX_UNIT_LINES`, else as a window around the lines the arms matched
 (:func:`shown_span`). For a question in words, a unit that only declares (``Chunk.declaration``)
-is demoted. Every hit the step places carries a ``chunk`` signal that says why this chunk of
+is demoted, and a unit that a better unit of its file calls is lifted (``Params.chunk_called``:
+the file's own call edges, :mod:`core.graph.within`). Every hit the step places carries a ``chunk`` signal that says why this chunk of
 the file.
 
 :func:`choose` is the step in the query pipeline (:mod:`core.query.pipeline`): the fused groups, the
@@ -94,6 +95,9 @@ class Unit:
     matched: tuple[tuple[int, int], ...] = ()
     #: Every chunk of it only declares (``Chunk.declaration``): demoted for a question in words.
     declaration: bool = False
+    #: The name of the unit of its file that lifted it by calling it (``Params.chunk_called``),
+    #: set each time it is placed; "" when none did.
+    called_by: str = ""
 
 
 @dataclass
@@ -107,6 +111,9 @@ class FileUnits:
     arrays: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None
     #: The file's :class:`Skeleton` (kept per index view): what its units' names hold.
     shape: Skeleton | None = None
+    #: Per unit, the units of the file that call it (use a name it defines:
+    #: :func:`core.graph.within.callers_within`); None when the index keeps no uses.
+    callers: tuple[tuple[int, ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -157,11 +164,12 @@ def units_of(
     path: str,
     chunks: Skeleton | Iterable[tuple[int, int, tuple[int, int] | None, str, str]],
     scores: Mapping[str, Mapping[tuple[int, int], float]],
+    callers: tuple[tuple[int, ...], ...] | None = None,
 ) -> FileUnits:
     """The units of a file (its :class:`Skeleton`, or its chunks ``(start, end, piece_of,
     context, symbol)``) ranked by each arm's scores of their chunks (``{arm: {(start, end):
     score}}``; a chunk an arm does not score is unranked by it). A unit shown in part shows
-    the chunk of its best rank."""
+    the chunk of its best rank. ``callers``: per unit, the units of the file that call it."""
     shape = chunks if isinstance(chunks, Skeleton) else skeleton(chunks)
     units = [Unit(s, e, c, syms, {}, spans, declaration=d) for s, e, c, syms, spans, d in shape.units]
     of_chunk = shape.of_chunk
@@ -186,7 +194,7 @@ def units_of(
     for i, found in matched.items():
         if len(units[i].chunks) > 1:
             units[i].matched = tuple(m[-1] for m in sorted(found))
-    return FileUnits(path, units, shape=shape)
+    return FileUnits(path, units, shape=shape, callers=callers)
 
 
 def units_ranked(
@@ -428,7 +436,9 @@ def rank_units(
     plus, in units of an arm's first place, what its names add (``labelled``: the names it
     defines that the question names, the question's keywords its names and breadcrumb hold,
     of ``n_keywords``) and a passage of ``quoted`` it holds; for a question ``in_words``, less
-    ``params.chunk_declaration`` when it only declares (:attr:`Unit.declaration`). The units placed keep what their
+    ``params.chunk_declaration`` when it only declares (:attr:`Unit.declaration`), plus
+    ``params.chunk_called`` times the best score of the units of the file calling it
+    (:attr:`FileUnits.callers`) when it defines one name and does more than declare. The units placed keep what their
     names hold (``Unit.memo``, for :func:`explain`). A file's :attr:`FileUnits.arrays` (two
     arms at most) score every unit at once; the same float operations as the loop over its
     units, in the same order, so the same scores.
@@ -463,6 +473,18 @@ def rank_units(
         for n, declares in enumerate(flags):
             if declares:
                 scores[n] -= penalty * first
+    lift = getattr(params, "chunk_called", 0.0)
+    callers = fu.callers
+    lifted: dict[int, int] = {}
+    if in_words and lift and callers:
+        base = list(scores)
+        liftable = _liftable(shape_of(fu))
+        for n, of in enumerate(callers):
+            if of and liftable[n]:
+                j = max(of, key=base.__getitem__)
+                if base[j] > 0:
+                    scores[n] += lift * base[j]
+                    lifted[n] = j
     if bounds is not None or len(scores) < ARRAYS_FROM:  # below it, numpy's cost per call is more than the sort's
         begins = [b[0] for b in bounds] if bounds is not None else starts.tolist()
         order = sorted(range(len(scores)), key=lambda n: (-scores[n], begins[n]))
@@ -473,8 +495,30 @@ def rank_units(
         u = units[n]
         if u.memo is None:
             u.memo = labelled.get(n) or (set(), [])
+        j = lifted.get(n)
+        u.called_by = _first_name(units[j]) if j is not None else ""
         out.append((u, scores[n]))
     return out
+
+
+def _liftable(shape: Skeleton) -> list[bool]:
+    """Per unit of a file, whether a call can lift it (``Params.chunk_called``): it defines
+    one name (a call reaches one definition of a packed unit, not the accessors and small
+    helpers packed with it: lifting packed units too lost first places on the held-out
+    questions) and does more than declare (a method's signature naming its struct is no
+    call of it). Kept per view with the skeleton."""
+    found = shape.memo.get("liftable")
+    if found is None:
+        found = shape.memo["liftable"] = [sum(len(s.split()) for s in u[3]) == 1 and not u[5] for u in shape.units]
+    return found
+
+
+def _first_name(unit: Unit) -> str:
+    """The first name a unit defines, or what it is when it defines none."""
+    for symbol in unit.symbols:
+        for name in symbol.split():
+            return name
+    return "the file's top-level code"
 
 
 def _best_fused(groups: Sequence[tuple[int, int, float]], start: int, end: int) -> float:
@@ -557,4 +601,6 @@ def explain(unit: Unit, n_units: int, demoted: bool = False) -> AppliedSignal:
         why.append(f"its names hold {', '.join(held)}")
     if unit.declaration and demoted:
         why.append("demoted as a declaration (it only declares)")
+    if unit.called_by:
+        why.append(f"called by {unit.called_by} in this file")
     return AppliedSignal("chunk", "; ".join(why) if why else f"the first of the file's {n_units} chunks", 0.0)

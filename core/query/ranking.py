@@ -162,6 +162,11 @@ class Params:
     #: ... less this, for a question in words, when it only declares (fields, signatures,
     #: constants: ``Chunk.declaration``); the ``chunk`` signal says so (issue #42).
     chunk_declaration: float = 1.0
+    #: ... and, for a question in words, this times the best score among the units of its
+    #: file that call it (use a name it defines), when it defines one name: the helper a
+    #: well-ranked unit calls is often the code that answers (``core.graph.within``; 0: off;
+    #: chosen by cross-validation over repositories, every fold 0.2: issue #42).
+    chunk_called: float = 0.2
 
 
 DEFAULT_PARAMS = Params()

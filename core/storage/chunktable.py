@@ -313,7 +313,7 @@ class ChunkRows:
         local = rows - self.offsets[i]
         return local if self.live[i] is None else self.live[i][local]
 
-    def _groups(self, rows: np.ndarray):
+    def by_segment(self, rows: np.ndarray):
         """``(segment, positions in rows, local rows)`` for each segment ``rows`` touch."""
         seg = np.searchsorted(self.offsets, rows, side="right") - 1
         if len(rows) and (rows.min() < 0 or rows.max() >= len(self)):
@@ -325,7 +325,7 @@ class ChunkRows:
     def _take(self, names: tuple[str, ...], rows: np.ndarray) -> list[list]:
         """Columns ``names`` of ``rows``, in their order (the rows located in their segments once)."""
         out: list[list] = [[None] * len(rows) for _ in names]
-        for i, where, local in self._groups(rows):
+        for i, where, local in self.by_segment(rows):
             at = where.tolist()
             for name, column in zip(names, out):
                 col = getattr(self.tables[i], name)
