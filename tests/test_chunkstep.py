@@ -842,13 +842,15 @@ def _called_units(chunks, callers, in_words=True, lift=0.25):
     return [(u.symbols[0].split()[0], u.called_by) for u, _score in ranked]
 
 
+def _four_units(last: str) -> list[tuple]:
+    """A made-up file's four units, each ten lines: handle, close, open, then ``last`` (its
+    names, space-separated)."""
+    names = ["handle", "close", "open", last]
+    return [(10 * i + 1, 10 * i + 10, None, f"f.py > {', '.join(n.split())}", n) for i, n in enumerate(names)]
+
+
 def test_a_unit_the_files_best_unit_calls_is_lifted_for_a_question_in_words():
-    chunks = [
-        (1, 10, None, "f.py > handle", "handle"),
-        (11, 20, None, "f.py > close", "close"),
-        (21, 30, None, "f.py > open", "open"),
-        (31, 40, None, "f.py > sanitize", "sanitize"),
-    ]
+    chunks = _four_units("sanitize")
     callers = ((), (), (), (0,))  # handle calls sanitize
     assert _called_units(chunks, callers, lift=0.0) == [("handle", ""), ("close", ""), ("open", ""), ("sanitize", "")]
     lifted = _called_units(chunks, callers)
@@ -859,13 +861,8 @@ def test_a_unit_the_files_best_unit_calls_is_lifted_for_a_question_in_words():
 
 
 def test_a_unit_packing_several_definitions_is_not_lifted_by_a_call():
-    chunks = [
-        (1, 10, None, "f.py > handle", "handle"),
-        (11, 20, None, "f.py > close", "close"),
-        (21, 30, None, "f.py > open", "open"),
-        (31, 40, None, "f.py > size, empty", "size empty"),
-    ]
-    assert [n for n, _ in _called_units(chunks, ((), (), (), (0,)))] == ["handle", "close", "open", "size"]
+    ranked = _called_units(_four_units("size empty"), ((), (), (), (0,)))
+    assert [n for n, _ in ranked] == ["handle", "close", "open", "size"]
 
 
 def test_the_chunk_signal_says_which_unit_called_it():
