@@ -73,10 +73,7 @@ def callers_from_refs(
 ) -> Callers:
     """:func:`callers_within` from each chunk's own ``refs`` (``Chunk.refs``: the names it
     defines and sets, marked, then the names it uses): what a Milvus store keeps per row."""
-    defining: dict[str, list[int]] = {}
-    for unit, of_unit in enumerate(names):
-        for name in of_unit:
-            defining.setdefault(name, []).append(unit)
+    defining = _defining(names)
     found: list[set[int]] = [set() for _ in names]
     for unit, spelled in zip(unit_of_chunk, refs):
         for name in (spelled or "").split():

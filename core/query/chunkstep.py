@@ -24,8 +24,8 @@ The pieces of one long definition are one *unit* and compete as one. A unit is s
 when it fits :data:`MAX_UNIT_LINES`, else as a window around the lines the arms matched
 (:func:`shown_span`). For a question in words, a unit that only declares (``Chunk.declaration``)
 is demoted, and a unit that a better unit of its file calls is lifted (``Params.chunk_called``:
-the file's own call edges, :mod:`core.graph.within`). Every hit the step places carries a ``chunk`` signal that says why this chunk of
-the file.
+the file's own call edges, :mod:`core.graph.within`). Every hit the step places carries a
+``chunk`` signal that says why this chunk of the file.
 
 :func:`choose` is the step in the query pipeline (:mod:`core.query.pipeline`): the fused groups, the
 file step's top files, their units and the :class:`Question` in, a :class:`Pick` per file out.
