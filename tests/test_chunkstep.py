@@ -869,7 +869,7 @@ def test_the_chunk_signal_says_which_unit_called_it():
     from ranklens.core.query.chunkstep import Unit, explain
 
     unit = Unit(31, 40, "f.py > sanitize", ("sanitize",), {"bm25": 4}, called_by="handle")
-    assert "called by handle in this file" in explain(unit, 4).reason
+    assert "used by handle in this file" in explain(unit, 4).reason
 
 
 def test_a_files_callers_follow_an_update(tmp_path):

@@ -602,5 +602,5 @@ def explain(unit: Unit, n_units: int, demoted: bool = False) -> AppliedSignal:
     if unit.declaration and demoted:
         why.append("demoted as a declaration (it only declares)")
     if unit.called_by:
-        why.append(f"called by {unit.called_by} in this file")
+        why.append(f"used by {unit.called_by} in this file")
     return AppliedSignal("chunk", "; ".join(why) if why else f"the first of the file's {n_units} chunks", 0.0)
